@@ -1,0 +1,85 @@
+// Package cli implements the clrdiag command line. Each subcommand lives in
+// its own file and only wires flags to the importable packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// ExitError carries a specific exit status out of a command. Its message,
+// when non-empty, has already been printed or is printed by Main.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// env is what every command gets: its streams and nothing global.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// Main runs the CLI with the given arguments and streams and returns the
+// process exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(e)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(stderr, "clrdiag: %v\n", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintf(stderr, "clrdiag: %v\n", err)
+	return 1
+}
+
+func newRootCmd(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "clrdiag",
+		Short:         "Diagnose running .NET processes without .NET installed",
+		Long:          "clrdiag speaks the .NET runtime's Diagnostic IPC protocol: it lists .NET processes,\nqueries and controls them, collects EventPipe traces and decodes nettrace files.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, add := range commands {
+		root.AddCommand(add(e))
+	}
+	return root
+}
+
+// commands is the list of subcommand constructors, one per file. It is
+// filled in by init functions of the subcommand files so that each file is
+// self-contained; it is never mutated after program start.
+var commands []func(*env) *cobra.Command
+
+func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
