@@ -1,0 +1,334 @@
+//go:build unix
+
+package dotnettest
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Runtime is an installed .NET runtime and the means to build targets for it.
+type Runtime struct {
+	Host      string // the dotnet host executable
+	SharedDir string // shared/Microsoft.NETCore.App/<version>
+	Version   string // e.g. "3.1.2"
+	MCS       string // the C# compiler
+	Root      string // the module root
+}
+
+// ModuleRoot returns the directory holding go.mod, searching upwards from
+// the working directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Unavailable reports a missing prerequisite: it fails the test when CI=true
+// and skips it loudly otherwise.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("real-runtime test cannot run (CI=true, so this fails instead of skipping): %s", msg)
+	}
+	t.Skipf("SKIPPING real-runtime test: %s (run `make test` to install the runtime and mcs)", msg)
+}
+
+// Find locates the runtime and the compiler or stops the test with
+// Unavailable.
+func Find(t testing.TB) *Runtime {
+	t.Helper()
+	r, err := find()
+	if err != nil {
+		Unavailable(t, "%v", err)
+	}
+	return r
+}
+
+func find() (*Runtime, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	host := os.Getenv("CLRDIAG_DOTNET")
+	if host == "" {
+		host = filepath.Join(root, ".cache", "dotnet-3.1", "package", "dotnet")
+	}
+	if _, err := os.Stat(host); err != nil {
+		return nil, fmt.Errorf("dotnet host not found at %s", host)
+	}
+	shared := filepath.Join(filepath.Dir(host), "shared", "Microsoft.NETCore.App")
+	ents, err := os.ReadDir(shared)
+	if err != nil || len(ents) == 0 {
+		return nil, fmt.Errorf("no Microsoft.NETCore.App under %s", shared)
+	}
+	version := ents[len(ents)-1].Name()
+	mcs := os.Getenv("CLRDIAG_MCS")
+	if mcs == "" {
+		mcs, err = exec.LookPath("mcs")
+		if err != nil {
+			return nil, errors.New("mcs (Debian package mono-mcs) not found on PATH")
+		}
+	}
+	return &Runtime{Host: host, SharedDir: filepath.Join(shared, version), Version: version, MCS: mcs, Root: root}, nil
+}
+
+// references are the framework assemblies every target is compiled against.
+var references = []string{
+	"System.Private.CoreLib.dll", "System.Runtime.dll", "System.Console.dll",
+	"System.Diagnostics.Tracing.dll", "System.Threading.dll", "System.Threading.Thread.dll",
+	"System.Collections.dll", "System.Diagnostics.Process.dll",
+	"System.ComponentModel.Primitives.dll", "System.Runtime.Extensions.dll",
+	"System.Threading.Tasks.dll", "System.Linq.dll", "System.Collections.Concurrent.dll",
+	"System.Threading.ThreadPool.dll", "System.Runtime.InteropServices.dll",
+}
+
+var buildMu sync.Mutex // serializes builds of the same output within one test binary
+
+// Build compiles testdata/targets/<name>.cs (relative to the module root)
+// into <module>/.cache/targets/<name>-<hash>/<name>.dll, reusing an earlier
+// build of the same source, and returns the dll path.
+func (r *Runtime) Build(t testing.TB, name string) string {
+	t.Helper()
+	src := filepath.Join(r.Root, "testdata", "targets", name+".cs")
+	code, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("read C# target: %v", err)
+	}
+	sum := sha256.Sum256(append(code, r.Version...))
+	outDir := filepath.Join(r.Root, ".cache", "targets", name+"-"+hex.EncodeToString(sum[:6]))
+	dll := filepath.Join(outDir, name+".dll")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if _, err := os.Stat(dll); err == nil {
+		return dll
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(r.Root, ".cache"), "build-")
+	if err != nil {
+		if err := os.MkdirAll(filepath.Join(r.Root, ".cache"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if tmp, err = os.MkdirTemp(filepath.Join(r.Root, ".cache"), "build-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.RemoveAll(tmp)
+	args := []string{"-nostdlib", "-noconfig", "-unsafe", "-nowarn:1702", "-optimize+", "-out:" + filepath.Join(tmp, name+".dll")}
+	for _, ref := range references {
+		args = append(args, "-r:"+filepath.Join(r.SharedDir, ref))
+	}
+	args = append(args, src)
+	out, err := exec.Command(r.MCS, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("compile %s with mcs: %v\n%s", src, err, out)
+	}
+	cfg := `{"runtimeOptions":{"tfm":"netcoreapp3.1","framework":{"name":"Microsoft.NETCore.App","version":"3.1.0"},"configProperties":{"System.Globalization.Invariant":true}}}`
+	if err := os.WriteFile(filepath.Join(tmp, name+".runtimeconfig.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.RemoveAll(outDir)
+	if err := os.MkdirAll(filepath.Dir(outDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, outDir); err != nil && !os.IsExist(err) {
+		t.Fatalf("install build: %v", err)
+	}
+	return dll
+}
+
+// Options adjust how a target is started.
+type Options struct {
+	Env    []string // extra KEY=VALUE pairs
+	TmpDir string   // the target's TMPDIR (default: inherited)
+	// Ready is the stdout line prefix that tells the target is up
+	// (default "READY").
+	Ready string
+	// NoWaitSocket skips waiting for the diagnostic socket to appear.
+	NoWaitSocket bool
+}
+
+// Target is a running .NET process started by a test.
+type Target struct {
+	PID    int
+	Cmd    *exec.Cmd
+	Stdin  io.WriteCloser
+	Lines  chan string // stdout lines after the ready line
+	Socket string      // the diagnostic socket path
+
+	mu     sync.Mutex
+	stderr strings.Builder
+	done   chan struct{}
+}
+
+// Start runs dll on the runtime, waits for its ready line on stdout and for
+// its diagnostic socket, and kills it when the test ends.
+func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) *Target {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	ready := opts.Ready
+	if ready == "" {
+		ready = "READY"
+	}
+	cmd := exec.Command(r.Host, append([]string{dll}, args...)...)
+	cmd.Env = append(os.Environ(), "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1", "DOTNET_CLI_TELEMETRY_OPTOUT=1")
+	if opts.TmpDir != "" {
+		cmd.Env = append(cmd.Env, "TMPDIR="+opts.TmpDir)
+	}
+	cmd.Env = append(cmd.Env, opts.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{Cmd: cmd, Stdin: stdin, Lines: make(chan string, 1024), done: make(chan struct{})}
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+		tg.mu.Lock()
+		defer tg.mu.Unlock()
+		if tg.stderr.Len() < 64<<10 {
+			tg.stderr.Write(p)
+		}
+		return len(p), nil
+	})
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start target: %v", err)
+	}
+	tg.PID = cmd.Process.Pid
+	t.Cleanup(func() { tg.Kill() })
+	go func() {
+		_ = cmd.Wait()
+		close(tg.done)
+	}()
+	readyc := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sawReady := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !sawReady {
+				if strings.HasPrefix(line, ready) {
+					sawReady = true
+					readyc <- nil
+				}
+				continue
+			}
+			select {
+			case tg.Lines <- line:
+			default: // a test that does not read lines must not block the target
+			}
+		}
+		if !sawReady {
+			readyc <- errors.New("target exited before printing its ready line")
+		}
+		close(tg.Lines)
+	}()
+	select {
+	case err := <-readyc:
+		if err != nil {
+			t.Fatalf("%v; stderr:\n%s", err, tg.Stderr())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("target not ready after 60s; stderr:\n%s", tg.Stderr())
+	}
+	if !opts.NoWaitSocket {
+		dir := opts.TmpDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("dotnet-diagnostic-%d-*-socket", tg.PID)))
+			if len(m) > 0 {
+				tg.Socket = m[len(m)-1]
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("diagnostic socket of pid %d did not appear in %s", tg.PID, dir)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return tg
+}
+
+// Send writes a command line to the target's standard input.
+func (tg *Target) Send(t testing.TB, line string) {
+	t.Helper()
+	if _, err := io.WriteString(tg.Stdin, line+"\n"); err != nil {
+		t.Fatalf("send %q to target: %v", line, err)
+	}
+}
+
+// Expect waits for a stdout line with the given prefix and returns it.
+func (tg *Target) Expect(t testing.TB, prefix string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-tg.Lines:
+			if !ok {
+				t.Fatalf("target exited while waiting for %q; stderr:\n%s", prefix, tg.Stderr())
+			}
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		case <-deadline:
+			t.Fatalf("no line %q from target within %v", prefix, timeout)
+		}
+	}
+}
+
+// Stderr returns what the target wrote to standard error so far.
+func (tg *Target) Stderr() string {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.stderr.String()
+}
+
+// Done is closed when the target has exited.
+func (tg *Target) Done() <-chan struct{} { return tg.done }
+
+// Kill ends the target with SIGKILL and waits for it.
+func (tg *Target) Kill() {
+	if tg.Cmd.Process != nil {
+		_ = syscall.Kill(-tg.PID, syscall.SIGKILL)
+		_ = tg.Cmd.Process.Kill()
+	}
+	select {
+	case <-tg.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
