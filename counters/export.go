@@ -1,0 +1,194 @@
+package counters
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Exporter writes samples to a file format. Close must be called to finish
+// the document (a JSON exporter closes its array there), also when
+// collection is interrupted, so that the output stays valid.
+type Exporter interface {
+	Write(s *Sample) error
+	Close() error
+}
+
+// rows turns a sample into the (name suffix tags, value) rows of the file
+// formats: one row for plain counters, one per quantile for histograms,
+// as dotnet-counters does (tag Percentile=50 etc.).
+func rows(s *Sample, emit func(tags string, value float64) error) error {
+	tags := s.TagString()
+	if s.Kind != KindHistogram {
+		if s.NoValue {
+			return nil
+		}
+		return emit(tags, s.Value)
+	}
+	for _, q := range s.Quantiles {
+		t := "Percentile=" + strconv.FormatFloat(q.Quantile*100, 'f', -1, 64)
+		if tags != "" {
+			t = tags + "," + t
+		}
+		if err := emit(t, q.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CSVExporter writes dotnet-counters' CSV: a header
+// "Timestamp,Provider,Counter Name,Counter Type,Mean/Increment" and a row
+// per value; tags follow the counter name in [k=v;k=v].
+type CSVExporter struct {
+	w      *bufio.Writer
+	header bool
+}
+
+// NewCSVExporter returns a CSV exporter writing to w.
+func NewCSVExporter(w io.Writer) *CSVExporter {
+	return &CSVExporter{w: bufio.NewWriter(w)}
+}
+
+// Write adds the rows of s.
+func (e *CSVExporter) Write(s *Sample) error {
+	if !e.header {
+		e.header = true
+		if _, err := e.w.WriteString("Timestamp,Provider,Counter Name,Counter Type,Mean/Increment\n"); err != nil {
+			return err
+		}
+	}
+	ts := s.Time.Format("01/02/2006 15:04:05")
+	err := rows(s, func(tags string, v float64) error {
+		name := s.Label()
+		if tags != "" {
+			name += "[" + strings.ReplaceAll(tags, ",", ";") + "]"
+		}
+		e.w.WriteString(ts)
+		e.w.WriteByte(',')
+		e.w.WriteString(csvField(s.Provider))
+		e.w.WriteByte(',')
+		e.w.WriteString(csvField(name))
+		e.w.WriteByte(',')
+		e.w.WriteString(counterType(s.Kind))
+		e.w.WriteByte(',')
+		e.w.WriteString(formatValue(v))
+		_, err := e.w.WriteString("\n")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return e.w.Flush()
+}
+
+// Close flushes the output; a file with no samples still gets its header.
+func (e *CSVExporter) Close() error {
+	if !e.header {
+		e.header = true
+		e.w.WriteString("Timestamp,Provider,Counter Name,Counter Type,Mean/Increment\n")
+	}
+	return e.w.Flush()
+}
+
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}
+
+func counterType(k Kind) string {
+	if k == KindRate {
+		return "Rate"
+	}
+	return "Metric"
+}
+
+func formatValue(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "0"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// JSONExporter writes dotnet-counters' JSON document:
+//
+//	{"TargetProcess": "...", "StartTime": "...", "Events": [
+//	  {"timestamp": "...", "provider": "...", "name": "...", "tags": "...", "counterType": "Metric", "value": 1.5}, ...]}
+//
+// Every event is flushed as it is written; Close writes the closing
+// brackets.
+type JSONExporter struct {
+	w      *bufio.Writer
+	target string
+	start  time.Time
+	n      int
+	opened bool
+}
+
+// NewJSONExporter returns a JSON exporter for the named target process.
+func NewJSONExporter(w io.Writer, targetProcess string, start time.Time) *JSONExporter {
+	return &JSONExporter{w: bufio.NewWriter(w), target: targetProcess, start: start}
+}
+
+func (e *JSONExporter) open() {
+	if e.opened {
+		return
+	}
+	e.opened = true
+	tp, _ := json.Marshal(e.target)
+	e.w.WriteString(`{"TargetProcess": `)
+	e.w.Write(tp)
+	e.w.WriteString(`, "StartTime": "`)
+	e.w.WriteString(e.start.Format(time.RFC3339Nano))
+	e.w.WriteString(`", "Events": [`)
+}
+
+type jsonEvent struct {
+	Timestamp   string  `json:"timestamp"`
+	Provider    string  `json:"provider"`
+	Name        string  `json:"name"`
+	Tags        string  `json:"tags"`
+	CounterType string  `json:"counterType"`
+	Value       float64 `json:"value"`
+}
+
+// Write adds the events of s.
+func (e *JSONExporter) Write(s *Sample) error {
+	e.open()
+	err := rows(s, func(tags string, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		b, err := json.Marshal(jsonEvent{
+			Timestamp: s.Time.Format(time.RFC3339Nano), Provider: s.Provider, Name: s.Label(),
+			Tags: tags, CounterType: counterType(s.Kind), Value: v,
+		})
+		if err != nil {
+			return err
+		}
+		if e.n > 0 {
+			e.w.WriteByte(',')
+		}
+		e.n++
+		e.w.WriteString("\n  ")
+		_, err = e.w.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return e.w.Flush()
+}
+
+// Close ends the document so that it parses.
+func (e *JSONExporter) Close() error {
+	e.open()
+	e.w.WriteString("\n]}\n")
+	return e.w.Flush()
+}

@@ -1,0 +1,84 @@
+package counters
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testSamples() []*Sample {
+	t0 := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
+	return []*Sample{
+		{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Kind: KindMean, Value: 12.5},
+		{Time: t0, Provider: "System.Runtime", Name: "exception-count", DisplayName: "Exception Count", Kind: KindRate, Value: 3, Interval: time.Second},
+		{Time: t0.Add(time.Second), Provider: "Shop", Name: "req.duration", Unit: "ms", Kind: KindHistogram,
+			Tags: []Tag{{"route", "/a,b"}}, Quantiles: []Quantile{{0.5, 10}, {0.95, 20}, {0.99, 30}}},
+		{Time: t0, Provider: "Shop", Name: "gone", Kind: KindGauge, NoValue: true},
+	}
+}
+
+func TestCSVExporter(t *testing.T) {
+	var buf bytes.Buffer
+	e := NewCSVExporter(&buf)
+	for _, s := range testSamples() {
+		if err := e.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse: %v", err)
+	}
+	want := [][]string{
+		{"Timestamp", "Provider", "Counter Name", "Counter Type", "Mean/Increment"},
+		{"11/21/2026 10:30:00", "System.Runtime", "CPU Usage (%)", "Metric", "12.5"},
+		{"11/21/2026 10:30:00", "System.Runtime", "Exception Count (Count / 1 sec)", "Rate", "3"},
+		{"11/21/2026 10:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=50]", "Metric", "10"},
+		{"11/21/2026 10:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=95]", "Metric", "20"},
+		{"11/21/2026 10:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=99]", "Metric", "30"},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("got %d records:\n%v", len(recs), recs)
+	}
+	for i := range want {
+		if strings.Join(recs[i], "|") != strings.Join(want[i], "|") {
+			t.Errorf("row %d = %q, want %q", i, recs[i], want[i])
+		}
+	}
+}
+
+func TestJSONExporterValidWhenInterrupted(t *testing.T) {
+	for n := 0; n <= 3; n++ {
+		var buf bytes.Buffer
+		e := NewJSONExporter(&buf, "app", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		for _, s := range testSamples()[:n] {
+			if err := e.Write(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			TargetProcess string
+			StartTime     string
+			Events        []jsonEvent
+		}
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatalf("after %d samples the JSON does not parse: %v\n%s", n, err, buf.String())
+		}
+		wantEvents := []int{0, 1, 2, 5}[n]
+		if doc.TargetProcess != "app" || len(doc.Events) != wantEvents {
+			t.Fatalf("after %d samples: %+v", n, doc)
+		}
+		if n >= 2 && (doc.Events[1].CounterType != "Rate" || doc.Events[1].Value != 3) {
+			t.Fatalf("rate event = %+v", doc.Events[1])
+		}
+	}
+}

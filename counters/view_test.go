@@ -1,0 +1,120 @@
+package counters
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// screen applies the escape sequences View uses to a grid of lines, so the
+// test checks what a person would see after several redraws.
+func screen(t *testing.T, frames []byte) []string {
+	t.Helper()
+	var lines []string
+	row, col := 0, 0
+	put := func(c byte) {
+		for len(lines) <= row {
+			lines = append(lines, "")
+		}
+		l := []byte(lines[row])
+		for len(l) < col {
+			l = append(l, ' ')
+		}
+		if col < len(l) {
+			l[col] = c
+		} else {
+			l = append(l, c)
+		}
+		lines[row] = string(l)
+		col++
+	}
+	for i := 0; i < len(frames); i++ {
+		switch {
+		case bytes.HasPrefix(frames[i:], []byte(escHome)):
+			row, col = 0, 0
+			i += len(escHome) - 1
+		case bytes.HasPrefix(frames[i:], []byte(escClearEOL)):
+			if row < len(lines) && col < len(lines[row]) {
+				lines[row] = lines[row][:col]
+			}
+			i += len(escClearEOL) - 1
+		case bytes.HasPrefix(frames[i:], []byte(escClearDown)):
+			if row < len(lines) {
+				lines = lines[:row]
+			}
+			i += len(escClearDown) - 1
+		case frames[i] == '\x1b':
+			t.Fatalf("unexpected escape sequence at %d: %q", i, frames[i:min(i+6, len(frames))])
+		case frames[i] == '\n':
+			row++
+			col = 0
+		default:
+			put(frames[i])
+		}
+	}
+	return lines
+}
+
+func TestViewTerminalRefreshes(t *testing.T) {
+	v := &View{Terminal: true, Title: "Press Ctrl-C to stop. Process 42 (app)", Status: "Running", NameWidth: 40}
+	var out bytes.Buffer
+	t0 := time.Unix(0, 0)
+	if err := v.Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	first := screen(t, out.Bytes())
+	if !strings.Contains(strings.Join(first, "\n"), "Waiting for the first values") {
+		t.Fatalf("empty view:\n%s", strings.Join(first, "\n"))
+	}
+	for i := 1; i <= 3; i++ {
+		v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: float64(i * 10)})
+		v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "working-set", DisplayName: "Working Set", Unit: "MB", Value: 1234.5678})
+		v.Update(&Sample{Time: t0, Provider: "Shop", Name: "req", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 1}, {0.99, 2e9}}})
+		if err := v.Render(&out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := screen(t, out.Bytes())
+	want := []string{
+		"Press Ctrl-C to stop. Process 42 (app)",
+		"    Status: Running",
+		"",
+		"Name                                        Current Value",
+		"[Shop]",
+		"    req (ms)",
+		"        Percentile=50                                   1",
+		"        Percentile=99                          2.0000e+09",
+		"[System.Runtime]",
+		"    CPU Usage (%)                                      30",
+		"    Working Set (MB)                             1234.568",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("screen after 3 refreshes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Each refresh redraws in place: one home sequence per frame, never a full clear.
+	if n := bytes.Count(out.Bytes(), []byte(escHome)); n != 4 {
+		t.Fatalf("%d home sequences for 4 frames", n)
+	}
+	if bytes.Contains(out.Bytes(), []byte("\x1b[2J")) {
+		t.Fatal("full-screen clear used; it flickers")
+	}
+}
+
+func TestViewPlainLines(t *testing.T) {
+	v := &View{}
+	var out bytes.Buffer
+	ts := time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC)
+	v.Update(&Sample{Time: ts, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: 5})
+	v.Render(&out)
+	v.Render(&out) // nothing changed: nothing printed
+	v.Update(&Sample{Time: ts, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: 7})
+	v.Render(&out)
+	want := "12:00:01  System.Runtime  CPU Usage (%)  5\n12:00:01  System.Runtime  CPU Usage (%)  7\n"
+	if out.String() != want {
+		t.Fatalf("plain output:\n%q\nwant\n%q", out.String(), want)
+	}
+	if bytes.ContainsRune(out.Bytes(), '\x1b') {
+		t.Fatal("escape sequences in plain mode")
+	}
+}
