@@ -292,4 +292,16 @@ func TestAttachFailures(t *testing.T) {
 		t.Fatal("the attached profiler is not mapped")
 	}
 	f.ping(t)
+
+	// The process exits normally with the profiler attached: the runtime
+	// calls its Shutdown callback.
+	f.tg.Send(t, "exit 0")
+	select {
+	case <-f.tg.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("target did not exit")
+	}
+	if evs := f.events(t)[skip:]; profilertest.Count(evs, "shutdown") != 1 {
+		t.Fatalf("no shutdown callback at exit: %v", profilertest.Names(evs))
+	}
 }
