@@ -1,0 +1,33 @@
+//go:build unix
+
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"syscall"
+)
+
+func dialOnce(ctx context.Context, network, address string) (net.Conn, error) {
+	switch network {
+	case NetworkUnix:
+		if len(address) > maxUnixPath {
+			return nil, fmt.Errorf("%w: %d bytes", errPathTooLong, len(address))
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", address)
+	case NetworkPipe:
+		return nil, fmt.Errorf("named pipes: %w", ErrNotSupported)
+	}
+	return nil, fmt.Errorf("unknown network %q (want %q or %q)", network, NetworkUnix, NetworkPipe)
+}
+
+// retryable reports whether a failed connect may succeed soon: the socket is
+// not created yet, or created but not yet accepting, or its backlog is full.
+func retryable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist) ||
+		errors.Is(err, syscall.EAGAIN)
+}

@@ -1,0 +1,210 @@
+//go:build linux
+
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Read limits for /proc files: environ may legitimately be large (ARG_MAX),
+// status is a few KiB, comm is 16 bytes.
+const (
+	maxEnvironRead = 1 << 20
+	maxStatusRead  = 64 << 10
+	maxCmdlineRead = 64 << 10
+	maxCommRead    = 64
+)
+
+// procScanner holds the state of one discovery pass: no state outlives it.
+type procScanner struct {
+	cfg   *DiscoverConfig
+	proc  string
+	tmp   string
+	buf   []byte
+	dirs  map[string]dirScan // scans of other TMPDIRs and container roots
+	notes []string           // problems met (Resolve reports them)
+}
+
+func newProcScanner(cfg *DiscoverConfig) *procScanner {
+	return &procScanner{cfg: cfg, proc: cfg.procRoot(), tmp: filepath.Clean(cfg.tempDir()),
+		buf: make([]byte, 0, 4096), dirs: map[string]dirScan{}}
+}
+
+func (s *procScanner) scanCached(dir string) dirScan {
+	if d, ok := s.dirs[dir]; ok {
+		return d
+	}
+	d, err := scanDir(dir, true)
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("cannot list %s: %v", dir, err))
+		d = dirScan{}
+	}
+	s.dirs[dir] = d
+	return d
+}
+
+// targetDir returns where pid's runtime puts its socket as seen from here,
+// and the pid its socket is named after. ok is false when the process is gone
+// or its files are unreadable; the reason is added to s.notes.
+func (s *procScanner) targetDir(pid int) (dir string, nsPID int, ok bool) {
+	base := filepath.Join(s.proc, strconv.Itoa(pid))
+	env, err := readLimited(base+"/environ", s.buf, maxEnvironRead)
+	if err != nil {
+		s.note(base+"/environ", err)
+		return "", 0, false
+	}
+	s.buf = env[:0]
+	tmp, found := environValue(env, "TMPDIR")
+	if !found || tmp == "" {
+		tmp = "/tmp"
+	}
+	tmp = filepath.Clean("/" + tmp)
+
+	status, err := readLimited(base+"/status", s.buf, maxStatusRead)
+	if err != nil {
+		s.note(base+"/status", err)
+		return "", 0, false
+	}
+	s.buf = status[:0]
+	ns, err := parseNSpid(status)
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("%s/status: %v", base, err))
+		return "", 0, false
+	}
+	if len(ns) > 1 {
+		// Another PID namespace: its /tmp is reachable through the
+		// process's root (needs CAP_SYS_PTRACE or the same user).
+		return filepath.Join(base, "root", tmp), ns[len(ns)-1], true
+	}
+	return tmp, pid, true
+}
+
+func (s *procScanner) note(file string, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.notes = append(s.notes, file+": the process has exited")
+	case errors.Is(err, fs.ErrPermission):
+		s.notes = append(s.notes, file+": permission denied (run as the target's user or as root)")
+	default:
+		s.notes = append(s.notes, fmt.Sprintf("%s: %v", file, err))
+	}
+}
+
+// info fills in name and command line; unreadable files leave them empty.
+func (s *procScanner) info(p *Process) {
+	base := filepath.Join(s.proc, strconv.Itoa(p.PID))
+	var args []string
+	if b, err := readLimited(base+"/cmdline", s.buf, maxCmdlineRead); err == nil {
+		args = parseCmdline(b)
+		p.CommandLine = strings.Join(args, " ")
+		s.buf = b[:0]
+	}
+	if b, err := readLimited(base+"/comm", s.buf, maxCommRead); err == nil {
+		p.Name = processName(string(b), args)
+		s.buf = b[:0]
+	} else if len(args) > 0 {
+		p.Name = filepath.Base(args[0])
+	}
+}
+
+func discover(ctx context.Context, cfg *DiscoverConfig) ([]Process, error) {
+	s := newProcScanner(cfg)
+	local, err := scanDir(s.tmp, true)
+	if err != nil {
+		// Keep going: other TMPDIRs and containers may still be found.
+		local = dirScan{}
+	}
+	s.dirs[s.tmp] = local
+
+	f, err := os.Open(s.proc)
+	if err != nil {
+		return nil, fmt.Errorf("transport: list processes: %w (is procfs mounted at %s?)", err, s.proc)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("transport: list processes in %s: %w", s.proc, err)
+	}
+
+	var out []Process
+	for i, name := range names {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		pid, err := parsePID(name)
+		if err != nil {
+			continue
+		}
+		p := Process{PID: pid}
+		if c, ok := local[pid]; ok {
+			p.Endpoint = Endpoint{Network: NetworkUnix, Address: c.path, PID: pid}
+		} else {
+			if cfg.localOnly() {
+				continue
+			}
+			dir, nsPID, ok := s.targetDir(pid)
+			if !ok || (dir == s.tmp && nsPID == pid) {
+				continue
+			}
+			c, found := s.scanCached(dir)[nsPID]
+			if !found {
+				continue
+			}
+			p.Endpoint = Endpoint{Network: NetworkUnix, Address: c.path, PID: pid}
+			if nsPID != pid {
+				p.NamespacePID = nsPID
+			}
+		}
+		s.info(&p)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error) {
+	s := newProcScanner(cfg)
+	nf := &NotFoundError{PID: pid}
+	base := filepath.Join(s.proc, strconv.Itoa(pid))
+	if _, err := os.Stat(base); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			nf.Notes = append(nf.Notes, fmt.Sprintf("%s: %v", base, err))
+		}
+		if c, ok := s.scanCached(s.tmp)[pid]; ok {
+			nf.Notes = append(nf.Notes, "ignored stale socket "+c.path+" left by an exited process")
+		}
+		nf.Notes = append(nf.Notes, s.notes...)
+		return Endpoint{}, nf
+	}
+	nf.Exists = true
+
+	var best candidate
+	consider := func(dir string, name int) {
+		nf.Checked = append(nf.Checked, filepath.Join(dir, fmt.Sprintf("%s%d-*-socket", socketPrefix, name)))
+		if c, ok := s.scanCached(dir)[name]; ok && c.better(best) {
+			best = c
+		}
+	}
+	consider(s.tmp, pid)
+	if !cfg.localOnly() {
+		if dir, nsPID, ok := s.targetDir(pid); ok && (dir != s.tmp || nsPID != pid) {
+			consider(dir, nsPID)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Endpoint{}, err
+	}
+	if best.path == "" {
+		nf.Notes = append(nf.Notes, s.notes...)
+		return Endpoint{}, nf
+	}
+	return Endpoint{Network: NetworkUnix, Address: best.path, PID: pid}, nil
+}

@@ -1,0 +1,121 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Network names used in Endpoint.Network.
+const (
+	NetworkUnix = "unix" // Unix domain socket; Address is a file path
+	NetworkPipe = "pipe" // Windows named pipe; Address is \\.\pipe\NAME
+)
+
+// DefaultRetryFor is how long Dial keeps retrying a refused or missing
+// endpoint when Dialer.RetryFor is zero. A runtime creates its socket a
+// moment before it accepts on it.
+const DefaultRetryFor = time.Second
+
+// Endpoint is the address of one runtime's diagnostic server.
+//
+// Endpoint implements the Dial(ctx) method that the diag package expects of
+// a dialer; it dials with the default retry and no recording.
+type Endpoint struct {
+	Network string // NetworkUnix or NetworkPipe
+	Address string // socket path or pipe name
+	PID     int    // process id as seen from here, or 0 when unknown
+}
+
+func (e Endpoint) String() string {
+	if e.PID != 0 {
+		return fmt.Sprintf("%s:%s (pid %d)", e.Network, e.Address, e.PID)
+	}
+	return e.Network + ":" + e.Address
+}
+
+// Dial opens one connection to the endpoint, retrying a refused or missing
+// endpoint for up to DefaultRetryFor (bounded by ctx). The diagnostic
+// protocol carries one command per connection: dial again for the next one.
+func (e Endpoint) Dial(ctx context.Context) (net.Conn, error) {
+	return Dialer{Endpoint: e}.Dial(ctx)
+}
+
+// Dialer dials an Endpoint with options. The zero value of every field other
+// than Endpoint is the default. A Dialer is a value: it can be copied and
+// used from several goroutines at once.
+type Dialer struct {
+	// Endpoint to dial.
+	Endpoint Endpoint
+
+	// Recorder, when non-nil, saves every byte sent and received on each
+	// connection, for later replay with Replay.
+	Recorder *Recorder
+
+	// RetryFor bounds how long a refused or missing endpoint is retried.
+	// Zero means DefaultRetryFor; a negative value disables retries. The
+	// context's deadline still applies.
+	RetryFor time.Duration
+}
+
+// Dial opens one connection. Errors are *OpError.
+func (d Dialer) Dial(ctx context.Context) (net.Conn, error) {
+	retryFor := d.RetryFor
+	if retryFor == 0 {
+		retryFor = DefaultRetryFor
+	}
+	conn, err := dialRetry(ctx, d.Endpoint.Network, d.Endpoint.Address, retryFor)
+	if err != nil {
+		return nil, &OpError{Op: "dial " + d.Endpoint.Network, Addr: d.Endpoint.Address, Err: err}
+	}
+	if d.Recorder != nil {
+		rc, err := d.Recorder.wrap(conn, d.Endpoint)
+		if err != nil {
+			conn.Close()
+			return nil, &OpError{Op: "record", Addr: d.Endpoint.Address, Err: err}
+		}
+		return rc, nil
+	}
+	return conn, nil
+}
+
+// dialRetry calls dialOnce until it succeeds, fails with an error that is not
+// retryable, retryFor elapses, or ctx ends. Backoff starts at 10ms and grows
+// by half each attempt, capped at 100ms.
+func dialRetry(ctx context.Context, network, address string, retryFor time.Duration) (net.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var giveUp time.Time
+	if retryFor > 0 {
+		giveUp = time.Now().Add(retryFor)
+	}
+	wait := 10 * time.Millisecond
+	var timer *time.Timer
+	for {
+		conn, err := dialOnce(ctx, network, address)
+		if err == nil {
+			return conn, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		}
+		if retryFor < 0 || !retryable(err) || !time.Now().Add(wait).Before(giveUp) {
+			return nil, err
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-timer.C:
+		}
+		wait += wait / 2
+		wait = min(wait, 100*time.Millisecond)
+	}
+}

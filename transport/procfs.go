@@ -1,0 +1,142 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Parsers for the few /proc/PID files discovery reads. They are pure
+// functions over bytes so that they are fuzzed and tested on every OS.
+
+// maxNSLevels bounds the NSpid entries accepted: the kernel nests PID
+// namespaces at most 32 deep.
+const maxNSLevels = 32
+
+// parseNSpid returns the pids listed on the "NSpid:" line of a
+// /proc/PID/status file, outermost namespace first. A status without an
+// NSpid line (kernels before 4.1) yields nil and no error.
+func parseNSpid(status []byte) ([]int, error) {
+	for len(status) > 0 {
+		line := status
+		if i := bytes.IndexByte(status, '\n'); i >= 0 {
+			line, status = status[:i], status[i+1:]
+		} else {
+			status = nil
+		}
+		rest, ok := bytes.CutPrefix(line, []byte("NSpid:"))
+		if !ok {
+			continue
+		}
+		fields := bytes.Fields(rest)
+		if len(fields) == 0 {
+			return nil, errors.New("empty NSpid line")
+		}
+		if len(fields) > maxNSLevels {
+			return nil, fmt.Errorf("NSpid line has %d entries, more than %d namespace levels", len(fields), maxNSLevels)
+		}
+		pids := make([]int, len(fields))
+		for i, f := range fields {
+			n, err := parsePID(string(f))
+			if err != nil {
+				return nil, fmt.Errorf("NSpid entry %q: %w", f, err)
+			}
+			pids[i] = n
+		}
+		return pids, nil
+	}
+	return nil, nil
+}
+
+// parsePID parses a positive decimal pid that fits in 31 bits.
+func parsePID(s string) (int, error) {
+	if s == "" || len(s) > 10 {
+		return 0, errors.New("not a pid")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, errors.New("not a pid")
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, errors.New("not a pid")
+	}
+	return int(n), nil
+}
+
+// environValue returns the value of key in a NUL-separated environment
+// block such as /proc/PID/environ. With duplicates the first one wins, as
+// with getenv(3), which is how the runtime reads it.
+func environValue(environ []byte, key string) (string, bool) {
+	for len(environ) > 0 {
+		kv := environ
+		if i := bytes.IndexByte(environ, 0); i >= 0 {
+			kv, environ = environ[:i], environ[i+1:]
+		} else {
+			environ = nil
+		}
+		if len(kv) > len(key) && kv[len(key)] == '=' && string(kv[:len(key)]) == key {
+			return string(kv[len(key)+1:]), true
+		}
+	}
+	return "", false
+}
+
+// parseCmdline splits a /proc/PID/cmdline block into arguments. A process
+// that rewrote its argv may use spaces instead of NULs; that yields one
+// argument.
+func parseCmdline(b []byte) []string {
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(b), "\x00")
+}
+
+// commLen is the longest comm value the kernel keeps (TASK_COMM_LEN-1).
+const commLen = 15
+
+// processName returns the name tools show for a process: its comm, or the
+// base name of argv[0] when comm is that name cut to 15 bytes.
+func processName(comm string, args []string) string {
+	comm = strings.TrimSuffix(comm, "\n")
+	if len(comm) == commLen && len(args) > 0 {
+		if base := path.Base(args[0]); len(base) > commLen && strings.HasPrefix(base, comm) {
+			return base
+		}
+	}
+	return comm
+}
+
+// readLimited reads at most limit bytes of a file into buf (reused) and
+// returns the bytes read. /proc files report size 0, so the file is read
+// until EOF or limit.
+func readLimited(name string, buf []byte, limit int) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf = buf[:0]
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		end := min(cap(buf), limit)
+		n, err := f.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
