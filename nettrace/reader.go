@@ -1,0 +1,1148 @@
+package nettrace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+)
+
+// ReaderConfig tunes a Reader. The zero value is the default.
+type ReaderConfig struct {
+	// MaxBlockSize bounds the size of one block (default 64 MiB). Larger
+	// blocks are reported as damage rather than allocated.
+	MaxBlockSize int
+	// BufferSize is the size of the read buffer over the source (default
+	// 256 KiB).
+	BufferSize int
+}
+
+// Stats counts what a Reader has read so far.
+type Stats struct {
+	Events         int64 // events delivered by ReadEvent
+	Metadata       int64 // metadata records
+	Stacks         int64 // stack records (interned stacks; inline NetPerf stacks count too)
+	SequencePoints int64
+	// DroppedEvents is the number of events the runtime assigned a sequence
+	// number to but never wrote (buffers full), found from gaps in the
+	// per-thread sequence numbers and from sequence points.
+	DroppedEvents uint64
+	Blocks        int64 // blocks (objects) read, including the trace header
+	Bytes         int64 // bytes consumed from the source
+	// Complete is true once the end-of-stream marker has been read.
+	Complete bool
+}
+
+// Reader decodes a nettrace or netperf stream event by event. It needs only
+// an io.Reader, so it works on files, pipes and live session sockets alike.
+//
+// A Reader is not safe for concurrent use. Memory use is bounded by the
+// largest block plus the stacks and label lists of one sequence-point
+// region and the metadata of the trace.
+type Reader struct {
+	br  *bufio.Reader
+	off int64 // bytes consumed from br
+	cfg ReaderConfig
+	hdr Header
+
+	v6      bool
+	netperf bool
+	done    bool  // end-of-stream marker read
+	err     error // sticky error (returned after pending events)
+
+	buf []byte // reused block buffer
+
+	// current event block
+	blk        []byte
+	blkOff     int64 // stream offset of blk[0]
+	pos        int
+	compressed bool
+	blkErr     error // error to return once blk is exhausted (partial block)
+	st         evState
+
+	// metadata by id: dense slice with a map for ids beyond it
+	meta    []*Metadata
+	metaMap map[uint32]*Metadata
+
+	// stacks of the current sequence-point region
+	arena      []byte
+	stacks     []stackRef // index = id - stackBase
+	stackBase  uint32
+	stackMap   map[uint32]stackRef
+	lastStack  uint32
+	lastStackB []byte
+
+	// dropped-event tracking per capture thread
+	seqs    map[uint64]uint32
+	curCap  uint64
+	curSeq  uint32
+	curLive bool
+
+	// V6 tables
+	threads    map[uint64]*Thread
+	labels     []*LabelList // index = id - 1
+	lastThrIdx uint64
+	lastThrOS  uint64
+	lastThrOK  bool
+
+	stats Stats
+}
+
+type stackRef struct{ off, n uint32 }
+
+// evState is the running state of compressed event headers (reset per block).
+type evState struct {
+	metaID    uint32
+	seq       uint32
+	capThread uint64
+	proc      uint32
+	thread    uint64
+	stackID   uint32
+	ts        uint64
+	act, rel  GUID
+	label     uint32
+	size      uint32
+}
+
+// Thread is an entry of a V6 trace's thread table.
+type Thread struct {
+	Index       uint64
+	Name        string
+	OSProcessID uint64
+	OSThreadID  uint64
+	KeyValues   map[string]string
+}
+
+// LabelList is a V6 label list; events point to one by LabelListID. It is
+// valid until the next sequence point.
+type LabelList struct {
+	ActivityID        GUID
+	RelatedActivityID GUID
+	TraceID           [16]byte
+	SpanID            uint64
+	// Overrides of the metadata values for the events using this list;
+	// nil when absent.
+	Opcode   *uint8
+	Keywords *uint64
+	Level    *uint8
+	Version  *uint8
+	// Strings and Ints hold the key/value labels.
+	Strings map[string]string
+	Ints    map[string]int64
+}
+
+// NewReader reads and checks the stream header and the trace header block,
+// and returns a Reader positioned before the first event. It returns an
+// error wrapping ErrUnsupportedFormat for NetPerf V1/V2 and V7+ streams and a
+// *FormatError for anything else it cannot read.
+func NewReader(r io.Reader) (*Reader, error) {
+	return NewReaderConfig(r, ReaderConfig{})
+}
+
+// NewReaderConfig is NewReader with explicit settings.
+func NewReaderConfig(r io.Reader, cfg ReaderConfig) (*Reader, error) {
+	if cfg.MaxBlockSize <= 0 {
+		cfg.MaxBlockSize = defaultMaxBlockSize
+	}
+	if cfg.BufferSize <= 0 {
+		cfg.BufferSize = 256 << 10
+	}
+	rd := &Reader{
+		br:      bufio.NewReaderSize(r, cfg.BufferSize),
+		cfg:     cfg,
+		seqs:    make(map[uint64]uint32),
+		metaMap: make(map[uint32]*Metadata),
+	}
+	if err := rd.readStreamHeader(); err != nil {
+		return nil, err
+	}
+	rd.stats.Bytes = rd.off
+	return rd, nil
+}
+
+// Header returns the trace header.
+func (r *Reader) Header() Header { return r.hdr }
+
+// Stats returns counters of what has been read so far.
+func (r *Reader) Stats() Stats {
+	s := r.stats
+	s.Bytes = r.off
+	return s
+}
+
+// Thread returns an entry of the V6 thread table.
+func (r *Reader) Thread(index uint64) (Thread, bool) {
+	t, ok := r.threads[index]
+	if !ok {
+		return Thread{}, false
+	}
+	return *t, true
+}
+
+// Metadata returns the metadata record with the given id, or nil.
+func (r *Reader) Metadata(id uint32) *Metadata { return r.lookupMeta(id) }
+
+// All iterates over the remaining events. The yielded *Event is reused for
+// every event (see Event for how long its slices stay valid). Iteration stops
+// after yielding a non-nil error; a clean end yields no error.
+func (r *Reader) All() iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		var ev Event
+		for {
+			err := r.ReadEvent(&ev)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(&ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// low-level input
+
+func (r *Reader) errAt(off int64, cause error, format string, args ...any) error {
+	return &FormatError{Offset: off, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// readFull reads exactly n bytes into a scratch buffer (not r.buf).
+func (r *Reader) readSmall(dst []byte, what string) error {
+	m, err := io.ReadFull(r.br, dst)
+	r.off += int64(m)
+	if err != nil {
+		return r.ioErr(err, what, len(dst), m)
+	}
+	return nil
+}
+
+func (r *Reader) ioErr(err error, what string, want, got int) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return r.errAt(r.off, errTruncated, "reading %s: expected %d bytes, stream has %d", what, want, got)
+	}
+	return r.errAt(r.off, err, "reading %s", what)
+}
+
+func (r *Reader) readByte(what string) (byte, error) {
+	b, err := r.br.ReadByte()
+	if err != nil {
+		return 0, r.ioErr(err, what, 1, 0)
+	}
+	r.off++
+	return b, nil
+}
+
+func (r *Reader) readU32(what string) (uint32, error) {
+	var b [4]byte
+	if err := r.readSmall(b[:], what); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+func (r *Reader) skip(n int, what string) error {
+	m, err := r.br.Discard(n)
+	r.off += int64(m)
+	if err != nil {
+		return r.ioErr(err, what, n, m)
+	}
+	return nil
+}
+
+// readBlock reads n bytes into r.buf, growing it no faster than data
+// arrives, so a damaged length cannot make the reader allocate much more
+// than the stream holds. On a short read it returns the bytes it got and a
+// truncation error.
+func (r *Reader) readBlock(n int, what string) ([]byte, error) {
+	if n <= cap(r.buf) {
+		b := r.buf[:n]
+		m, err := io.ReadFull(r.br, b)
+		r.off += int64(m)
+		if err != nil {
+			return b[:m], r.ioErr(err, what, n, m)
+		}
+		return b, nil
+	}
+	buf := r.buf[:0]
+	for len(buf) < n {
+		chunk := min(n-len(buf), max(len(buf), 1<<20))
+		if cap(buf)-len(buf) < chunk {
+			nb := make([]byte, len(buf), len(buf)+chunk)
+			copy(nb, buf)
+			buf = nb
+		}
+		m, err := io.ReadFull(r.br, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+m]
+		r.off += int64(m)
+		if err != nil {
+			r.buf = buf[:0]
+			return buf, r.ioErr(err, what, n, len(buf))
+		}
+	}
+	r.buf = buf
+	return buf, nil
+}
+
+// ---------------------------------------------------------------------------
+// stream header
+
+func (r *Reader) readStreamHeader() error {
+	var m [8]byte
+	if err := r.readSmall(m[:], "stream magic"); err != nil {
+		return err
+	}
+	if string(m[:]) == magicNettrace {
+		v, err := r.readU32("serialization header")
+		if err != nil {
+			return err
+		}
+		switch v {
+		case 0:
+			return r.readV6Header()
+		case uint32(len(fastSerMagic)):
+			var s [len(fastSerMagic)]byte
+			if err := r.readSmall(s[:], "FastSerialization magic"); err != nil {
+				return err
+			}
+			if string(s[:]) != fastSerMagic {
+				return r.errAt(12, nil, "expected %q after the Nettrace magic, found %q", fastSerMagic, s[:])
+			}
+			r.hdr.Format = FormatNetTrace
+			return r.readTraceObject()
+		default:
+			return r.errAt(8, nil, "expected 0 (V6) or 20 (V4) after the Nettrace magic, found %d", v)
+		}
+	}
+	if binary.LittleEndian.Uint32(m[:4]) == uint32(len(fastSerMagic)) && string(m[4:]) == fastSerMagic[:4] {
+		var s [len(fastSerMagic) - 4]byte
+		if err := r.readSmall(s[:], "FastSerialization magic"); err != nil {
+			return err
+		}
+		if string(s[:]) != fastSerMagic[4:] {
+			return r.errAt(8, nil, "expected %q, found %q", fastSerMagic, append(m[4:], s[:]...))
+		}
+		r.hdr.Format = FormatNetPerf
+		r.netperf = true
+		return r.readTraceObject()
+	}
+	return r.errAt(0, nil, "not a nettrace or netperf stream: it starts with % x, expected \"Nettrace\" or a FastSerialization header; check that the file is an EventPipe trace (.nettrace/.netperf)", m[:])
+}
+
+// objectType reads a FastSerialization object header and its type and
+// returns the type name and version. It returns io.EOF at the end tag.
+func (r *Reader) readObjectHeader() (name string, version int32, err error) {
+	start := r.off
+	tag, err := r.br.ReadByte()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return "", 0, r.errAt(r.off, errTruncated, "expected the next block or the end-of-stream tag: the stream stops without its end marker")
+		}
+		return "", 0, r.ioErr(err, "object tag", 1, 0)
+	}
+	r.off++
+	if tag == tagNullReference {
+		return "", 0, io.EOF
+	}
+	if tag != tagBeginObject && tag != tagBeginPrivateObject {
+		return "", 0, r.errAt(start, nil, "expected an object start tag (4 or 5) or the end-of-stream tag (1), found %d", tag)
+	}
+	var h [14]byte // tag, null ref, version, min version, name length
+	if err := r.readSmall(h[:], "object type header"); err != nil {
+		return "", 0, err
+	}
+	if (h[0] != tagBeginObject && h[0] != tagBeginPrivateObject) || h[1] != tagNullReference {
+		return "", 0, r.errAt(start+1, nil, "expected a type object (tags 4/5 then 1), found % x", h[:2])
+	}
+	version = int32(binary.LittleEndian.Uint32(h[2:]))
+	n := int32(binary.LittleEndian.Uint32(h[10:]))
+	if n < 0 || n > 256 {
+		return "", 0, r.errAt(r.off-4, nil, "object type name length %d is out of range (0..256)", n)
+	}
+	nb := make([]byte, n)
+	if err := r.readSmall(nb, "object type name"); err != nil {
+		return "", 0, err
+	}
+	if err := r.expectEnd("type object"); err != nil {
+		return "", 0, err
+	}
+	return string(nb), version, nil
+}
+
+func (r *Reader) expectEnd(what string) error {
+	off := r.off
+	b, err := r.readByte("end of " + what)
+	if err != nil {
+		return err
+	}
+	if b != tagEndObject {
+		return r.errAt(off, nil, "expected the end-of-object tag (6) after the %s, found %d", what, b)
+	}
+	return nil
+}
+
+func (r *Reader) readTraceObject() error {
+	start := r.off
+	name, version, err := r.readObjectHeader()
+	if err == io.EOF {
+		return r.errAt(start, nil, "expected the Trace object, found the end-of-stream tag")
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case name == objLegacyTrace:
+		return fmt.Errorf("nettrace: NetPerf version %d (written by .NET Core 2.0) is an %w; only NetPerf V3 and NetTrace V4-V6 are decoded — record the trace again with .NET Core 2.1 or later", version, ErrUnsupportedFormat)
+	case name != objTrace:
+		return r.errAt(start, nil, "expected the Trace object first, found %q", name)
+	case r.netperf && version != 3, !r.netperf && version != 4:
+		if version > 4 {
+			return fmt.Errorf("nettrace: Trace object version %d is an %w (this reader knows versions 3 and 4 of the FastSerialization formats)", version, ErrUnsupportedFormat)
+		}
+		if version < 3 {
+			return fmt.Errorf("nettrace: NetPerf version %d is an %w; only NetPerf V3 and NetTrace V4-V6 are decoded", version, ErrUnsupportedFormat)
+		}
+	}
+	var b [traceObjectSize]byte
+	if err := r.readSmall(b[:], "Trace object"); err != nil {
+		return err
+	}
+	r.hdr.Version = int(version)
+	r.parseTraceCommon(b[:])
+	r.hdr.ProcessID = int(int32(binary.LittleEndian.Uint32(b[36:])))
+	r.hdr.ProcessorCount = int(int32(binary.LittleEndian.Uint32(b[40:])))
+	r.hdr.ExpectedCPUSamplingRate = int(int32(binary.LittleEndian.Uint32(b[44:])))
+	if err := r.checkPointerSize(start); err != nil {
+		return err
+	}
+	r.stats.Blocks++
+	return r.expectEnd("Trace object")
+}
+
+// parseTraceCommon decodes the first 36 bytes shared by all trace headers.
+func (r *Reader) parseTraceCommon(b []byte) {
+	var f [8]int
+	for i := range f {
+		f[i] = int(int16(binary.LittleEndian.Uint16(b[i*2:])))
+	}
+	// year, month, day-of-week, day, hour, minute, second, millisecond;
+	// clamp defensively: some writers produce out-of-range fields.
+	ms := min(max(f[7], 0), 999)
+	r.hdr.SyncTimeUTC = time.Date(f[0], time.Month(f[1]), f[3], f[4], f[5], f[6], ms*1e6, time.UTC)
+	r.hdr.SyncTimeTicks = int64(binary.LittleEndian.Uint64(b[16:]))
+	r.hdr.TickFrequency = int64(binary.LittleEndian.Uint64(b[24:]))
+	r.hdr.PointerSize = int(int32(binary.LittleEndian.Uint32(b[32:])))
+}
+
+func (r *Reader) checkPointerSize(off int64) error {
+	if r.hdr.PointerSize != 4 && r.hdr.PointerSize != 8 {
+		return r.errAt(off, nil, "trace header gives pointer size %d; expected 4 or 8", r.hdr.PointerSize)
+	}
+	return nil
+}
+
+func (r *Reader) readV6Header() error {
+	var b [8]byte
+	if err := r.readSmall(b[:], "V6 version"); err != nil {
+		return err
+	}
+	major := binary.LittleEndian.Uint32(b[:])
+	minor := binary.LittleEndian.Uint32(b[4:])
+	if major != 6 {
+		if major > 6 {
+			return fmt.Errorf("nettrace: NetTrace major version %d is an %w (this reader knows versions 3 to 6); update clrdiag", major, ErrUnsupportedFormat)
+		}
+		return r.errAt(12, nil, "V6-style header with major version %d; expected 6", major)
+	}
+	r.v6 = true
+	r.hdr.Format = FormatNetTrace
+	r.hdr.Version = 6
+	r.hdr.MinorVersion = int(minor)
+	r.threads = make(map[uint64]*Thread)
+	start := r.off
+	kind, body, err := r.readV6Block()
+	if err != nil {
+		return err
+	}
+	if kind != v6Trace {
+		return r.errAt(start, nil, "expected the Trace block first, found block kind %d", kind)
+	}
+	return r.parseV6Trace(body, start+4)
+}
+
+func (r *Reader) parseV6Trace(b []byte, off int64) error {
+	c := cursor{b: b}
+	if c.need(40) {
+		r.parseTraceCommon(b)
+		c.p = 40
+	}
+	n := c.u32()
+	if c.err == nil && int64(n) > int64(len(b)) {
+		return r.errAt(off+36, nil, "trace block claims %d key/value pairs in %d bytes", n, len(b))
+	}
+	kv := make(map[string]string, n)
+	for i := uint32(0); i < n && c.err == nil; i++ {
+		k := c.str8()
+		v := c.str8()
+		kv[k] = v
+	}
+	if c.err != nil {
+		return r.errAt(off+int64(c.p), nil, "trace block: %v", c.err)
+	}
+	r.hdr.KeyValues = kv
+	atoi := func(k string) int {
+		var v int
+		fmt.Sscan(kv[k], &v)
+		return v
+	}
+	r.hdr.ProcessID = atoi("ProcessId")
+	r.hdr.ProcessorCount = atoi("HardwareThreadCount")
+	r.hdr.ExpectedCPUSamplingRate = atoi("ExpectedCPUSamplingRate")
+	r.stats.Blocks++
+	return r.checkPointerSize(off)
+}
+
+// readV6Block reads one V6 block header and body.
+func (r *Reader) readV6Block() (kind int, body []byte, err error) {
+	start := r.off
+	x, err := r.readU32("block header")
+	if err != nil {
+		var fe *FormatError
+		if errors.As(err, &fe) && fe.Truncated() && r.off == start {
+			fe.Msg = "expected the next block or the end-of-stream block: the stream stops without its end marker"
+		}
+		return 0, nil, err
+	}
+	size := int(x & 0xFFFFFF)
+	kind = int(x >> 24)
+	if size > r.cfg.MaxBlockSize {
+		return kind, nil, r.errAt(start, nil, "block of %d bytes exceeds the limit of %d", size, r.cfg.MaxBlockSize)
+	}
+	what := "block"
+	if kind < len(v6BlockNames) {
+		what = v6BlockNames[kind] + " block"
+	}
+	body, err = r.readBlock(size, what)
+	return kind, body, err
+}
+
+// ---------------------------------------------------------------------------
+// block dispatch
+
+// nextBlock reads blocks until an event block with data is current. It
+// returns io.EOF after the end-of-stream marker.
+func (r *Reader) nextBlock() error {
+	if r.v6 {
+		return r.nextBlockV6()
+	}
+	for {
+		start := r.off
+		name, _, err := r.readObjectHeader()
+		if err == io.EOF {
+			r.done = true
+			r.stats.Complete = true
+			return io.EOF
+		}
+		if err != nil {
+			return err
+		}
+		switch name {
+		case objEventBlock, objMetadataBlock, objStackBlock, objSPBlock:
+		case objTrace:
+			return r.errAt(start, nil, "a second Trace object in the stream")
+		default:
+			return r.errAt(start, nil, "unknown object type %q; expected EventBlock, MetadataBlock, StackBlock or SPBlock", name)
+		}
+		sz, err := r.readU32(name + " size")
+		if err != nil {
+			return err
+		}
+		if int64(int32(sz)) < 0 || int(sz) > r.cfg.MaxBlockSize {
+			return r.errAt(r.off-4, nil, "%s size %d is out of range (0..%d)", name, int32(sz), r.cfg.MaxBlockSize)
+		}
+		if pad := int((4 - r.off%4) % 4); pad > 0 {
+			if err := r.skip(pad, name+" padding"); err != nil {
+				return err
+			}
+		}
+		boff := r.off
+		body, rerr := r.readBlock(int(sz), name)
+		r.stats.Blocks++
+		if rerr != nil && name != objEventBlock {
+			return rerr
+		}
+		switch name {
+		case objEventBlock:
+			if r.netperf {
+				r.startBlock(body, boff, false)
+			} else if err := r.startEventBlock(body, boff); err != nil {
+				return err
+			}
+			r.blkErr = rerr
+			if rerr == nil {
+				if err := r.expectEnd(name); err != nil {
+					r.blkErr = err
+				}
+			}
+			return nil
+		case objMetadataBlock:
+			err = r.parseMetadataBlock(body, boff)
+		case objStackBlock:
+			err = r.parseStackBlock(body, boff)
+		case objSPBlock:
+			err = r.parseSPBlockV4(body, boff)
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.expectEnd(name); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Reader) nextBlockV6() error {
+	for {
+		start := r.off
+		kind, body, rerr := r.readV6Block()
+		if rerr != nil && (kind != v6Event || body == nil) {
+			return rerr
+		}
+		r.stats.Blocks++
+		boff := start + 4
+		var err error
+		switch kind {
+		case v6EndOfStream:
+			r.done = true
+			r.stats.Complete = true
+			return io.EOF
+		case v6Event:
+			if err := r.startEventBlock(body, boff); err != nil {
+				return err
+			}
+			r.blkErr = rerr
+			return nil
+		case v6Metadata:
+			err = r.parseMetadataBlockV6(body, boff)
+		case v6SequencePoint:
+			err = r.parseSPBlockV6(body, boff)
+		case v6Stack:
+			err = r.parseStackBlock(body, boff)
+		case v6Thread:
+			err = r.parseThreadBlock(body, boff)
+		case v6RemoveThread:
+			err = r.parseRemoveThreadBlock(body, boff)
+		case v6LabelList:
+			err = r.parseLabelListBlock(body, boff)
+		case v6Trace:
+			err = r.errAt(start, nil, "a second Trace block in the stream")
+		default:
+			// Unknown kinds are skipped, as the format requires.
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// startEventBlock checks an event/metadata block header and makes the
+// block's events current.
+func (r *Reader) startEventBlock(b []byte, off int64) error {
+	if len(b) < blockHeaderMinSize {
+		if r.blkErr != nil {
+			return r.blkErr
+		}
+		return r.errAt(off, errTruncated, "event block of %d bytes is shorter than its %d-byte header", len(b), blockHeaderMinSize)
+	}
+	hs := int(binary.LittleEndian.Uint16(b))
+	if hs < blockHeaderMinSize || hs > len(b) {
+		return r.errAt(off, nil, "event block header size %d is out of range (%d..%d)", hs, blockHeaderMinSize, len(b))
+	}
+	flags := binary.LittleEndian.Uint16(b[2:])
+	r.startBlock(b[hs:], off+int64(hs), flags&blockFlagCompressed != 0)
+	return nil
+}
+
+func (r *Reader) startBlock(b []byte, off int64, compressed bool) {
+	r.blk, r.blkOff, r.pos, r.compressed = b, off, 0, compressed
+	r.st = evState{}
+	r.blkErr = nil
+}
+
+// ---------------------------------------------------------------------------
+// events
+
+// ReadEvent decodes the next event into ev, overwriting all of its fields.
+// It returns io.EOF after the last event of a cleanly ended stream, and a
+// *FormatError (after all complete events) for damaged or truncated input.
+// Errors are sticky.
+func (r *Reader) ReadEvent(ev *Event) error {
+	for {
+		if r.pos < len(r.blk) {
+			var err error
+			var ok bool
+			switch {
+			case r.compressed:
+				ok, err = r.decodeCompressed(ev)
+			case r.netperf:
+				ok, err = r.decodeNetPerf(ev)
+			default:
+				ok, err = r.decodeUncompressed(ev)
+			}
+			if err != nil {
+				if r.blkErr != nil {
+					err = r.blkErr // the block was cut: report the truncation
+				}
+				r.fail(err)
+				return err
+			}
+			if ok {
+				r.stats.Events++
+				return nil
+			}
+			continue
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if r.blkErr != nil {
+			r.fail(r.blkErr)
+			return r.err
+		}
+		if r.done {
+			return io.EOF
+		}
+		if err := r.nextBlock(); err != nil {
+			if err == io.EOF {
+				return io.EOF
+			}
+			r.fail(err)
+			return err
+		}
+	}
+}
+
+func (r *Reader) fail(err error) {
+	r.err = err
+	r.blk, r.pos = nil, 0
+	r.blkErr = nil
+}
+
+func (r *Reader) blobErr(p int, format string, args ...any) error {
+	return r.errAt(r.blkOff+int64(p), nil, format, args...)
+}
+
+// decodeCompressed decodes one compressed blob at r.pos. ok is false for
+// metadata blobs (which are consumed but not delivered).
+func (r *Reader) decodeCompressed(ev *Event) (ok bool, err error) {
+	b := r.blk
+	p := r.pos
+	st := &r.st
+	flags := b[p]
+	p++
+	var v uint64
+	if flags&flagMetadataID != 0 {
+		if v, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad metadata id varint in event header")
+		}
+		st.metaID = uint32(v)
+	}
+	if flags&flagCaptureThread != 0 {
+		if v, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad sequence number varint in event header")
+		}
+		st.seq += uint32(v) + 1
+		if st.capThread, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad capture thread varint in event header")
+		}
+		if v, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad processor number varint in event header")
+		}
+		st.proc = uint32(v)
+	} else if st.metaID != 0 {
+		st.seq++
+	}
+	if flags&flagThreadID != 0 {
+		if st.thread, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad thread id varint in event header")
+		}
+	}
+	if flags&flagStackID != 0 {
+		if v, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad stack id varint in event header")
+		}
+		st.stackID = uint32(v)
+	}
+	if v, p = uvarint(b, p); p < 0 {
+		return false, r.blobErr(r.pos, "bad timestamp varint in event header")
+	}
+	st.ts += v // wrapping: negative deltas are encoded as huge values
+	if flags&flagActivityID != 0 {
+		if r.v6 {
+			if v, p = uvarint(b, p); p < 0 {
+				return false, r.blobErr(r.pos, "bad label list id varint in event header")
+			}
+			st.label = uint32(v)
+		} else {
+			if p+16 > len(b) {
+				return false, r.blobErr(r.pos, "activity id runs past the end of the block")
+			}
+			st.act = GUID(b[p : p+16])
+			p += 16
+		}
+	}
+	if flags&flagRelatedActivity != 0 && !r.v6 {
+		if p+16 > len(b) {
+			return false, r.blobErr(r.pos, "related activity id runs past the end of the block")
+		}
+		st.rel = GUID(b[p : p+16])
+		p += 16
+	}
+	if flags&flagPayloadSize != 0 {
+		if v, p = uvarint(b, p); p < 0 {
+			return false, r.blobErr(r.pos, "bad payload size varint in event header")
+		}
+		st.size = uint32(v)
+	}
+	end := p + int(st.size)
+	if end > len(b) || end < p {
+		return false, r.blobErr(r.pos, "event payload of %d bytes runs past the end of the block (%d bytes left)", st.size, len(b)-p)
+	}
+	payload := b[p:end:end]
+	r.pos = end
+	if st.metaID == 0 {
+		return false, r.addMetadataBlob(payload, r.blkOff+int64(p))
+	}
+	if flags&flagCaptureThread != 0 || !r.curLive || r.curCap != st.capThread {
+		r.checkSeq(st.capThread, st.seq)
+	} else {
+		r.curSeq = st.seq
+	}
+	return true, r.fill(ev, payload, flags&flagSorted != 0)
+}
+
+// fill completes ev from r.st.
+func (r *Reader) fill(ev *Event, payload []byte, sorted bool) error {
+	st := &r.st
+	md := r.lookupMeta(st.metaID)
+	if md == nil {
+		return r.blobErr(r.pos, "event refers to metadata id %d, which the trace never defined", st.metaID)
+	}
+	stack, err := r.resolveStack(st.stackID)
+	if err != nil {
+		return err
+	}
+	*ev = Event{
+		Metadata:          md,
+		SequenceNumber:    st.seq,
+		ThreadID:          st.thread,
+		CaptureThreadID:   st.capThread,
+		ProcessorNumber:   st.proc,
+		StackID:           st.stackID,
+		Timestamp:         int64(st.ts),
+		ActivityID:        st.act,
+		RelatedActivityID: st.rel,
+		IsSorted:          sorted,
+		Payload:           payload,
+		header:            &r.hdr,
+		stack:             stack,
+		pointerSize:       r.hdr.PointerSize,
+	}
+	if r.v6 {
+		r.fillV6(ev)
+	}
+	return nil
+}
+
+func (r *Reader) lookupMeta(id uint32) *Metadata {
+	if int(id) < len(r.meta) {
+		return r.meta[id]
+	}
+	return r.metaMap[id]
+}
+
+// checkSeq records sequence number seq on capture thread ct (an event that
+// carries its capture thread) and counts any gap as dropped events.
+func (r *Reader) checkSeq(ct uint64, seq uint32) {
+	if r.curLive {
+		if ct == r.curCap {
+			if d := int32(seq - r.curSeq - 1); d > 0 && r.curSeq != 0 {
+				r.stats.DroppedEvents += uint64(d)
+			}
+			r.curSeq = seq
+			return
+		}
+		r.seqs[r.curCap] = r.curSeq
+	}
+	if last, ok := r.seqs[ct]; ok && last != 0 {
+		if d := int32(seq - last - 1); d > 0 {
+			r.stats.DroppedEvents += uint64(d)
+		}
+	}
+	r.curCap, r.curSeq, r.curLive = ct, seq, true
+}
+
+// checkpoint applies a sequence point or final sequence number for ct.
+func (r *Reader) checkpoint(ct uint64, seq uint32) {
+	r.flushCur()
+	if last, ok := r.seqs[ct]; ok && last != 0 {
+		if d := int32(seq - last); d > 0 {
+			r.stats.DroppedEvents += uint64(d)
+		}
+	}
+	r.seqs[ct] = seq
+}
+
+func (r *Reader) flushCur() {
+	if r.curLive {
+		r.seqs[r.curCap] = r.curSeq
+		r.curLive = false
+	}
+}
+
+func (r *Reader) decodeUncompressed(ev *Event) (bool, error) {
+	b := r.blk[r.pos:]
+	hl := v4EventHeaderLen
+	if r.v6 {
+		hl = v6EventHeaderLen
+	}
+	if len(b) < hl {
+		return false, r.blobErr(r.pos, "event header needs %d bytes, block has %d left", hl, len(b))
+	}
+	size := int(binary.LittleEndian.Uint32(b))
+	if size < hl-4 || size > len(b)-4 {
+		return false, r.blobErr(r.pos, "event size %d is out of range (%d..%d)", size, hl-4, len(b)-4)
+	}
+	st := &r.st
+	mid := binary.LittleEndian.Uint32(b[4:])
+	st.metaID = mid &^ (1 << 31)
+	st.seq = binary.LittleEndian.Uint32(b[8:])
+	st.thread = binary.LittleEndian.Uint64(b[12:])
+	st.capThread = binary.LittleEndian.Uint64(b[20:])
+	st.proc = binary.LittleEndian.Uint32(b[28:])
+	st.stackID = binary.LittleEndian.Uint32(b[32:])
+	st.ts = binary.LittleEndian.Uint64(b[36:])
+	var psz int
+	if r.v6 {
+		st.label = binary.LittleEndian.Uint32(b[44:])
+		psz = int(binary.LittleEndian.Uint32(b[48:]))
+	} else {
+		st.act = GUID(b[44:60])
+		st.rel = GUID(b[60:76])
+		psz = int(binary.LittleEndian.Uint32(b[76:]))
+	}
+	if psz < 0 || psz > size+4-hl {
+		return false, r.blobErr(r.pos, "event payload size %d exceeds the event size %d", psz, size)
+	}
+	payload := b[hl : hl+psz : hl+psz]
+	poff := r.blkOff + int64(r.pos+hl)
+	r.pos += 4 + size
+	if st.metaID == 0 {
+		return false, r.addMetadataBlob(payload, poff)
+	}
+	r.checkSeq(st.capThread, st.seq)
+	return true, r.fill(ev, payload, mid&(1<<31) != 0)
+}
+
+// decodeNetPerf decodes one NetPerf V3 event (fixed header, inline stack).
+func (r *Reader) decodeNetPerf(ev *Event) (bool, error) {
+	b := r.blk[r.pos:]
+	if len(b) < netperfEventHeaderLen {
+		return false, r.blobErr(r.pos, "event header needs %d bytes, block has %d left", netperfEventHeaderLen, len(b))
+	}
+	size := int(int32(binary.LittleEndian.Uint32(b)))
+	if size < netperfEventHeaderLen || size > len(b)-4 {
+		return false, r.blobErr(r.pos, "event size %d is out of range (%d..%d)", size, netperfEventHeaderLen, len(b)-4)
+	}
+	end := 4 + size
+	mid := binary.LittleEndian.Uint32(b[4:])
+	psz := int(int32(binary.LittleEndian.Uint32(b[52:])))
+	if psz < 0 || netperfEventHeaderLen+psz+4 > end {
+		return false, r.blobErr(r.pos, "event payload size %d does not fit the event size %d", psz, size)
+	}
+	pe := netperfEventHeaderLen + psz
+	payload := b[netperfEventHeaderLen:pe:pe]
+	ss := int(int32(binary.LittleEndian.Uint32(b[pe:])))
+	if ss < 0 || pe+4+ss > end || ss%r.hdr.PointerSize != 0 {
+		return false, r.blobErr(r.pos+pe, "inline stack of %d bytes does not fit the event (%d bytes left) or is not a multiple of the pointer size", ss, end-pe-4)
+	}
+	poff := r.blkOff + int64(r.pos+netperfEventHeaderLen)
+	stack := b[pe+4 : pe+4+ss : pe+4+ss]
+	r.pos += end
+	if mid == 0 {
+		return false, r.addMetadataBlob(payload, poff)
+	}
+	md := r.lookupMeta(mid)
+	if md == nil {
+		return false, r.blobErr(r.pos-end, "event refers to metadata id %d, which the trace never defined", mid)
+	}
+	if ss > 0 {
+		r.stats.Stacks++
+	}
+	*ev = Event{
+		Metadata:          md,
+		ThreadID:          uint64(binary.LittleEndian.Uint32(b[8:])),
+		Timestamp:         int64(binary.LittleEndian.Uint64(b[12:])),
+		ActivityID:        GUID(b[20:36]),
+		RelatedActivityID: GUID(b[36:52]),
+		Payload:           payload,
+		header:            &r.hdr,
+		stack:             stack,
+		pointerSize:       r.hdr.PointerSize,
+	}
+	ev.CaptureThreadID = ev.ThreadID
+	return true, nil
+}
+
+// ---------------------------------------------------------------------------
+// metadata
+
+func (r *Reader) addMetadataBlob(payload []byte, off int64) error {
+	md, err := parseMetadataV4(payload)
+	if err != nil {
+		return r.errAt(off, nil, "metadata record: %v", err)
+	}
+	return r.addMetadata(md, off)
+}
+
+func (r *Reader) addMetadata(md *Metadata, off int64) error {
+	if md.ID == 0 {
+		return r.errAt(off, nil, "metadata record defines id 0, which is reserved")
+	}
+	if !r.v6 && r.lookupMeta(md.ID) != nil {
+		return r.errAt(off, nil, "metadata id %d is defined twice", md.ID)
+	}
+	if md.ID < 1<<16 {
+		for int(md.ID) >= len(r.meta) {
+			r.meta = append(r.meta, nil)
+		}
+		r.meta[md.ID] = md
+	} else {
+		r.metaMap[md.ID] = md
+	}
+	r.stats.Metadata++
+	return nil
+}
+
+func (r *Reader) parseMetadataBlock(b []byte, off int64) error {
+	if err := r.startEventBlock(b, off); err != nil {
+		return err
+	}
+	defer func() { r.blk, r.pos = nil, 0 }()
+	var ev Event
+	for r.pos < len(r.blk) {
+		var ok bool
+		var err error
+		if r.compressed {
+			ok, err = r.decodeCompressed(&ev)
+		} else {
+			ok, err = r.decodeUncompressed(&ev)
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			return r.blobErr(r.pos, "metadata block holds an event with metadata id %d; expected only metadata records (id 0)", ev.Metadata.ID)
+		}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// stacks and sequence points
+
+func (r *Reader) parseStackBlock(b []byte, off int64) error {
+	if len(b) < 8 {
+		return r.errAt(off, nil, "stack block of %d bytes is shorter than its 8-byte header", len(b))
+	}
+	first := binary.LittleEndian.Uint32(b)
+	count := binary.LittleEndian.Uint32(b[4:])
+	if int64(count)*4 > int64(len(b)-8) {
+		return r.errAt(off+4, nil, "stack block claims %d stacks in %d bytes", count, len(b)-8)
+	}
+	base := uint32(len(r.arena))
+	if len(r.arena)+len(b) > 1<<31 {
+		return r.errAt(off, nil, "more than 2 GiB of stacks without a sequence point")
+	}
+	r.arena = append(r.arena, b...)
+	contiguous := len(r.stacks) == 0 || first == r.stackBase+uint32(len(r.stacks))
+	if len(r.stacks) == 0 && r.stackMap == nil {
+		r.stackBase = first
+	}
+	p := 8
+	for i := uint32(0); i < count; i++ {
+		if p+4 > len(b) {
+			return r.errAt(off+int64(p), nil, "stack %d of %d: size field runs past the end of the block", i, count)
+		}
+		n := int(binary.LittleEndian.Uint32(b[p:]))
+		p += 4
+		if n < 0 || n > len(b)-p || n%r.hdr.PointerSize != 0 {
+			return r.errAt(off+int64(p-4), nil, "stack %d of %d: %d bytes does not fit the block (%d left) or is not a multiple of the pointer size %d", i, count, n, len(b)-p, r.hdr.PointerSize)
+		}
+		ref := stackRef{off: base + uint32(p), n: uint32(n)}
+		if contiguous && r.stackMap == nil {
+			r.stacks = append(r.stacks, ref)
+		} else {
+			if r.stackMap == nil {
+				r.stackMap = make(map[uint32]stackRef)
+			}
+			r.stackMap[first+i] = ref
+		}
+		p += n
+	}
+	r.stats.Stacks += int64(count)
+	r.lastStackB = nil
+	r.lastStack = 0
+	return nil
+}
+
+func (r *Reader) resolveStack(id uint32) ([]byte, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	if id == r.lastStack && r.lastStackB != nil {
+		return r.lastStackB, nil
+	}
+	var ref stackRef
+	if i := id - r.stackBase; i < uint32(len(r.stacks)) {
+		ref = r.stacks[i]
+	} else if s, ok := r.stackMap[id]; ok {
+		ref = s
+	} else {
+		return nil, r.blobErr(r.pos, "event refers to stack id %d, which is not defined in the current sequence-point region", id)
+	}
+	s := r.arena[ref.off : ref.off+ref.n : ref.off+ref.n]
+	r.lastStack, r.lastStackB = id, s
+	return s, nil
+}
+
+func (r *Reader) resetStacks() {
+	r.arena = r.arena[:0]
+	r.stacks = r.stacks[:0]
+	r.stackMap = nil
+	r.lastStack, r.lastStackB = 0, nil
+}
+
+func (r *Reader) parseSPBlockV4(b []byte, off int64) error {
+	if len(b) < 12 {
+		return r.errAt(off, nil, "sequence point block of %d bytes is shorter than its 12-byte header", len(b))
+	}
+	n := binary.LittleEndian.Uint32(b[8:])
+	if int64(n)*12 != int64(len(b)-12) {
+		return r.errAt(off+8, nil, "sequence point block claims %d threads but has %d bytes for them (12 each)", n, len(b)-12)
+	}
+	for i := 0; i < int(n); i++ {
+		e := b[12+i*12:]
+		r.checkpoint(binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint32(e[8:]))
+	}
+	r.stats.SequencePoints++
+	r.resetStacks()
+	return nil
+}
