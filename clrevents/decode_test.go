@@ -1,0 +1,317 @@
+package clrevents
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// buildFromLayout writes a payload for layout with a distinct value in every
+// field, and returns the values it wrote by field name. Fields that are
+// counts of arrays get 3.
+func buildFromLayout(layout []Field, ptrSize int) ([]byte, map[string]any) {
+	counts := map[string]bool{}
+	for _, fd := range layout {
+		if fd.Count != "" {
+			counts[fd.Count] = true
+		}
+	}
+	p := &payload{ptrSize: ptrSize}
+	vals := map[string]any{}
+	var lastCount uint64
+	for i, fd := range layout {
+		n := uint64(i + 1)
+		switch fd.Type {
+		case TypeUint8:
+			v := n + 0x10
+			if counts[fd.Name] {
+				v = 3
+				lastCount = v
+			}
+			p.u8(uint8(v))
+			vals[fd.Name] = v
+		case TypeUint16:
+			v := n + 0x100
+			if counts[fd.Name] {
+				v = 3
+				lastCount = v
+			}
+			p.u16(uint16(v))
+			vals[fd.Name] = v
+		case TypeUint32:
+			v := n + 0x10000
+			p.u32(uint32(v))
+			vals[fd.Name] = v
+		case TypeUint64:
+			v := n + 0x1_0000_0000
+			p.u64(v)
+			vals[fd.Name] = v
+		case TypeFloat64:
+			v := float64(n) + 0.5
+			p.f64(v)
+			vals[fd.Name] = v
+		case TypePointer:
+			v := n + 0x7000_0000
+			p.ptr(v)
+			vals[fd.Name] = v
+		case TypeString:
+			v := fmt.Sprintf("%s é€😀 %d", fd.Name, i)
+			p.str(v)
+			vals[fd.Name] = v
+		case TypeGUID:
+			var g [16]byte
+			for j := range g {
+				g[j] = byte(i*16 + j)
+			}
+			p.guid(g)
+			vals[fd.Name] = g
+		case TypeUint32Array:
+			arr := make([]uint32, lastCount)
+			for j := range arr {
+				arr[j] = uint32(i*100 + j)
+				p.u32(arr[j])
+			}
+			vals[fd.Name] = arr
+		}
+	}
+	return p.b, vals
+}
+
+// typedField finds the value of a table field in a typed struct; ok is false
+// when the struct has no counterpart (reserved fields).
+func typedField(v reflect.Value, name string) (any, bool) {
+	aliases := map[string]string{
+		"ContentionFlags":    "Flags",
+		"AllocationAmount64": "AllocationAmount",
+		"ComObjectGuid":      "ComObjectGUID",
+	}
+	if a, ok := aliases[name]; ok {
+		name = a
+	}
+	if name == "Reserved1" {
+		return nil, false
+	}
+	if name == "CountOfMapEntries" {
+		return uint64(v.FieldByName("ILOffsets").Len()), true
+	}
+	for _, prefix := range []string{"GenerationSize", "TotalPromotedSize"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && len(rest) == 1 {
+			return v.FieldByName(prefix).Index(int(rest[0] - '0')).Uint(), true
+		}
+	}
+	f := v.FieldByName(name)
+	if !f.IsValid() {
+		return nil, false
+	}
+	switch f.Kind() {
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return f.Uint(), true
+	}
+	return f.Interface(), true
+}
+
+// TestTypedDecodersMatchTable checks every typed decoder against the layout
+// table: a payload written from the table decodes to the same values with
+// Decode and DecodeFields, at every known version and both pointer sizes; a
+// newer version with extra trailing bytes still decodes; a payload one byte
+// short fails with ErrTruncated.
+func TestTypedDecodersMatchTable(t *testing.T) {
+	tables := map[string][]entry{
+		ProviderRuntime:        runtimeEvents[:],
+		ProviderRundown:        rundownEvents[:],
+		ProviderSampleProfiler: sampleProfilerEvents[:],
+	}
+	typed := 0
+	for provider, table := range tables {
+		for _, e := range table {
+			for ver, layout := range e.layouts {
+				for _, ptrSize := range []int{4, 8} {
+					name := fmt.Sprintf("%s/%s/v%d/ptr%d", provider, e.name, ver, ptrSize)
+					b, want := buildFromLayout(layout, ptrSize)
+					fields, err := DecodeFields(provider, e.id, uint8(ver), ptrSize, b)
+					if err != nil {
+						t.Fatalf("%s: DecodeFields: %v", name, err)
+					}
+					if len(fields) != len(layout) {
+						t.Fatalf("%s: DecodeFields gave %d fields, want %d", name, len(fields), len(layout))
+					}
+					for _, fv := range fields {
+						if !reflect.DeepEqual(fv.Value, want[fv.Name]) {
+							t.Errorf("%s: DecodeFields %s = %v, want %v", name, fv.Name, fv.Value, want[fv.Name])
+						}
+					}
+					got, err := Decode(provider, e.id, uint8(ver), ptrSize, b)
+					if errors.Is(err, ErrUnknownEvent) {
+						continue
+					}
+					if err != nil {
+						t.Fatalf("%s: Decode: %v", name, err)
+					}
+					typed++
+					rv := reflect.ValueOf(got)
+					for _, fd := range layout {
+						if fd.Name == "AllocationAmount" && len(layout) > 3 {
+							continue // superseded by AllocationAmount64
+						}
+						v, ok := typedField(rv, fd.Name)
+						if !ok {
+							if fd.Name != "Reserved1" {
+								t.Errorf("%s: %T has no field for %s", name, got, fd.Name)
+							}
+							continue
+						}
+						if !reflect.DeepEqual(v, want[fd.Name]) {
+							t.Errorf("%s: typed %s = %v (%T), want %v", name, fd.Name, v, v, want[fd.Name])
+						}
+					}
+					// A newer version with appended fields decodes the prefix.
+					if _, err := Decode(provider, e.id, uint8(len(e.layouts)), ptrSize, append(b, 1, 2, 3)); ver == len(e.layouts)-1 && err != nil {
+						t.Errorf("%s: newer version with trailing bytes: %v", name, err)
+					}
+					if len(b) > 0 {
+						_, err := Decode(provider, e.id, uint8(ver), ptrSize, b[:len(b)-1])
+						var de *DecodeError
+						if !errors.As(err, &de) || !(errors.Is(err, ErrTruncated) || errors.Is(err, ErrUnterminatedString)) {
+							t.Errorf("%s: one byte short: err = %v, want a DecodeError for truncation", name, err)
+						}
+						if _, err := DecodeFields(provider, e.id, uint8(ver), ptrSize, b[:len(b)-1]); err == nil {
+							t.Errorf("%s: DecodeFields one byte short: no error", name)
+						}
+					}
+				}
+			}
+		}
+	}
+	if typed < 60 {
+		t.Errorf("only %d typed decodings checked", typed)
+	}
+}
+
+func TestTablesSortedAndUnique(t *testing.T) {
+	for name, table := range map[string][]entry{"runtime": runtimeEvents[:], "rundown": rundownEvents[:], "sample": sampleProfilerEvents[:]} {
+		for i := 1; i < len(table); i++ {
+			if table[i-1].id >= table[i].id {
+				t.Errorf("%s table: id %d (%s) after %d (%s)", name, table[i].id, table[i].name, table[i-1].id, table[i-1].name)
+			}
+		}
+		for _, e := range table {
+			for v, l := range e.layouts {
+				for _, fd := range l {
+					if fd.Type.String() == "invalid" {
+						t.Errorf("%s v%d field %s: invalid type", e.name, v, fd.Name)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		provider string
+		id       uint16
+		name     string
+		ok       bool
+	}{
+		{ProviderRuntime, 1, "GCStart", true},
+		{"microsoft-windows-dotnetruntime", 80, "ExceptionThrown", true},
+		{ProviderRundown, 144, "MethodDCEndVerbose", true},
+		{ProviderRuntime, 144, "MethodUnloadVerbose", true},
+		{ProviderRundown, 146, "DCEndComplete", true},
+		{ProviderSampleProfiler, 0, "ThreadSample", true},
+		{ProviderRuntime, 9999, "", false},
+		{"Some-EventSource", 1, "", false},
+	}
+	for _, tt := range tests {
+		info, ok := Lookup(tt.provider, tt.id)
+		if ok != tt.ok || info.Name != tt.name {
+			t.Errorf("Lookup(%q, %d) = %q, %v; want %q, %v", tt.provider, tt.id, info.Name, ok, tt.name, tt.ok)
+		}
+	}
+	info, _ := Lookup(ProviderRuntime, IDGCAllocationTick)
+	if info.MaxVersion != 4 || info.Keywords != KeywordGC {
+		t.Errorf("GCAllocationTick: MaxVersion %d Keywords %#x", info.MaxVersion, info.Keywords)
+	}
+	f2 := info.Fields(2)
+	if len(f2) != 7 || f2[5].Name != "TypeName" || len(info.Fields(200)) != 9 {
+		t.Errorf("GCAllocationTick fields v2 = %v, v200 len %d", f2, len(info.Fields(200)))
+	}
+	f2[0].Name = "mutated"
+	if info.Fields(2)[0].Name != "AllocationAmount" {
+		t.Error("Fields returned the table's own slice")
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	if _, err := Decode(ProviderRuntime, IDGCStart, 2, 6, nil); !errors.Is(err, ErrPointerSize) {
+		t.Errorf("pointer size 6: %v", err)
+	}
+	if _, err := Decode(ProviderRuntime, 15, 0, 8, nil); !errors.Is(err, ErrUnknownEvent) {
+		t.Errorf("BulkType: %v", err)
+	}
+	if _, err := DecodeFields("x", 1, 0, 8, nil); !errors.Is(err, ErrUnknownEvent) {
+		t.Errorf("unknown provider: %v", err)
+	}
+	// A string without terminator.
+	p := (&payload{}).u64(1).u64(2).u64(3).u32(4).u32(5).u32(6).u16('A').u16('B')
+	_, err := DecodeMethodLoadVerbose(p.b, 2)
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Field != "MethodNamespace" || de.Offset != 36 || !errors.Is(err, ErrUnterminatedString) {
+		t.Errorf("unterminated string: %v", err)
+	}
+	// IL map count larger than the payload.
+	p = (&payload{}).u64(1).u64(2).u8(0).u16(60000).u32(1)
+	if _, err := DecodeMethodILToNativeMap(p.b, 0); !errors.Is(err, ErrCountTooLarge) {
+		t.Errorf("IL map count: %v", err)
+	}
+	if _, err := DecodeFields(ProviderRuntime, IDMethodILToNativeMap, 0, 8, p.b); !errors.Is(err, ErrCountTooLarge) {
+		t.Errorf("DecodeFields IL map count: %v", err)
+	}
+	if got := err.Error(); !strings.Contains(got, "MethodLoadVerbose v2") {
+		t.Errorf("message %q", got)
+	}
+}
+
+func TestUTF16(t *testing.T) {
+	for _, s := range []string{"", "System.String", "Ünïcödé", "日本語", "😀x", "a\u0100b"} {
+		b := (&payload{}).str(s).b
+		if got := utf16String(b[:len(b)-2]); got != s {
+			t.Errorf("utf16String(%q) = %q", s, got)
+		}
+	}
+	// Lone surrogates become U+FFFD.
+	b := (&payload{}).u16(0xD800).u16('a').u16(0xDC00).b
+	if got := utf16String(b); got != "\uFFFDa\uFFFD" {
+		t.Errorf("lone surrogates: %q", got)
+	}
+}
+
+func TestMethodLoadVerboseAllocs(t *testing.T) {
+	p := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
+		str("System.Collections.Generic.List`1[System.Int32]").str("Add").str("void  (!0)").u16(9).u64(0)
+	var m MethodLoadVerbose
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := DecodeMethodLoadVerboseInto(&m, p.b, 2); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 3 {
+		t.Errorf("DecodeMethodLoadVerbose: %v allocations, want at most 3 (the strings)", allocs)
+	}
+	if m.FullName() != "System.Collections.Generic.List`1[System.Int32].Add" || m.MethodSize != 0x40 {
+		t.Errorf("decoded %+v", m)
+	}
+}
+
+func TestGCStartVersion0(t *testing.T) {
+	p := (&payload{}).u32(7).u32(1)
+	e, err := DecodeGCStart(p.b, 0)
+	if err != nil || e.Count != 7 || e.Reason != 1 || e.Reason.String() != "Induced" {
+		t.Errorf("GCStart v0 = %+v, %v", e, err)
+	}
+	if GCReason(99).String() != "Reason(99)" {
+		t.Errorf("unknown reason: %s", GCReason(99))
+	}
+}
