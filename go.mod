@@ -5,6 +5,12 @@ go 1.26.0
 require github.com/spf13/cobra v1.10.2
 
 require (
+	github.com/chzyer/readline v1.5.1 // indirect
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe // indirect
+	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b // indirect
+)
+
+require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/Microsoft/go-winio v0.6.4
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
