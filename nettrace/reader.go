@@ -173,6 +173,10 @@ func (r *Reader) Stats() Stats {
 	return s
 }
 
+// InputOffset is the stream offset just past the last event returned by
+// ReadEvent (useful to locate an event in a file when debugging).
+func (r *Reader) InputOffset() int64 { return r.blkOff + int64(r.pos) }
+
 // Thread returns an entry of the V6 thread table.
 func (r *Reader) Thread(index uint64) (Thread, bool) {
 	t, ok := r.threads[index]
@@ -479,9 +483,9 @@ func (r *Reader) readV6Header() error {
 
 func (r *Reader) parseV6Trace(b []byte, off int64) error {
 	c := cursor{b: b}
-	if c.need(40) {
+	if c.need(36) {
 		r.parseTraceCommon(b)
-		c.p = 40
+		c.p = 36
 	}
 	n := c.u32()
 	if c.err == nil && int64(n) > int64(len(b)) {
