@@ -11,6 +11,10 @@ import (
 	"syscall"
 )
 
+// maxUnixPath is the longest socket path connect(2) accepts: sun_path holds
+// 108 bytes on Linux including the terminating NUL (104 on macOS and the BSDs).
+const maxUnixPath = 107
+
 func dialOnce(ctx context.Context, network, address string) (net.Conn, error) {
 	switch network {
 	case NetworkUnix:

@@ -39,22 +39,6 @@ type DiscoverConfig struct {
 	LocalOnly bool
 }
 
-func (c *DiscoverConfig) tempDir() string {
-	if c != nil && c.TempDir != "" {
-		return c.TempDir
-	}
-	return defaultTempDir()
-}
-
-func (c *DiscoverConfig) procRoot() string {
-	if c != nil && c.ProcRoot != "" {
-		return c.ProcRoot
-	}
-	return "/proc"
-}
-
-func (c *DiscoverConfig) localOnly() bool { return c != nil && c.LocalOnly }
-
 // Discover lists the processes that publish a diagnostic endpoint, sorted by
 // pid. Sockets of processes that no longer exist are left out; when a process
 // has several sockets the newest wins (a dsrouter socket at least as new is
@@ -204,11 +188,4 @@ func scanDir(dir string, wantSockets bool) (dirScan, error) {
 		}
 	}
 	return out, nil
-}
-
-func defaultTempDir() string {
-	if d := os.Getenv("TMPDIR"); d != "" {
-		return d
-	}
-	return "/tmp"
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +22,42 @@ const (
 	maxCmdlineRead = 64 << 10
 	maxCommRead    = 64
 )
+
+func (c *DiscoverConfig) procRoot() string {
+	if c != nil && c.ProcRoot != "" {
+		return c.ProcRoot
+	}
+	return "/proc"
+}
+
+func (c *DiscoverConfig) localOnly() bool { return c != nil && c.LocalOnly }
+
+// readLimited reads at most limit bytes of a file into buf (reused) and
+// returns the bytes read. /proc files report size 0, so the file is read
+// until EOF or limit.
+func readLimited(name string, buf []byte, limit int) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf = buf[:0]
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		end := min(cap(buf), limit)
+		n, err := f.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
 
 // procScanner holds the state of one discovery pass: no state outlives it.
 type procScanner struct {

@@ -21,10 +21,6 @@ var ErrNotFound = errors.New("no diagnostic endpoint found")
 // listen mode: clrdiag cannot yet wait for a runtime to connect to it.
 var ErrListenNotSupported = errors.New("listen-mode diagnostic ports are not supported yet")
 
-// maxUnixPath is the longest socket path connect(2) accepts: sun_path holds
-// 108 bytes on Linux including the terminating NUL (104 on macOS and the BSDs).
-const maxUnixPath = 107
-
 // OpError is the error returned by Dial. It names the operation and the
 // address and explains the most common causes in its text.
 type OpError struct {

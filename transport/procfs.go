@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -112,31 +110,4 @@ func processName(comm string, args []string) string {
 		}
 	}
 	return comm
-}
-
-// readLimited reads at most limit bytes of a file into buf (reused) and
-// returns the bytes read. /proc files report size 0, so the file is read
-// until EOF or limit.
-func readLimited(name string, buf []byte, limit int) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf = buf[:0]
-	for len(buf) < limit {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		end := min(cap(buf), limit)
-		n, err := f.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
 }

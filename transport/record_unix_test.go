@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -320,23 +319,4 @@ func TestReplayRejectsCorruptFiles(t *testing.T) {
 	if _, err = rd.Dial(context.Background()); !errors.As(err, &fe) || !bytes.Contains([]byte(fe.Msg), []byte("exceeds")) {
 		t.Errorf("huge record: err = %v", err)
 	}
-}
-
-func ExampleRecorder() {
-	// Record every byte of each connection to a directory...
-	dir, _ := os.MkdirTemp("", "rec")
-	defer os.RemoveAll(dir)
-	rec, err := NewRecorder(dir)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	d := Dialer{Endpoint: Endpoint{Network: NetworkUnix, Address: "/tmp/dotnet-diagnostic-42-1-socket"}, Recorder: rec}
-	_ = d // d.Dial(ctx) as usual; each connection becomes dir/conn-NNNN.rec
-
-	// ...and later serve the recording back with no process at all:
-	//	rd, err := Replay(dir)
-	//	conn, err := rd.Dial(ctx) // checks the requests, returns the recorded replies
-	fmt.Println(rec.Dir() == dir)
-	// Output: true
 }

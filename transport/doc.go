@@ -1,0 +1,74 @@
+// Package transport finds the diagnostic endpoints of running .NET processes
+// and opens connections to them, with no .NET installed.
+//
+// A .NET Core 3.0+ runtime serves the Diagnostic IPC protocol on a Unix
+// domain socket named $TMPDIR/dotnet-diagnostic-{pid}-{key}-socket (key: the
+// process start time, in jiffies on Linux and seconds since the epoch on
+// macOS) or, on Windows, on the named pipe \\.\pipe\dotnet-diagnostic-{pid}.
+// The protocol carries one command per connection, so callers dial once per
+// command.
+//
+// # Usage
+//
+//	ep, err := transport.Resolve(ctx, pid, nil) // or Discover, FindByName
+//	if err != nil {
+//		return err // a *NotFoundError that says what was checked and what to try
+//	}
+//	conn, err := ep.Dial(ctx)
+//
+// Endpoint and Dialer have the method Dial(ctx) (net.Conn, error), which is
+// what the diag client takes. Dial retries a refused or missing endpoint for
+// up to a second (Dialer.RetryFor), because a starting runtime creates its
+// socket a moment before it accepts on it, always within the context's
+// deadline. Failures are *OpError values whose text explains the usual
+// causes: the socket is mode 0600 (run as the target's user or root), a
+// refused socket left behind by a killed process, a path over 107 bytes.
+//
+// An explicit address, as given with --diagnostic-port
+// ADDRESS[,connect|,listen][,suspend|,nosuspend], is parsed by
+// ParseDiagnosticPort. Listen is the default mode, as in dotnet-trace, but
+// only connect mode can be dialed for now: DiagnosticPort.Endpoint returns
+// ErrListenNotSupported for a listen port.
+//
+// # Discovery
+//
+// Discover lists the processes that publish an endpoint; Resolve finds one
+// pid's endpoint; FindByName matches the process name (comm on Linux, so
+// "dotnet" for `dotnet app.dll`). On Linux discovery:
+//
+//   - lists our temp dir ($TMPDIR or /tmp, DiscoverConfig.TempDir) once;
+//   - keeps only pids that exist in /proc (sockets of killed processes stay
+//     behind and are ignored), and per pid the newest socket by mtime, or a
+//     dsrouter socket (dotnet-diagnostic-dsrouter-{pid}...) at least as new;
+//   - for every other process, reads /proc/PID/environ for its TMPDIR and
+//     /proc/PID/status for NSpid, and looks in that TMPDIR, or, for a
+//     process in another PID namespace (a container), in
+//     /proc/PID/root/TMPDIR for the socket named after its inner pid;
+//   - skips any /proc entry it cannot read (kernel threads, other users'
+//     processes, processes that exit during the scan) instead of failing.
+//
+// Set DiscoverConfig.LocalOnly to skip the per-process reads. Other systems
+// list the temp dir (macOS, BSDs) or the pipe namespace (Windows) and keep
+// the pids that still exist.
+//
+// # Recording and replay
+//
+// A Dialer with a Recorder saves every byte each connection writes and
+// reads, in order, with timestamps, one file per connection (conn-0001.rec,
+// ...). Replay serves such a directory back: its Dial returns the recorded
+// connections in order, checks that the client writes what it wrote then
+// (a *MismatchError names the first differing offset), and returns the
+// recorded replies, each only after the client has written what preceded it.
+// A bug seen in the field can thus be reproduced without the process. The
+// file format is described in record.go; recordings can hold environment
+// variables and command lines of the target, so treat them as sensitive.
+//
+// # Concurrency
+//
+// Endpoint, Dialer and DiagnosticPort are values safe to copy and share.
+// Recorder and ReplayDialer are safe for concurrent use by many
+// connections. Each returned net.Conn follows the net.Conn rules: one reader
+// and one writer may run concurrently, Close unblocks both, and deadlines
+// apply (replayed connections honour them too). Discovery keeps no state
+// between calls; the package has no package-level mutable state.
+package transport
