@@ -5,6 +5,7 @@ package profilertest_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/profilertest"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // HRESULTs the runtime answers AttachProfiler with (see
@@ -67,13 +71,33 @@ func start(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) attach(t *testing.T, lib string, clsid [16]byte, data []byte) uint32 {
+// attach sends AttachProfiler through the diag client and returns the
+// HRESULT of the reply (0 for success) and the client's error.
+func (f *fixture) attach(t *testing.T, lib string, clsid [16]byte, data []byte) (uint32, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := diag.NewClient(transport.Endpoint{Network: transport.NetworkUnix, Address: f.tg.Socket, PID: f.tg.PID}, nil)
+	err := c.AttachProfiler(ctx, diag.AttachProfilerRequest{Path: lib, CLSID: ipc.GUID(clsid), ClientData: data, AttachTimeout: attachTimeoutMS * time.Millisecond})
+	if err == nil {
+		return 0, nil
+	}
+	var se *ipc.ServerError
+	if !errors.As(err, &se) {
+		t.Fatalf("AttachProfiler failed without a runtime answer: %v", err)
+	}
+	return se.HRESULT, err
+}
+
+// rawAttach sends AttachProfiler with the test's own minimal encoder
+// (raw_test.go), independent of the ipc and diag packages.
+func (f *fixture) rawAttach(t *testing.T, lib string, clsid [16]byte, data []byte) uint32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hr, err := rawAttach(ctx, f.tg.Socket, attachTimeoutMS, clsid, lib, data)
 	if err != nil {
-		t.Fatalf("AttachProfiler: %v", err)
+		t.Fatalf("AttachProfiler (raw): %v", err)
 	}
 	return hr
 }
@@ -155,6 +179,22 @@ func wantHR(t *testing.T, what string, got, want uint32) {
 	}
 }
 
+// wantErr checks the HRESULT of a diag client error and that it matches its
+// ipc sentinel.
+func wantErr(t *testing.T, what string, hr uint32, err error, want uint32, sentinel error) {
+	t.Helper()
+	wantHR(t, what, hr, want)
+	if want == hrOK {
+		return
+	}
+	if sentinel != nil && !errors.Is(err, sentinel) {
+		t.Fatalf("%s: errors.Is(%v, %v) = false", what, err, sentinel)
+	}
+	if name, _, _ := ipc.HRESULTInfo(want); name == "" || !strings.Contains(err.Error(), name) {
+		t.Fatalf("%s: error %q does not name the HRESULT", what, err)
+	}
+}
+
 // TestAttachDetachReattach attaches to a process that never loaded a
 // profiler at startup, has the profiler detach itself, checks it is really
 // unloaded, attaches again, and finally checks a second attach while one is
@@ -176,7 +216,14 @@ func TestAttachDetachReattach(t *testing.T) {
 		append([]byte("detach\n"), big...),
 	} {
 		skip := len(f.events(t))
-		wantHR(t, "attach with detach request", f.attach(t, f.lib, f.clsid, data), hrOK)
+		if i == 0 {
+			// The first cycle goes through the test's own encoder, as a
+			// cross-check of the ipc/diag encoding used everywhere else.
+			wantHR(t, "raw attach with detach request", f.rawAttach(t, f.lib, f.clsid, data), hrOK)
+		} else {
+			hr, err := f.attach(t, f.lib, f.clsid, data)
+			wantErr(t, "attach with detach request", hr, err, hrOK, nil)
+		}
 		evs := f.waitEvents(t, skip, "unload")
 		checkData(t, evs, data, "detach")
 		want := []string{"load", "get-class-object", "create-instance", "initialize-for-attach",
@@ -194,7 +241,8 @@ func TestAttachDetachReattach(t *testing.T) {
 
 	// Empty client data: the profiler stays attached.
 	skip := len(f.events(t))
-	wantHR(t, "attach with empty data", f.attach(t, f.lib, f.clsid, nil), hrOK)
+	hr, err := f.attach(t, f.lib, f.clsid, nil)
+	wantErr(t, "attach with empty data", hr, err, hrOK, nil)
 	evs := f.waitEvents(t, skip, "attach-complete")
 	checkData(t, evs, nil, "stay")
 	time.Sleep(700 * time.Millisecond) // longer than the runtime's 300 ms detach check
@@ -208,7 +256,8 @@ func TestAttachDetachReattach(t *testing.T) {
 
 	// A second profiler while one is active is refused, and the first stays.
 	skip = len(f.events(t))
-	wantHR(t, "second attach", f.attach(t, f.lib, f.clsid, []byte("detach")), hrAlreadyActive)
+	hr, err = f.attach(t, f.lib, f.clsid, []byte("detach"))
+	wantErr(t, "second attach", hr, err, hrAlreadyActive, ipc.ErrProfilerAlreadyActive)
 	if evs := f.events(t)[skip:]; profilertest.Count(evs, "initialize-for-attach") != 0 {
 		t.Fatalf("the runtime initialized a second profiler instance: %v", profilertest.Names(evs))
 	}
@@ -230,32 +279,34 @@ func TestAttachFailures(t *testing.T) {
 	}
 	missing := filepath.Join(t.TempDir(), "no-such-profiler.so")
 	cases := []struct {
-		name   string
-		lib    string
-		clsid  [16]byte
-		data   []byte
-		want   uint32
-		events []string // the profiler events this attach causes
-		flag   string   // a flag the last but one of them must carry
-		initHR uint32   // what InitializeForAttach returned, when it ran
+		name     string
+		lib      string
+		sentinel error
+		clsid    [16]byte
+		data     []byte
+		want     uint32
+		events   []string // the profiler events this attach causes
+		flag     string   // a flag the last but one of them must carry
+		initHR   uint32   // what InitializeForAttach returned, when it ran
 	}{
-		{"wrong CLSID", f.lib, otherCLSID, nil, hrClassNotAvailable,
+		{"wrong CLSID", f.lib, ipc.ErrClassNotAvailable, otherCLSID, nil, hrClassNotAvailable,
 			[]string{"load", "get-class-object", "unload"}, "clsid-mismatch", 0},
-		{"no DllGetClassObject", noEntry, f.clsid, nil, hrProcNotFound,
+		{"no DllGetClassObject", noEntry, ipc.ErrEntryPointNotFound, f.clsid, nil, hrProcNotFound,
 			[]string{"load", "unload"}, "", 0},
-		{"missing file", missing, f.clsid, nil, hrModNotFound, nil, "", 0},
-		{"relative path", filepath.Base(f.lib), f.clsid, nil, hrModNotFound, nil, "", 0},
-		{"InitializeForAttach E_FAIL", f.lib, f.clsid, []byte("fail\nextra"), hrFail,
+		{"missing file", missing, ipc.ErrModuleNotFound, f.clsid, nil, hrModNotFound, nil, "", 0},
+		{"relative path", filepath.Base(f.lib), ipc.ErrModuleNotFound, f.clsid, nil, hrModNotFound, nil, "", 0},
+		{"InitializeForAttach E_FAIL", f.lib, ipc.ErrFail, f.clsid, []byte("fail\nextra"), hrFail,
 			[]string{"load", "get-class-object", "create-instance", "initialize-for-attach",
 				"initialize-for-attach-result", "final-release", "unload"}, "", 0x80004005},
-		{"InitializeForAttach E_NOTIMPL", f.lib, f.clsid, []byte("notimpl"), hrNotAttachable,
+		{"InitializeForAttach E_NOTIMPL", f.lib, ipc.ErrProfilerNotAttachable, f.clsid, []byte("notimpl"), hrNotAttachable,
 			[]string{"load", "get-class-object", "create-instance", "initialize-for-attach",
 				"initialize-for-attach-result", "final-release", "unload"}, "", 0x80004001},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			skip := len(f.events(t))
-			wantHR(t, c.name, f.attach(t, c.lib, c.clsid, c.data), c.want)
+			hr, err := f.attach(t, c.lib, c.clsid, c.data)
+			wantErr(t, c.name, hr, err, c.want, c.sentinel)
 			var evs []profilertest.Event
 			if len(c.events) > 0 {
 				evs = f.waitEvents(t, skip, "unload")
@@ -285,7 +336,8 @@ func TestAttachFailures(t *testing.T) {
 	// Binary data without a command word: the profiler attaches and stays.
 	data := []byte{0x00, 0xff, 0x0a, 0x80, 'd', 'e', 't', 'a', 'c', 'h'}
 	skip := len(f.events(t))
-	wantHR(t, "good attach after the failures", f.attach(t, f.lib, f.clsid, data), hrOK)
+	hr, err := f.attach(t, f.lib, f.clsid, data)
+	wantErr(t, "good attach after the failures", hr, err, hrOK, nil)
 	evs := f.waitEvents(t, skip, "attach-complete")
 	checkData(t, evs, data, "stay")
 	if !f.mapped(t, f.lib) {
