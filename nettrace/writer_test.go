@@ -240,7 +240,7 @@ func buildTraceN(t *testing.T, cfg WriterConfig, filler int) ([]byte, []wantEven
 	}
 	emit(mdScalar, 1, 1000, 1, s1, sv, 0, 1, GUID{7})
 	emit(mdArray, 1, 1005, 2, s2, av, 0, 2, GUID{})
-	emit(mdRaw, 2, 900, 0, nil, nil, 0, 0, GUID{}) // negative delta on another capture thread
+	emit(mdRaw, 2, 900, 0, nil, nil, 0, 0, GUID{})  // negative delta on another capture thread
 	emit(mdRaw, 1, 1010, 3, nil, nil, 2, 0, GUID{}) // two events dropped on thread 1
 	if v6 {
 		emit(mds[3], 2, 1011, 0, nil, v6v, 0, 0, GUID{})
