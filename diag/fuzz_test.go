@@ -1,0 +1,70 @@
+package diag_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/ipc"
+)
+
+// replayDialer answers every request with fixed bytes, then closes.
+type replayDialer struct{ reply []byte }
+
+func (d replayDialer) Dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	go func() {
+		defer server.Close()
+		server.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := ipc.ReadMessage(server); err != nil {
+			return
+		}
+		_, _ = server.Write(d.reply)
+	}()
+	return client, nil
+}
+
+// FuzzClientReplies feeds arbitrary reply bytes to the client's commands:
+// none may panic or hang, and failures must be typed.
+func FuzzClientReplies(f *testing.F) {
+	ok := func(p []byte) []byte { m, _ := ipc.AppendMessage(nil, ipc.SetServer, ipc.CmdOK, p); return m }
+	info, _ := (&ipc.ProcessInfo{Version: 3, PayloadVersion: 1, PID: 1, OS: "Linux"}).MarshalBinary()
+	f.Add(ok(info))
+	env := ipc.AppendEnvironment(nil, []string{"A=1"})
+	er, _ := ipc.EnvironmentReply{IncomingBytes: uint32(len(env))}.AppendBinary(nil)
+	f.Add(append(ok(er), env...))
+	f.Add(ok(ipc.AppendSessionIDReply(nil, 7)))
+	f.Add(ok(ipc.AppendHRESULTReply(nil, ipc.HRFail)))
+	em, _ := ipc.AppendMessage(nil, ipc.SetServer, ipc.CmdError, ipc.AppendErrorReply(nil, ipc.HRFail, "m", true))
+	f.Add(em)
+	f.Fuzz(func(t *testing.T, reply []byte) {
+		c := diag.NewClient(replayDialer{reply}, &diag.Config{Timeout: 20 * time.Second, MaxEnvironmentBytes: 1 << 16})
+		ctx := context.Background()
+		check := func(err error) {
+			var se *ipc.ServerError
+			var pe *ipc.ProtocolError
+			if err != nil && !errors.As(err, &se) && !errors.As(err, &pe) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				if len(err.Error()) == 0 {
+					t.Fatal("empty error message")
+				}
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("client hung: %v", err)
+			}
+		}
+		_, err := c.ProcessInfo(ctx)
+		check(err)
+		_, err = c.Environment(ctx)
+		check(err)
+		check(c.ResumeRuntime(ctx))
+		_, s, err := c.StartStream(ctx, ipc.CmdCollectTracing2, nil)
+		check(err)
+		if s != nil {
+			s.Close()
+		}
+	})
+}
