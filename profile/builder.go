@@ -1,0 +1,608 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// Config selects what a Builder keeps. The zero value keeps every thread
+// and every sample and records no timeline.
+type Config struct {
+	// Threads, when not empty, keeps only the samples of these OS thread
+	// ids.
+	Threads []uint64
+	// ManagedOnly drops External samples (threads outside managed code:
+	// blocked, waiting or in native code), leaving a CPU-like profile.
+	ManagedOnly bool
+	// Timeline records each thread's samples in time order (consecutive
+	// samples with the same stack merged into one Run), as needed by the
+	// Chromium exporter and by speedscope's time-ordered view. Its memory
+	// grows with the number of stack changes.
+	Timeline bool
+	// MaxTimelineRuns bounds the runs kept over all threads (default
+	// 1<<20); past it the timeline stops and Profile.TimelineTruncated is
+	// set.
+	MaxTimelineRuns int
+}
+
+// Builder builds a Profile from a stream of events in one pass. Samples are
+// aggregated by unique stack as they arrive and symbolised by Finish, so the
+// rundown at the end of a trace resolves the samples before it, and a pipe
+// can be profiled as it is read. A Builder is not safe for concurrent use.
+type Builder struct {
+	cfg     Config
+	hdr     nettrace.Header
+	threads map[uint64]*threadAcc
+	order   []*threadAcc
+	keep    map[uint64]bool
+	kinds   map[*nettrace.Metadata]eventKind
+	symbols SymbolTable
+
+	stackIndex map[string]int
+	stackKeys  []string
+	keyBuf     []byte
+	eventStack map[int]int64 // stacks of all non-bookkeeping events
+	runs       int
+	truncated  bool
+
+	haveTime       bool
+	minTS, maxTS   int64
+	gapTicks       int64
+	method         clrevents.MethodLoadVerbose
+	rundown        bool
+	runtime        *clrevents.RuntimeInformation
+	decodeErrors   int
+	firstDecodeErr error
+
+	gc           GCStats
+	suspending   bool
+	suspendStart int64
+	suspendForGC bool
+	allocs       map[string]*TypeAllocation
+	exceptions   map[string]*exceptionAcc
+	contention   ContentionStats
+	contPending  map[uint64]int64
+	contSites    map[int]int64
+}
+
+type threadAcc struct {
+	id          uint64
+	counts      map[sampleKey]int64
+	managed     int64
+	external    int64
+	all         int64 // samples of any kind, for the period estimate
+	first, last int64
+	timeline    []rawRun
+}
+
+type sampleKey struct {
+	stack int
+	kind  SampleKind
+}
+
+type rawRun struct {
+	stack       int
+	kind        SampleKind
+	start, last int64
+	count       int64
+}
+
+type exceptionAcc struct {
+	count  int64
+	stacks map[int]int64
+}
+
+type eventKind uint8
+
+const (
+	kindUnknown eventKind = iota
+	kindOther
+	kindBookkeeping
+	kindSample
+	kindMethod
+	kindRundownMethod
+	kindModule
+	kindRuntimeInfo
+	kindGCStart
+	kindSuspendBegin
+	kindRestartEnd
+	kindAllocTick
+	kindException
+	kindContentionStart
+	kindContentionStop
+)
+
+// NewBuilder starts a profile of a trace with the given header.
+func NewBuilder(h nettrace.Header, cfg Config) *Builder {
+	if cfg.MaxTimelineRuns <= 0 {
+		cfg.MaxTimelineRuns = 1 << 20
+	}
+	b := &Builder{
+		cfg: cfg, hdr: h,
+		threads:     make(map[uint64]*threadAcc),
+		kinds:       make(map[*nettrace.Metadata]eventKind),
+		stackIndex:  make(map[string]int),
+		eventStack:  make(map[int]int64),
+		allocs:      make(map[string]*TypeAllocation),
+		exceptions:  make(map[string]*exceptionAcc),
+		contPending: make(map[uint64]int64),
+		contSites:   make(map[int]int64),
+	}
+	b.gc.Reasons = make(map[string]int64)
+	if len(cfg.Threads) > 0 {
+		b.keep = make(map[uint64]bool, len(cfg.Threads))
+		for _, id := range cfg.Threads {
+			b.keep[id] = true
+		}
+	}
+	gapNs := int64(h.ExpectedCPUSamplingRate)
+	if gapNs <= 0 {
+		gapNs = int64(time.Millisecond)
+	}
+	freq := h.TickFrequency
+	if freq <= 0 {
+		freq = 1e9
+	}
+	b.gapTicks = int64(float64(4*gapNs) * float64(freq) / 1e9)
+	return b
+}
+
+func (b *Builder) classify(md *nettrace.Metadata) eventKind {
+	if k, ok := b.kinds[md]; ok {
+		return k
+	}
+	k := kindOther
+	id := md.EventID
+	switch {
+	case md.ProviderName == clrevents.ProviderSampleProfiler && id == uint32(clrevents.IDThreadSample):
+		k = kindSample
+	case md.ProviderName == clrevents.ProviderRundown:
+		k = kindBookkeeping
+		switch uint16(id) {
+		case clrevents.IDMethodDCStartVerbose, clrevents.IDMethodDCEndVerbose:
+			k = kindRundownMethod
+		case clrevents.IDModuleDCStart, clrevents.IDModuleDCEnd:
+			k = kindModule
+		case clrevents.IDRuntimeInformationDCStart:
+			k = kindRuntimeInfo
+		}
+	case md.ProviderName == clrevents.ProviderRuntime:
+		switch uint16(id) {
+		case clrevents.IDMethodLoadVerbose, clrevents.IDMethodUnloadVerbose:
+			k = kindMethod
+		case clrevents.IDModuleLoad:
+			k = kindModule
+		case clrevents.IDRuntimeInformationStart:
+			k = kindRuntimeInfo
+		case clrevents.IDGCStart:
+			k = kindGCStart
+		case clrevents.IDGCSuspendEEBegin:
+			k = kindSuspendBegin
+		case clrevents.IDGCRestartEEEnd:
+			k = kindRestartEnd
+		case clrevents.IDGCAllocationTick:
+			k = kindAllocTick
+		case clrevents.IDExceptionThrown:
+			k = kindException
+		case clrevents.IDContentionStart:
+			k = kindContentionStart
+		case clrevents.IDContentionStop:
+			k = kindContentionStop
+		default:
+			if (id >= 135 && id <= 146) || id == uint32(clrevents.IDMethodILToNativeMap) {
+				k = kindBookkeeping
+			}
+		}
+	}
+	b.kinds[md] = k
+	return k
+}
+
+func (b *Builder) decodeFailed(err error) {
+	b.decodeErrors++
+	if b.firstDecodeErr == nil {
+		b.firstDecodeErr = err
+	}
+}
+
+// Add feeds one event. It never fails: payloads that do not decode are
+// counted in Profile.DecodeErrors and otherwise ignored.
+func (b *Builder) Add(ev *nettrace.Event) {
+	md := ev.Metadata
+	if md == nil {
+		return
+	}
+	ts := ev.Timestamp
+	if !b.haveTime {
+		b.minTS, b.maxTS, b.haveTime = ts, ts, true
+	}
+	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
+	kind := b.classify(md)
+	version := uint8(min(md.Version, 255))
+	if kind != kindBookkeeping && kind != kindMethod && kind != kindRundownMethod && ev.StackLen() > 0 && kind != kindSample {
+		b.eventStack[b.intern(ev)]++
+	}
+	switch kind {
+	case kindSample:
+		b.addSample(ev, version)
+	case kindMethod, kindRundownMethod:
+		if err := clrevents.DecodeMethodLoadVerboseInto(&b.method, ev.Payload, version); err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		b.symbols.AddMethod(&b.method)
+		if kind == kindRundownMethod {
+			b.rundown = true
+		}
+	case kindModule:
+		m, err := clrevents.DecodeModuleLoad(ev.Payload, version)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		b.symbols.AddModule(&m)
+	case kindRuntimeInfo:
+		if b.runtime == nil {
+			ri, err := clrevents.DecodeRuntimeInformation(ev.Payload, version)
+			if err != nil {
+				b.decodeFailed(err)
+				return
+			}
+			b.runtime = &ri
+		}
+	case kindGCStart:
+		g, err := clrevents.DecodeGCStart(ev.Payload, version)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		b.gc.Collections[min(g.Depth, 2)]++
+		b.gc.Reasons[g.Reason.String()]++
+	case kindSuspendBegin:
+		s, err := clrevents.DecodeGCSuspendEEBegin(ev.Payload, version)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		b.suspending, b.suspendStart = true, ts
+		b.suspendForGC = s.Reason == 1 || s.Reason == 6
+	case kindRestartEnd:
+		if !b.suspending {
+			return
+		}
+		b.suspending = false
+		d := b.hdr.DurationOf(ts - b.suspendStart)
+		if b.suspendForGC {
+			b.gc.Pauses++
+			b.gc.PauseTotal += d
+			b.gc.PauseMax = max(b.gc.PauseMax, d)
+		} else {
+			b.gc.OtherSuspensions++
+			b.gc.OtherSuspensionTotal += d
+		}
+	case kindAllocTick:
+		a, err := clrevents.DecodeGCAllocationTick(ev.Payload, version, b.hdr.PointerSize)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		name := a.TypeName
+		if name == "" {
+			name = "(type not reported)"
+		}
+		ta := b.allocs[name]
+		if ta == nil {
+			ta = &TypeAllocation{Type: name}
+			b.allocs[name] = ta
+		}
+		ta.Bytes += a.AllocationAmount
+		ta.Ticks++
+	case kindException:
+		x, err := clrevents.DecodeExceptionThrown(ev.Payload, version, b.hdr.PointerSize)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		name := x.ExceptionType
+		if name == "" {
+			name = "(type not reported)"
+		}
+		acc := b.exceptions[name]
+		if acc == nil {
+			acc = &exceptionAcc{stacks: make(map[int]int64)}
+			b.exceptions[name] = acc
+		}
+		acc.count++
+		acc.stacks[b.intern(ev)]++
+	case kindContentionStart:
+		b.contention.Count++
+		b.contPending[ev.ThreadID] = ts
+		b.contSites[b.intern(ev)]++
+	case kindContentionStop:
+		c, err := clrevents.DecodeContentionStop(ev.Payload, version)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		start, ok := b.contPending[ev.ThreadID]
+		delete(b.contPending, ev.ThreadID)
+		var d time.Duration
+		switch {
+		case c.DurationNs > 0:
+			d = time.Duration(c.DurationNs)
+		case ok:
+			d = b.hdr.DurationOf(ts - start)
+		default:
+			return
+		}
+		b.contention.Total += d
+		b.contention.Max = max(b.contention.Max, d)
+	}
+}
+
+func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
+	if b.keep != nil && !b.keep[ev.ThreadID] {
+		return
+	}
+	s, err := clrevents.DecodeThreadSample(ev.Payload, version)
+	if err != nil {
+		b.decodeFailed(err)
+		return
+	}
+	t := b.threads[ev.ThreadID]
+	if t == nil {
+		t = &threadAcc{id: ev.ThreadID, counts: make(map[sampleKey]int64), first: ev.Timestamp, last: ev.Timestamp}
+		b.threads[ev.ThreadID] = t
+		b.order = append(b.order, t)
+	}
+	t.all++
+	t.first, t.last = min(t.first, ev.Timestamp), max(t.last, ev.Timestamp)
+	kind := s.Type
+	if kind != clrevents.SampleManaged {
+		kind = clrevents.SampleExternal
+	}
+	if kind == clrevents.SampleExternal && b.cfg.ManagedOnly {
+		return
+	}
+	stack := b.intern(ev)
+	t.counts[sampleKey{stack, kind}]++
+	if kind == clrevents.SampleManaged {
+		t.managed++
+	} else {
+		t.external++
+	}
+	if !b.cfg.Timeline || b.truncated {
+		return
+	}
+	if n := len(t.timeline); n > 0 {
+		r := &t.timeline[n-1]
+		if r.stack == stack && r.kind == kind && ev.Timestamp-r.last <= b.gapTicks && ev.Timestamp >= r.last {
+			r.last = ev.Timestamp
+			r.count++
+			return
+		}
+	}
+	if b.runs >= b.cfg.MaxTimelineRuns {
+		b.truncated = true
+		return
+	}
+	b.runs++
+	t.timeline = append(t.timeline, rawRun{stack: stack, kind: kind, start: ev.Timestamp, last: ev.Timestamp, count: 1})
+}
+
+// intern returns the index of the event's stack among the distinct stacks
+// seen so far. Looking up a known stack does not allocate.
+func (b *Builder) intern(ev *nettrace.Event) int {
+	b.keyBuf = b.keyBuf[:0]
+	for a := range ev.Frames() {
+		b.keyBuf = binary.LittleEndian.AppendUint64(b.keyBuf, a)
+	}
+	if i, ok := b.stackIndex[string(b.keyBuf)]; ok {
+		return i
+	}
+	i := len(b.stackKeys)
+	k := string(b.keyBuf)
+	b.stackIndex[k] = i
+	b.stackKeys = append(b.stackKeys, k)
+	return i
+}
+
+// Finish symbolises the stacks with every method range seen and returns the
+// profile. The Builder must not be used afterwards.
+func (b *Builder) Finish() *Profile {
+	p := &Profile{
+		PointerSize:       b.hdr.PointerSize,
+		ManagedOnly:       b.cfg.ManagedOnly,
+		ProcessID:         b.hdr.ProcessID,
+		Runtime:           b.runtime,
+		DecodeErrors:      b.decodeErrors,
+		FirstDecodeError:  b.firstDecodeErr,
+		TimelineTruncated: b.truncated,
+	}
+	if b.haveTime {
+		p.Start = b.hdr.TimeOf(b.minTS)
+		p.Duration = b.hdr.DurationOf(b.maxTS - b.minTS)
+	}
+	p.Period = b.period()
+	p.Symbols = SymbolStats{Methods: b.symbols.Methods(), Modules: len(b.symbols.modules), Rundown: b.rundown}
+
+	// Resolve every distinct stack.
+	frameOf := make(map[uint64]int)
+	frameByName := make(map[[2]string]int)
+	p.Stacks = make([]Stack, len(b.stackKeys))
+	stackResolved := make([]int, len(b.stackKeys)) // resolved frames per stack
+	for i, k := range b.stackKeys {
+		n := len(k) / 8
+		frames := make([]int, n)
+		for j := range n {
+			addr := stringUint64(k[8*j:])
+			fi, ok := frameOf[addr]
+			if !ok {
+				p.Symbols.Addresses++
+				sym, found := b.symbols.Lookup(addr)
+				var f Frame
+				if found {
+					p.Symbols.ResolvedAddresses++
+					f = Frame{Name: sym.Name, Module: sym.Module, Signature: sym.Signature, Resolved: true, Address: sym.Start}
+				} else {
+					f = Frame{Name: "0x" + strconv.FormatUint(addr, 16), Address: addr}
+				}
+				key := [2]string{f.Module, f.Name}
+				if fi, ok = frameByName[key]; !ok {
+					fi = len(p.Frames)
+					frameByName[key] = fi
+					p.Frames = append(p.Frames, f)
+				}
+				frameOf[addr] = fi
+			}
+			frames[j] = fi
+			if p.Frames[fi].Resolved {
+				stackResolved[i]++
+			}
+		}
+		p.Stacks[i] = Stack{Frames: frames}
+	}
+
+	for _, t := range b.order {
+		th := &Thread{ID: t.id, Managed: t.managed, External: t.external,
+			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS)}
+		if t.all > 1 {
+			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
+		}
+		for k, n := range t.counts {
+			th.Samples = append(th.Samples, StackSample{Stack: k.stack, Kind: k.kind, Count: n})
+			frames := int64(len(p.Stacks[k.stack].Frames))
+			p.Symbols.SampleFrames += n * frames
+			p.Symbols.ResolvedSampleFrames += n * int64(stackResolved[k.stack])
+			p.Symbols.EventFrames += n * frames
+			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[k.stack])
+		}
+		sort.Slice(th.Samples, func(i, j int) bool {
+			a, c := th.Samples[i], th.Samples[j]
+			if a.Count != c.Count {
+				return a.Count > c.Count
+			}
+			if a.Stack != c.Stack {
+				return a.Stack < c.Stack
+			}
+			return a.Kind < c.Kind
+		})
+		for _, r := range t.timeline {
+			th.Timeline = append(th.Timeline, Run{Stack: r.stack, Kind: r.kind, Start: b.hdr.DurationOf(r.start - b.minTS), Count: r.count})
+		}
+		p.Threads = append(p.Threads, th)
+	}
+	for s, n := range b.eventStack {
+		p.Symbols.EventFrames += n * int64(len(p.Stacks[s].Frames))
+		p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s])
+	}
+
+	p.GC = b.gc
+	for _, a := range b.allocs {
+		p.GC.Allocations = append(p.GC.Allocations, *a)
+	}
+	sort.Slice(p.GC.Allocations, func(i, j int) bool {
+		a, c := p.GC.Allocations[i], p.GC.Allocations[j]
+		if a.Bytes != c.Bytes {
+			return a.Bytes > c.Bytes
+		}
+		return a.Type < c.Type
+	})
+	for name, acc := range b.exceptions {
+		p.Exceptions = append(p.Exceptions, ExceptionStats{Type: name, Count: acc.count, Sites: p.sites(acc.stacks)})
+	}
+	sort.Slice(p.Exceptions, func(i, j int) bool {
+		a, c := p.Exceptions[i], p.Exceptions[j]
+		if a.Count != c.Count {
+			return a.Count > c.Count
+		}
+		return a.Type < c.Type
+	})
+	p.Contention = b.contention
+	p.Contention.Sites = p.sites(b.contSites)
+	return p
+}
+
+// sites groups stack counts by the top resolved frame of each stack.
+func (p *Profile) sites(stacks map[int]int64) []Site {
+	byFrame := make(map[int]int64)
+	for s, n := range stacks {
+		top := -1
+		for _, f := range p.Stacks[s].Frames {
+			if p.Frames[f].Resolved {
+				top = f
+				break
+			}
+		}
+		byFrame[top] += n
+	}
+	out := make([]Site, 0, len(byFrame))
+	for f, n := range byFrame {
+		out = append(out, Site{Frame: f, Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Frame < out[j].Frame
+	})
+	return out
+}
+
+// period is the median of the threads' mean sampling intervals, or the
+// trace's expected rate.
+func (b *Builder) period() time.Duration {
+	var ps []time.Duration
+	for _, t := range b.order {
+		if t.all > 1 && t.last > t.first {
+			ps = append(ps, b.hdr.DurationOf(t.last-t.first)/time.Duration(t.all-1))
+		}
+	}
+	if len(ps) > 0 {
+		slices.Sort(ps)
+		return ps[len(ps)/2]
+	}
+	if b.hdr.ExpectedCPUSamplingRate > 0 {
+		return time.Duration(b.hdr.ExpectedCPUSamplingRate)
+	}
+	return time.Millisecond
+}
+
+// Read builds a profile from a whole nettrace stream. On damaged or
+// truncated input it returns the profile of the events before the damage
+// together with the reader's error (a *nettrace.FormatError).
+func Read(r io.Reader, cfg Config) (*Profile, error) {
+	tr, err := nettrace.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	b := NewBuilder(tr.Header(), cfg)
+	var ev nettrace.Event
+	for {
+		err := tr.ReadEvent(&ev)
+		if errors.Is(err, io.EOF) {
+			return b.Finish(), nil
+		}
+		if err != nil {
+			return b.Finish(), err
+		}
+		b.Add(&ev)
+	}
+}
+
+// stringUint64 reads a little-endian uint64 from the start of s.
+func stringUint64(s string) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(s[i])
+	}
+	return v
+}

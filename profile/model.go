@@ -1,0 +1,188 @@
+package profile
+
+import (
+	"time"
+
+	"github.com/clrdiag/clrdiag/clrevents"
+)
+
+// Profile is a CPU/thread-time profile built from SampleProfiler events,
+// with its stacks symbolised, plus the GC, exception and contention events
+// of the same trace. Its size is bounded by the number of distinct stacks,
+// frames, threads and types, not by the length of the trace (except
+// Thread.Timeline, which is recorded only when Config.Timeline is set).
+type Profile struct {
+	// Start is the time of the first event; Duration spans to the last.
+	Start    time.Time
+	Duration time.Duration
+	// Period is the sampling period, derived from the interval between
+	// samples of each thread (the median over threads), or the trace's
+	// expected sampling rate when too few samples exist. Every sample
+	// weighs Period.
+	Period      time.Duration
+	PointerSize int
+	ProcessID   int
+	// ManagedOnly is set when External samples were dropped.
+	ManagedOnly bool
+	// Runtime is what RuntimeInformation says, when the trace has it.
+	Runtime *clrevents.RuntimeInformation
+
+	// Frames are the distinct frames; Stacks index into them.
+	Frames []Frame
+	// Stacks are the distinct stacks, each a list of Frames indexes, leaf
+	// first.
+	Stacks []Stack
+	// Threads are the sampled threads, by first appearance.
+	Threads []*Thread
+
+	Symbols    SymbolStats
+	GC         GCStats
+	Exceptions []ExceptionStats
+	Contention ContentionStats
+	// DecodeErrors counts runtime events whose payload did not decode;
+	// FirstDecodeError is the first of them.
+	DecodeErrors     int
+	FirstDecodeError error
+	// TimelineTruncated is set when Config.MaxTimelineRuns was reached.
+	TimelineTruncated bool
+}
+
+// Frame is one frame: a resolved managed method, or an address that no
+// method range covered.
+type Frame struct {
+	// Name is Namespace.Type.Method for a resolved frame and the address
+	// in hex ("0x7f3a12345678") for an unresolved one.
+	Name      string
+	Module    string
+	Signature string
+	Resolved  bool
+	// Address is the method's start address (resolved) or the frame's
+	// address (unresolved).
+	Address uint64
+}
+
+// String is Module!Name, or Name without a module.
+func (f Frame) String() string {
+	if f.Module == "" {
+		return f.Name
+	}
+	return f.Module + "!" + f.Name
+}
+
+// Stack is a list of Frames indexes, leaf first. An empty stack means the
+// sampled thread had no managed frames.
+type Stack struct {
+	Frames []int
+}
+
+// SampleKind is whether a sample found the thread in managed code.
+type SampleKind = clrevents.SampleKind
+
+// Thread holds the samples of one OS thread.
+type Thread struct {
+	ID uint64
+	// Samples aggregates samples by stack and kind.
+	Samples []StackSample
+	// Managed and External count the samples by kind.
+	Managed, External int64
+	// First and Last are offsets from Profile.Start.
+	First, Last time.Duration
+	// Period is this thread's own mean sampling interval (0 with fewer than
+	// two samples).
+	Period time.Duration
+	// Timeline is the thread's samples in time order, consecutive samples
+	// with the same stack merged; only with Config.Timeline.
+	Timeline []Run
+}
+
+// Total is the thread's sampled time: its sample count times the period.
+func (t *Thread) Total(period time.Duration) time.Duration {
+	return time.Duration(t.Managed+t.External) * period
+}
+
+// StackSample is how many samples of one kind a thread had with one stack.
+type StackSample struct {
+	Stack int
+	Kind  SampleKind
+	Count int64
+}
+
+// Run is a span of consecutive samples of a thread with the same stack and
+// kind. Start is the offset from Profile.Start of its first sample.
+type Run struct {
+	Stack int
+	Kind  SampleKind
+	Start time.Duration
+	Count int64
+}
+
+// SymbolStats says how well stacks were resolved. Frame counts are frame
+// occurrences weighted by how often their stack was seen; Addresses are
+// distinct addresses.
+type SymbolStats struct {
+	Methods int // method code ranges known (MethodLoadVerbose + rundown)
+	Modules int
+	// Rundown is true when the trace had rundown method events.
+	Rundown bool
+	// Over the stacks of samples:
+	SampleFrames, ResolvedSampleFrames int64
+	// Over the stacks of every event with a stack (samples included, the
+	// runtime's method bookkeeping events excluded):
+	EventFrames, ResolvedEventFrames int64
+	Addresses, ResolvedAddresses     int
+}
+
+// UnresolvedSampleFrames is SampleFrames - ResolvedSampleFrames.
+func (s SymbolStats) UnresolvedSampleFrames() int64 { return s.SampleFrames - s.ResolvedSampleFrames }
+
+// GCStats summarises the collections of the trace.
+type GCStats struct {
+	// Collections counts GCStart events by generation (Depth 0, 1, 2).
+	Collections [3]int64
+	// Reasons counts collections by reason name.
+	Reasons map[string]int64
+	// Pauses are the execution-engine suspensions for a GC
+	// (GCSuspendEEBegin with reason GC or GC-prep to GCRestartEEEnd).
+	Pauses     int64
+	PauseTotal time.Duration
+	PauseMax   time.Duration
+	// OtherSuspensions are suspensions for other reasons (the sample
+	// profiler of older runtimes suspends the runtime for every sample).
+	OtherSuspensions     int64
+	OtherSuspensionTotal time.Duration
+	// Allocations by type, from GCAllocationTick (about one per 100 KB);
+	// empty when the trace has no allocation ticks.
+	Allocations []TypeAllocation
+}
+
+// TypeAllocation is the allocation volume attributed to a type.
+type TypeAllocation struct {
+	Type  string
+	Bytes uint64
+	Ticks int64
+}
+
+// ExceptionStats counts the exceptions of one type.
+type ExceptionStats struct {
+	Type  string
+	Count int64
+	// Sites are the throw sites (the top resolved frame of the throwing
+	// stack), most frequent first.
+	Sites []Site
+}
+
+// Site is a code location with a count.
+type Site struct {
+	Frame int // Frames index; -1 when the stack had no resolved frame
+	Count int64
+}
+
+// ContentionStats summarises lock contention.
+type ContentionStats struct {
+	Count int64
+	Total time.Duration
+	Max   time.Duration
+	// Sites are where threads waited (top resolved frame of the
+	// ContentionStart stack), most frequent first.
+	Sites []Site
+}

@@ -1,0 +1,323 @@
+package profile
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ReportConfig tunes BuildReport. The zero value lists the top 20 methods,
+// sites and types.
+type ReportConfig struct {
+	// Top is how many methods, exception types, sites and allocated types
+	// to list (default 20).
+	Top int
+	// Inclusive orders the method table by inclusive time (default:
+	// exclusive time).
+	Inclusive bool
+}
+
+// Report is what a profile says, ready to print or to encode as JSON.
+// Durations are in nanoseconds in JSON.
+type Report struct {
+	ProcessID   int           `json:"process_id"`
+	Runtime     string        `json:"runtime,omitempty"`
+	CommandLine string        `json:"command_line,omitempty"`
+	Start       time.Time     `json:"start"`
+	Duration    time.Duration `json:"duration_ns"`
+	Period      time.Duration `json:"sampling_period_ns"`
+	Samples     int64         `json:"samples"`
+	Managed     int64         `json:"managed_samples"`
+	External    int64         `json:"external_samples"`
+	ManagedOnly bool          `json:"managed_only"`
+	Symbols     SymbolStats   `json:"symbols"`
+	// Methods is ordered by exclusive time, or by inclusive time with
+	// ReportConfig.Inclusive.
+	Methods      []MethodTime      `json:"methods"`
+	Threads      []ThreadTotal     `json:"threads"`
+	GC           GCReport          `json:"gc"`
+	Exceptions   []ExceptionReport `json:"exceptions"`
+	Contention   ContentionReport  `json:"contention"`
+	DecodeErrors int               `json:"decode_errors,omitempty"`
+}
+
+// MethodTime is the time spent in a method (exclusive: as the leaf frame;
+// inclusive: anywhere on the stack, counted once per sample).
+type MethodTime struct {
+	Method       string        `json:"method"`
+	Module       string        `json:"module,omitempty"`
+	Resolved     bool          `json:"resolved"`
+	Exclusive    time.Duration `json:"exclusive_ns"`
+	Inclusive    time.Duration `json:"inclusive_ns"`
+	ExclusivePct float64       `json:"exclusive_pct"`
+	InclusivePct float64       `json:"inclusive_pct"`
+}
+
+// ThreadTotal is the sampled time of one thread.
+type ThreadTotal struct {
+	ID       uint64        `json:"id"`
+	Managed  int64         `json:"managed_samples"`
+	External int64         `json:"external_samples"`
+	Time     time.Duration `json:"time_ns"`
+	// ManagedPct is the share of the thread's samples in managed code.
+	ManagedPct float64 `json:"managed_pct"`
+}
+
+// GCReport summarises garbage collection.
+type GCReport struct {
+	Collections          [3]int64         `json:"collections_by_generation"`
+	Reasons              map[string]int64 `json:"reasons"`
+	Pauses               int64            `json:"pauses"`
+	PauseTotal           time.Duration    `json:"pause_total_ns"`
+	PauseMax             time.Duration    `json:"pause_max_ns"`
+	PauseMean            time.Duration    `json:"pause_mean_ns"`
+	OtherSuspensions     int64            `json:"other_suspensions"`
+	OtherSuspensionTotal time.Duration    `json:"other_suspension_total_ns"`
+	Allocations          []TypeAllocation `json:"allocations_by_type"`
+}
+
+// ExceptionReport is one exception type.
+type ExceptionReport struct {
+	Type  string       `json:"type"`
+	Count int64        `json:"count"`
+	Sites []SiteReport `json:"throw_sites"`
+}
+
+// SiteReport is a code location (Module!Method) and a count.
+type SiteReport struct {
+	Site  string `json:"site"`
+	Count int64  `json:"count"`
+}
+
+// ContentionReport summarises lock contention.
+type ContentionReport struct {
+	Count int64         `json:"count"`
+	Total time.Duration `json:"total_ns"`
+	Max   time.Duration `json:"max_ns"`
+	Sites []SiteReport  `json:"sites"`
+}
+
+// BuildReport computes the report of a profile.
+func BuildReport(p *Profile, cfg ReportConfig) *Report {
+	top := cfg.Top
+	if top <= 0 {
+		top = 20
+	}
+	r := &Report{ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration, Period: p.Period,
+		ManagedOnly: p.ManagedOnly, Symbols: p.Symbols, DecodeErrors: p.DecodeErrors}
+	if p.Runtime != nil {
+		r.Runtime = p.Runtime.VMVersion()
+		r.CommandLine = p.Runtime.CommandLine
+	}
+	excl := make(map[int]int64) // frame (-1: empty stack) -> samples
+	incl := make(map[int]int64)
+	seen := make(map[int]bool)
+	for _, t := range p.Threads {
+		r.Managed += t.Managed
+		r.External += t.External
+		tt := ThreadTotal{ID: t.ID, Managed: t.Managed, External: t.External, Time: t.Total(p.Period)}
+		if n := t.Managed + t.External; n > 0 {
+			tt.ManagedPct = 100 * float64(t.Managed) / float64(n)
+		}
+		r.Threads = append(r.Threads, tt)
+		for _, s := range t.Samples {
+			frames := p.Stacks[s.Stack].Frames
+			if len(frames) == 0 {
+				excl[-1] += s.Count
+				incl[-1] += s.Count
+				continue
+			}
+			excl[frames[0]] += s.Count
+			clear(seen)
+			for _, f := range frames {
+				if !seen[f] {
+					seen[f] = true
+					incl[f] += s.Count
+				}
+			}
+		}
+	}
+	r.Samples = r.Managed + r.External
+	sort.Slice(r.Threads, func(i, j int) bool {
+		if r.Threads[i].Time != r.Threads[j].Time {
+			return r.Threads[i].Time > r.Threads[j].Time
+		}
+		return r.Threads[i].ID < r.Threads[j].ID
+	})
+	pct := func(n int64) float64 {
+		if r.Samples == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(r.Samples)
+	}
+	for f, n := range incl {
+		m := MethodTime{Method: noFrames, Exclusive: time.Duration(excl[f]) * p.Period,
+			Inclusive: time.Duration(n) * p.Period, ExclusivePct: pct(excl[f]), InclusivePct: pct(n)}
+		if f >= 0 {
+			m.Method, m.Module, m.Resolved = p.Frames[f].Name, p.Frames[f].Module, p.Frames[f].Resolved
+		}
+		r.Methods = append(r.Methods, m)
+	}
+	sort.Slice(r.Methods, func(i, j int) bool {
+		a, b := r.Methods[i], r.Methods[j]
+		ka, kb := a.Exclusive, b.Exclusive
+		if cfg.Inclusive {
+			ka, kb = a.Inclusive, b.Inclusive
+		}
+		if ka != kb {
+			return ka > kb
+		}
+		if a.Method != b.Method {
+			return a.Method < b.Method
+		}
+		return a.Module < b.Module
+	})
+	r.Methods = r.Methods[:min(top, len(r.Methods))]
+
+	g := p.GC
+	r.GC = GCReport{Collections: g.Collections, Reasons: g.Reasons, Pauses: g.Pauses, PauseTotal: g.PauseTotal,
+		PauseMax: g.PauseMax, OtherSuspensions: g.OtherSuspensions, OtherSuspensionTotal: g.OtherSuspensionTotal,
+		Allocations: g.Allocations[:min(top, len(g.Allocations))]}
+	if g.Pauses > 0 {
+		r.GC.PauseMean = g.PauseTotal / time.Duration(g.Pauses)
+	}
+	if r.GC.Reasons == nil {
+		r.GC.Reasons = map[string]int64{}
+	}
+	if r.GC.Allocations == nil {
+		r.GC.Allocations = []TypeAllocation{}
+	}
+	r.Exceptions = []ExceptionReport{}
+	for _, x := range p.Exceptions[:min(top, len(p.Exceptions))] {
+		r.Exceptions = append(r.Exceptions, ExceptionReport{Type: x.Type, Count: x.Count, Sites: p.siteReports(x.Sites, top)})
+	}
+	c := p.Contention
+	r.Contention = ContentionReport{Count: c.Count, Total: c.Total, Max: c.Max, Sites: p.siteReports(c.Sites, top)}
+	if r.Methods == nil {
+		r.Methods = []MethodTime{}
+	}
+	if r.Threads == nil {
+		r.Threads = []ThreadTotal{}
+	}
+	return r
+}
+
+func (p *Profile) siteReports(sites []Site, top int) []SiteReport {
+	out := []SiteReport{}
+	for _, s := range sites[:min(top, len(sites))] {
+		name := "(no resolved frame)"
+		if s.Frame >= 0 {
+			name = p.Frames[s.Frame].String()
+		}
+		out = append(out, SiteReport{Site: name, Count: s.Count})
+	}
+	return out
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report as aligned text.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
+	p("Process %d", r.ProcessID)
+	if r.Runtime != "" {
+		p(", runtime %s", r.Runtime)
+	}
+	p("\nTrace: %s from %s\n", r.Duration.Round(time.Millisecond), r.Start.UTC().Format(time.RFC3339))
+	p("Samples: %d (%d managed, %d external), period %s", r.Samples, r.Managed, r.External, r.Period.Round(time.Microsecond))
+	if r.ManagedOnly {
+		p(", external samples dropped")
+	}
+	s := r.Symbols
+	p("\nSymbols: %d methods, %d modules", s.Methods, s.Modules)
+	if !s.Rundown {
+		p(", no rundown in the trace")
+	}
+	if s.SampleFrames > 0 {
+		p("; %d of %d sample frames resolved (%.1f%%), %d unresolved", s.ResolvedSampleFrames, s.SampleFrames,
+			100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames), s.UnresolvedSampleFrames())
+	}
+	p("\n")
+	if r.DecodeErrors > 0 {
+		p("Decode errors: %d runtime events did not decode\n", r.DecodeErrors)
+	}
+
+	if len(r.Methods) > 0 {
+		p("\nTop methods\n  Exclusive\t%%\tInclusive\t%%\tMethod\n")
+		for _, m := range r.Methods {
+			name := m.Method
+			if m.Module != "" {
+				name = m.Module + "!" + name
+			}
+			p("  %s\t%.1f\t%s\t%.1f\t%s\n", ms(m.Exclusive), m.ExclusivePct, ms(m.Inclusive), m.InclusivePct, name)
+		}
+	}
+	if len(r.Threads) > 0 {
+		p("\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %%\n")
+		for _, t := range r.Threads {
+			p("  %d\t%s\t%d\t%d\t%.1f\n", t.ID, ms(t.Time), t.Managed, t.External, t.ManagedPct)
+		}
+	}
+
+	g := r.GC
+	if n := g.Collections[0] + g.Collections[1] + g.Collections[2]; n > 0 || g.Pauses > 0 || len(g.Allocations) > 0 {
+		p("\nGC\n  Collections: %d (gen0 %d, gen1 %d, gen2 %d)\n", n, g.Collections[0], g.Collections[1], g.Collections[2])
+		if len(g.Reasons) > 0 {
+			reasons := make([]string, 0, len(g.Reasons))
+			for k := range g.Reasons {
+				reasons = append(reasons, k)
+			}
+			sort.Slice(reasons, func(i, j int) bool {
+				if g.Reasons[reasons[i]] != g.Reasons[reasons[j]] {
+					return g.Reasons[reasons[i]] > g.Reasons[reasons[j]]
+				}
+				return reasons[i] < reasons[j]
+			})
+			parts := make([]string, len(reasons))
+			for i, k := range reasons {
+				parts[i] = fmt.Sprintf("%s %d", k, g.Reasons[k])
+			}
+			p("  Reasons: %s\n", strings.Join(parts, ", "))
+		}
+		p("  Pauses: %d, total %s, mean %s, max %s\n", g.Pauses, ms(g.PauseTotal), ms(g.PauseMean), ms(g.PauseMax))
+		if g.OtherSuspensions > 0 {
+			p("  Other runtime suspensions: %d, total %s\n", g.OtherSuspensions, ms(g.OtherSuspensionTotal))
+		}
+		if len(g.Allocations) > 0 {
+			p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n")
+			for _, a := range g.Allocations {
+				p("    %d\t%d\t%s\n", a.Bytes, a.Ticks, a.Type)
+			}
+		}
+	}
+	if len(r.Exceptions) > 0 {
+		p("\nExceptions\n")
+		for _, x := range r.Exceptions {
+			p("  %d\t%s\n", x.Count, x.Type)
+			for _, s := range x.Sites {
+				p("    %d\tat %s\n", s.Count, s.Site)
+			}
+		}
+	}
+	if c := r.Contention; c.Count > 0 {
+		p("\nLock contention: %d waits, total %s, max %s\n", c.Count, ms(c.Total), ms(c.Max))
+		for _, s := range c.Sites {
+			p("    %d\tat %s\n", s.Count, s.Site)
+		}
+	}
+	return tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d)/1e6)
+}
