@@ -3,6 +3,7 @@ package ipc
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"unicode/utf16"
 )
 
@@ -147,7 +148,7 @@ func (d *decoder) str(field string) string {
 		d.err = &ProtocolError{
 			What:     d.what + " " + field,
 			Offset:   d.off,
-			Expected: int(min(uint64(n)*2, 1<<40)),
+			Expected: int(min(uint64(n)*2, math.MaxInt32)),
 			Got:      d.remaining(),
 			Reason:   fmt.Sprintf("string claims %d UTF-16 code units", n),
 		}
@@ -179,7 +180,7 @@ func (d *decoder) count(field string, minItem int) int {
 		d.err = &ProtocolError{
 			What:     d.what + " " + field,
 			Offset:   d.off,
-			Expected: int(min(uint64(n)*uint64(minItem), 1<<40)),
+			Expected: int(min(uint64(n)*uint64(minItem), math.MaxInt32)),
 			Got:      d.remaining(),
 			Reason:   fmt.Sprintf("array claims %d items", n),
 		}
