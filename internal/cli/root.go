@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,19 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	global globalFlags
 }
+
+// globalFlags are the root's persistent flags.
+type globalFlags struct {
+	recordDir string
+	replayDir string
+	recorder  *transport.Recorder
+	replay    *transport.ReplayDialer
+}
+
+// targetFlags returns process-selection flags bound to the global options.
+func (e *env) targetFlags() *targetFlags { return &targetFlags{g: &e.global} }
 
 // Main runs the CLI with the given arguments and streams and returns the
 // process exit status.
@@ -70,6 +83,29 @@ func newRootCmd(e *env) *cobra.Command {
 		Long:          "clrdiag speaks the .NET runtime's Diagnostic IPC protocol: it lists .NET processes,\nqueries and controls them, collects EventPipe traces and decodes nettrace files.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.global.recordDir, "record-ipc", "", "save every byte exchanged with the runtime to this directory (one file per connection), for bug reports")
+	pf.StringVar(&e.global.replayDir, "replay-ipc", "", "answer from a directory saved with --record-ipc instead of a live process")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if e.global.recordDir != "" && e.global.replayDir != "" {
+			return &ExitError{Code: 3, Err: errors.New("--record-ipc and --replay-ipc cannot be used together")}
+		}
+		if e.global.recordDir != "" {
+			r, err := transport.NewRecorder(e.global.recordDir)
+			if err != nil {
+				return err
+			}
+			e.global.recorder = r
+		}
+		if e.global.replayDir != "" {
+			r, err := transport.Replay(e.global.replayDir)
+			if err != nil {
+				return err
+			}
+			e.global.replay = r
+		}
+		return nil
 	}
 	for _, add := range commands {
 		root.AddCommand(add(e))

@@ -1,0 +1,176 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/transport"
+)
+
+// run executes the CLI in-process and returns its exit status and output.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func startBasic(t *testing.T) *dotnettest.Target {
+	t.Helper()
+	rt := dotnettest.Find(t)
+	return rt.Start(t, rt.Build(t, "Basic"), nil, nil)
+}
+
+func TestRealPSFindsTargetNotDeadOne(t *testing.T) {
+	live := startBasic(t)
+	dead := startBasic(t)
+	deadPID := dead.PID
+	// SIGKILL leaves the socket file behind: ps must not list the pid.
+	if err := syscall.Kill(deadPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-dead.Done()
+	if _, err := os.Stat(dead.Socket); err != nil {
+		t.Fatalf("expected the killed target's socket to stay behind: %v", err)
+	}
+	code, out, errOut := run(t, "ps", "--json")
+	if code != 0 {
+		t.Fatalf("ps exit %d: %s", code, errOut)
+	}
+	var entries []psEntry
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatalf("ps --json output does not parse: %v\n%s", err, out)
+	}
+	var found bool
+	for _, e := range entries {
+		if e.PID == deadPID {
+			t.Errorf("ps lists pid %d, killed with its socket left behind", deadPID)
+		}
+		if e.PID == live.PID {
+			found = true
+			if e.Socket != live.Socket || e.Name == "" || !strings.Contains(e.CommandLine, "Basic.dll") {
+				t.Errorf("entry for the live target = %+v (socket %s)", e, live.Socket)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("ps does not list the live target %d:\n%s", live.PID, out)
+	}
+	// The plain table too.
+	code, out, _ = run(t, "ps")
+	if code != 0 || !strings.Contains(out, fmt.Sprint(live.PID)) || !strings.Contains(out, "COMMAND LINE") {
+		t.Fatalf("ps table (exit %d):\n%s", code, out)
+	}
+}
+
+func TestRealInfoNeedsNET5(t *testing.T) {
+	tg := startBasic(t)
+	code, out, errOut := run(t, "info", "-p", fmt.Sprint(tg.PID))
+	if code == 0 {
+		t.Fatalf("info succeeded on 3.1:\n%s", out)
+	}
+	for _, want := range []string{"needs .NET 5 or later", fmt.Sprint(tg.PID), "Basic.dll", tg.Socket} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("info stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestRealDump(t *testing.T) {
+	tg := startBasic(t)
+	path := filepath.Join(t.TempDir(), "core.mini")
+	code, out, errOut := run(t, "dump", "-p", fmt.Sprint(tg.PID), "--type", "mini", "-o", path)
+	if code != 0 {
+		t.Fatalf("dump exit %d: %s %s", code, out, errOut)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("dump file: %v (size %v)", err, st)
+	}
+	if !strings.Contains(out, path) {
+		t.Errorf("dump does not say where the dump went: %s", out)
+	}
+	// The target keeps running.
+	tg.Send(t, "ping")
+	tg.Expect(t, "PONG", 10*time.Second)
+}
+
+func TestRealDumpRelativePathMadeAbsolute(t *testing.T) {
+	tg := startBasic(t)
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	code, _, errOut := run(t, "dump", "-p", fmt.Sprint(tg.PID), "--type", "triage", "-o", "rel.dmp")
+	if code != 0 {
+		t.Fatalf("dump exit %d: %s", code, errOut)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "rel.dmp")); err != nil || st.Size() == 0 {
+		t.Fatalf("relative dump path not resolved against our directory: %v", err)
+	}
+}
+
+func TestRealBadMagic(t *testing.T) {
+	tg := startBasic(t)
+	c := diag.NewClient(transport.Endpoint{Network: "unix", Address: tg.Socket, PID: tg.PID}, nil)
+	raw := make([]byte, 20)
+	copy(raw, "DOTNET_IPC_V2\x00")
+	raw[14] = 20 // size
+	raw[16], raw[17] = 0x04, 0x00
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.DoRaw(ctx, raw)
+	var se *ipc.ServerError
+	if !errors.As(err, &se) || se.HRESULT != 0x80131386 {
+		t.Fatalf("bad magic: %v, want UNKNOWN_MAGIC", err)
+	}
+	if !strings.Contains(err.Error(), "UNKNOWN_MAGIC") {
+		t.Errorf("error does not name UNKNOWN_MAGIC: %v", err)
+	}
+}
+
+func TestRealEnvNeedsNET5(t *testing.T) {
+	tg := startBasic(t)
+	code, _, errOut := run(t, "env", "-p", fmt.Sprint(tg.PID))
+	if code == 0 || !strings.Contains(errOut, ".NET 5") {
+		t.Fatalf("env on 3.1: exit %d, %s", code, errOut)
+	}
+}
+
+func TestRealNameSelection(t *testing.T) {
+	tg := startBasic(t)
+	// Every dotnet target is named "dotnet": -n must refuse to guess when
+	// there are several, and pick the one when it is alone.
+	procs, err := transport.FindByName(context.Background(), "dotnet", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "dump", "-n", "dotnet", "--type", "mini", "-o", filepath.Join(t.TempDir(), "n.core"))
+	if len(procs) == 1 {
+		if code != 0 || procs[0].PID != tg.PID {
+			t.Fatalf("dump -n dotnet: exit %d %s %s", code, out, errOut)
+		}
+	} else if code == 0 || !strings.Contains(errOut, "pick one with -p") {
+		t.Fatalf("several dotnet processes: exit %d %s", code, errOut)
+	}
+	code, _, errOut = run(t, "dump", "-n", "no-such-process-name")
+	if code == 0 || !strings.Contains(errOut, `no .NET process named "no-such-process-name"`) {
+		t.Fatalf("unknown name: exit %d %s", code, errOut)
+	}
+}

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	register(newStartupProfilerCmd)
+	register(newStartupHookCmd)
+	register(newPerfMapCmd)
+}
+
+// suspendedHint explains INVALIDARG from the startup-time commands.
+func suspendedHint(err error, what string) error {
+	if errors.Is(err, ipc.ErrInvalidArgument) {
+		return fmt.Errorf("%w\n%s only works while the runtime is paused at startup: start the app with DOTNET_DiagnosticPorts=<socket>,suspend (or DOTNET_DefaultDiagnosticPortSuspend=1), run this command, then 'clrdiag resume'", err, what)
+	}
+	return err
+}
+
+func newStartupProfilerCmd(e *env) *cobra.Command {
+	tf := e.targetFlags()
+	var path, clsid string
+	cmd := &cobra.Command{
+		Use:   "startup-profiler --profiler PATH --clsid GUID",
+		Short: "Register a profiler to load when a paused runtime resumes (.NET 6+)",
+		Long: "Tell a runtime that is paused at startup to load a CoreCLR profiler when it resumes\n" +
+			"(StartupProfiler). Start the app with DOTNET_DiagnosticPorts=<socket>,suspend, run this,\n" +
+			"then 'clrdiag resume'. A runtime that is already running refuses with INVALIDARG.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !filepath.IsAbs(path) {
+				return &ExitError{Code: 3, Err: fmt.Errorf("--profiler %q: give an absolute path; the target resolves it, not clrdiag", path)}
+			}
+			g, err := ipc.ParseGUID(clsid)
+			if err != nil {
+				return &ExitError{Code: 3, Err: fmt.Errorf("--clsid: %w", err)}
+			}
+			ctx := cmd.Context()
+			t, err := tf.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			if err := t.Client.SetStartupProfiler(ctx, g, path); err != nil {
+				return suspendedHint(err, "startup-profiler")
+			}
+			fmt.Fprintf(e.stdout, "profiler %s registered; it loads when the runtime resumes ('clrdiag resume')\n", path)
+			return nil
+		},
+	}
+	tf.register(cmd)
+	cmd.Flags().StringVar(&path, "profiler", "", "absolute path of the profiler library (required)")
+	cmd.Flags().StringVar(&clsid, "clsid", "", "CLSID of the profiler (required)")
+	_ = cmd.MarkFlagRequired("profiler")
+	_ = cmd.MarkFlagRequired("clsid")
+	return cmd
+}
+
+func newStartupHookCmd(e *env) *cobra.Command {
+	tf := e.targetFlags()
+	cmd := &cobra.Command{
+		Use:   "startup-hook PATH",
+		Short: "Apply a startup hook assembly to a paused runtime (.NET 8+)",
+		Long: "Make a runtime that is paused at startup run a startup hook assembly when it resumes\n" +
+			"(ApplyStartupHook). Start the app with DOTNET_DiagnosticPorts=<socket>,suspend, run this,\n" +
+			"then 'clrdiag resume'.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			if !filepath.IsAbs(path) {
+				return &ExitError{Code: 3, Err: fmt.Errorf("%q: give an absolute path; the target resolves it, not clrdiag", path)}
+			}
+			ctx := cmd.Context()
+			t, err := tf.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			if err := t.Client.ApplyStartupHook(ctx, path); err != nil {
+				return suspendedHint(err, "startup-hook")
+			}
+			fmt.Fprintf(e.stdout, "startup hook %s applied; it runs when the runtime resumes ('clrdiag resume')\n", path)
+			return nil
+		},
+	}
+	tf.register(cmd)
+	return cmd
+}
+
+var perfMapTypes = map[string]ipc.PerfMapType{
+	"all": ipc.PerfMapAll, "jitdump": ipc.PerfMapJitDump, "perfmap": ipc.PerfMapPerfMap,
+}
+
+func newPerfMapCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "perfmap enable|disable",
+		Short: "Turn the runtime's perf map / jitdump output on or off (.NET 8+)",
+		Long: "Make the runtime write /tmp/perf-PID.map and/or jit-PID.dump so that Linux perf can\n" +
+			"name jitted frames (EnablePerfMap / DisablePerfMap, .NET 8+).",
+	}
+	on := e.targetFlags()
+	var typ string
+	enable := &cobra.Command{
+		Use:   "enable",
+		Short: "Start writing perf maps",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pt, ok := perfMapTypes[strings.ToLower(typ)]
+			if !ok {
+				return &ExitError{Code: 3, Err: fmt.Errorf("--type %q: use all, perfmap or jitdump", typ)}
+			}
+			ctx := cmd.Context()
+			t, err := on.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			if err := t.Client.EnablePerfMap(ctx, pt); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "perf map (%s) enabled in process %d\n", strings.ToLower(typ), t.PID)
+			return nil
+		},
+	}
+	on.register(enable)
+	enable.Flags().StringVar(&typ, "type", "all", "what to write: all, perfmap or jitdump")
+	off := e.targetFlags()
+	disable := &cobra.Command{
+		Use:   "disable",
+		Short: "Stop writing perf maps",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			t, err := off.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			if err := t.Client.DisablePerfMap(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "perf map disabled in process %d\n", t.PID)
+			return nil
+		},
+	}
+	off.register(disable)
+	cmd.AddCommand(enable, disable)
+	return cmd
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/transport"
+	"github.com/spf13/cobra"
+)
+
+// targetFlags is the process selection every command that talks to a
+// process shares: exactly one of -p, -n and --diagnostic-port.
+type targetFlags struct {
+	pid  int
+	name string
+	port string
+	g    *globalFlags
+}
+
+func (f *targetFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVarP(&f.pid, "process-id", "p", 0, "process id of the target .NET process")
+	fl.StringVarP(&f.name, "name", "n", "", "name of the target process (as shown by 'clrdiag ps')")
+	fl.StringVar(&f.port, "diagnostic-port", "", "diagnostic port of the target: PATH[,connect] (a socket or pipe to connect to)")
+	fl.StringVar(&f.port, "dport", "", "alias of --diagnostic-port")
+	_ = fl.MarkHidden("dport")
+}
+
+// dialer wraps the endpoint with the global --record-ipc and --replay-ipc
+// options.
+func (f *targetFlags) dialer(ep transport.Endpoint) diag.Dialer {
+	if f.g != nil && f.g.replay != nil {
+		return f.g.replay
+	}
+	d := transport.Dialer{Endpoint: ep}
+	if f.g != nil {
+		d.Recorder = f.g.recorder
+	}
+	return d
+}
+
+// target is a resolved process and a client for it.
+type target struct {
+	PID      int
+	Name     string
+	Endpoint transport.Endpoint
+	Client   *diag.Client
+}
+
+// errNoTarget is returned when no selection flag was given.
+var errNoTarget = errors.New("no target process: give -p PID, -n NAME or --diagnostic-port PATH (see 'clrdiag ps')")
+
+func (f *targetFlags) given() int {
+	n := 0
+	if f.pid != 0 {
+		n++
+	}
+	if f.name != "" {
+		n++
+	}
+	if f.port != "" {
+		n++
+	}
+	return n
+}
+
+// resolve finds the endpoint of the selected process and returns a client
+// for it.
+func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
+	if f.g != nil && f.g.replay != nil && f.given() == 0 {
+		// A replayed recording needs no process.
+		return &target{Client: diag.NewClient(f.g.replay, nil)}, nil
+	}
+	switch f.given() {
+	case 0:
+		return nil, &ExitError{Code: 3, Err: errNoTarget}
+	case 1:
+	default:
+		return nil, &ExitError{Code: 3, Err: errors.New("give only one of -p, -n and --diagnostic-port")}
+	}
+	var t target
+	switch {
+	case f.pid != 0:
+		if f.pid < 0 {
+			return nil, &ExitError{Code: 3, Err: fmt.Errorf("-p %d: a process id is a positive number", f.pid)}
+		}
+		ep, err := transport.Resolve(ctx, f.pid, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.PID, t.Endpoint = f.pid, ep
+	case f.name != "":
+		procs, err := transport.FindByName(ctx, f.name, nil)
+		if err != nil {
+			return nil, err
+		}
+		switch len(procs) {
+		case 0:
+			return nil, fmt.Errorf("no .NET process named %q found (see 'clrdiag ps' for the names)", f.name)
+		case 1:
+		default:
+			pids := make([]string, len(procs))
+			for i, p := range procs {
+				pids[i] = fmt.Sprint(p.PID)
+			}
+			return nil, fmt.Errorf("%d .NET processes are named %q (pids %s): pick one with -p", len(procs), f.name, strings.Join(pids, ", "))
+		}
+		t.PID, t.Name, t.Endpoint = procs[0].PID, procs[0].Name, procs[0].Endpoint
+	default:
+		dp, err := transport.ParseDiagnosticPort(f.port)
+		if err != nil {
+			return nil, &ExitError{Code: 3, Err: err}
+		}
+		ep, err := dp.Endpoint()
+		if err != nil {
+			if errors.Is(err, transport.ErrListenNotSupported) {
+				return nil, &ExitError{Code: 3, Err: fmt.Errorf("--diagnostic-port %s: listen mode (the runtime connects to clrdiag) is not supported yet; to connect to the target's own socket write --diagnostic-port %s,connect", f.port, dp.Address)}
+			}
+			return nil, &ExitError{Code: 3, Err: err}
+		}
+		t.Endpoint = ep
+	}
+	t.Client = diag.NewClient(f.dialer(t.Endpoint), nil)
+	return &t, nil
+}
