@@ -115,7 +115,7 @@ func (a replayAddr) String() string  { return string(a) }
 // 'W' data is queued as expected client output, 'R' data as replies, each
 // reply tagged with how much client output must precede it.
 type replayConn struct {
-	f      *os.File
+	f      io.Closer
 	rr     *recordReader
 	name   string
 	remote replayAddr
@@ -146,7 +146,7 @@ type replayFailure struct {
 	msg string
 }
 
-func newReplayConn(f *os.File, rr *recordReader, name string) (*replayConn, error) {
+func newReplayConn(f io.Closer, rr *recordReader, name string) (*replayConn, error) {
 	c := &replayConn{f: f, rr: rr, name: name, wake: make(chan struct{})}
 	rec, err := rr.next()
 	if err != nil || rec.kind != recMeta {
