@@ -1,0 +1,324 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newAttachCmd) }
+
+// attachOptions are the flags of 'clrdiag attach'.
+type attachOptions struct {
+	target      *targetFlags
+	profiler    string
+	clsid       string
+	data        string
+	dataFile    string
+	timeout     time.Duration
+	waitDetach  bool
+	waitTimeout time.Duration
+}
+
+const attachLong = `Attach a CoreCLR profiler to a running .NET process (AttachProfiler, .NET Core 3.0+).
+
+The runtime inside the target loads the library with dlopen (LoadLibrary on
+Windows), asks its DllGetClassObject for the class --clsid, and calls the
+profiler's ICorProfilerCallback3::InitializeForAttach with the client data,
+then ProfilerAttachComplete. clrdiag reports success only after both have
+returned, and explains every error the runtime answers.
+
+--profiler must be an absolute path as the target sees it: the runtime in
+the target resolves nothing against clrdiag's working directory.
+
+--data TEXT or --data-file FILE (- for standard input) is passed to the
+profiler byte for byte; its exact length is always sent.
+
+--timeout is NOT an overall timeout. The runtime uses it only to bound how
+long the profiler's SetEventMask may wait for a concurrent background GC to
+finish when it enables GC events during attach; a plain attach never waits
+for it. Interrupt clrdiag (Ctrl-C) to stop waiting for a slow profiler.
+
+--wait-detach then waits until the library has left the target's memory map
+(/proc/PID/maps, Linux only): that is, until the profiler has asked the
+runtime to detach it (ICorProfilerInfo3::RequestProfilerDetach) and the
+runtime has unloaded it, at least 300 ms later. It gives up after
+--wait-timeout.
+
+Only one profiler can be loaded in a process at a time. A profiler stays until
+it requests detach itself or the process exits; clrdiag cannot remove it.
+
+Exit status: 0 attached (and, with --wait-detach, unloaded), 1 the runtime or
+the profiler refused, or the wait timed out, 3 bad arguments.
+
+A minimal profiler to try this with is in examples/profiler of the clrdiag
+sources.`
+
+func newAttachCmd(e *env) *cobra.Command {
+	o := &attachOptions{target: e.targetFlags()}
+	cmd := &cobra.Command{
+		Use:   "attach (-p PID | -n NAME | --diagnostic-port PATH) --profiler PATH --clsid GUID [--data TEXT | --data-file FILE]",
+		Short: "Attach a CoreCLR profiler to a running process",
+		Long:  attachLong,
+		Example: `  clrdiag attach -p 4242 --profiler /opt/prof/libprof.so --clsid 2fb05c3a-1410-4825-9389-c5f72ecddf83
+  clrdiag attach -n MyApp --profiler /opt/prof/libprof.so --clsid {2FB05C3A-1410-4825-9389-C5F72ECDDF83} --data-file cfg.bin
+  clrdiag attach -p 4242 --profiler /opt/prof/libprof.so --clsid 2fb05c3a-1410-4825-9389-c5f72ecddf83 --data detach --wait-detach`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAttach(cmd.Context(), e, cmd, o)
+		},
+	}
+	o.target.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&o.profiler, "profiler", "", "absolute path of the profiler library, as the target process sees it (required)")
+	fl.StringVar(&o.clsid, "clsid", "", "CLSID of the profiler class, xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (required)")
+	fl.StringVar(&o.data, "data", "", "client data passed to the profiler's InitializeForAttach, as text")
+	fl.StringVar(&o.dataFile, "data-file", "", "read the client data from FILE (- for standard input), byte for byte")
+	fl.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long the runtime may wait for a concurrent background GC if the profiler enables GC events (not an overall timeout)")
+	fl.BoolVar(&o.waitDetach, "wait-detach", false, "after attaching, wait until the profiler has detached and its library has been unloaded (Linux)")
+	fl.DurationVar(&o.waitTimeout, "wait-timeout", time.Minute, "give up --wait-detach after this long")
+	return cmd
+}
+
+// attachUsageErr is a bad-arguments error (exit status 3).
+func attachUsageErr(format string, args ...any) error {
+	return &ExitError{Code: 3, Err: fmt.Errorf(format, args...)}
+}
+
+func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions) error {
+	if o.profiler == "" {
+		return attachUsageErr("--profiler PATH is required: the absolute path of the profiler library")
+	}
+	if !filepath.IsAbs(o.profiler) {
+		hint := ""
+		if abs, err := filepath.Abs(o.profiler); err == nil {
+			hint = fmt.Sprintf(" (for the file in clrdiag's current directory: --profiler %s)", abs)
+		}
+		return attachUsageErr("--profiler %q is a relative path: the runtime inside the target loads the library itself and resolves nothing against clrdiag's working directory, so a relative name fails with ERROR_MOD_NOT_FOUND; pass an absolute path%s", o.profiler, hint)
+	}
+	if o.clsid == "" {
+		return attachUsageErr("--clsid GUID is required: the class id the profiler's DllGetClassObject serves (see the profiler's documentation)")
+	}
+	clsid, err := ipc.ParseGUID(o.clsid)
+	if err != nil {
+		return attachUsageErr("--clsid: %v", err)
+	}
+	if cmd.Flags().Changed("data") && cmd.Flags().Changed("data-file") {
+		return attachUsageErr("give only one of --data and --data-file")
+	}
+	if o.timeout < 0 || o.timeout.Milliseconds() > int64(^uint32(0)) {
+		return attachUsageErr("--timeout %v: give a duration between 0 and %v", o.timeout, time.Duration(^uint32(0))*time.Millisecond)
+	}
+	if o.waitDetach && o.waitTimeout <= 0 {
+		return attachUsageErr("--wait-timeout %v: give a positive duration", o.waitTimeout)
+	}
+	if o.waitDetach && runtime.GOOS != "linux" {
+		return attachUsageErr("--wait-detach reads /proc/PID/maps and works only on Linux")
+	}
+	if o.waitDetach && o.target.port != "" {
+		return attachUsageErr("--wait-detach needs the process id: select the target with -p or -n, not --diagnostic-port")
+	}
+	data := []byte(o.data)
+	if o.dataFile != "" {
+		if data, err = readDataFile(e, o.dataFile); err != nil {
+			return err
+		}
+	}
+	// What one message can carry: the payload limit minus the fixed fields
+	// (timeout, CLSID, path length, data length) and the UTF-16 path.
+	if room := ipc.MaxPayloadSize - 4 - 16 - 4 - 2*(len(utf16.Encode([]rune(o.profiler)))+1) - 4; len(data) > room {
+		if len(data) > ipc.MaxPayloadSize {
+			return attachUsageErr("client data of more than %d bytes is too large: one AttachProfiler message carries at most %d bytes of it with this path", ipc.MaxPayloadSize, room)
+		}
+		return attachUsageErr("client data of %d bytes is too large: one AttachProfiler message carries at most %d bytes of it with this path", len(data), room)
+	}
+
+	t, err := o.target.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	if t.PID != 0 && runtime.GOOS == "linux" {
+		// /proc/PID/root is the target's view of the file system (it differs
+		// inside a container). Only a definite "not there" is worth a warning.
+		if _, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", t.PID), o.profiler)); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(e.stderr, "clrdiag: warning: %s does not exist in the file system of process %d; the runtime will most likely answer ERROR_MOD_NOT_FOUND\n", o.profiler, t.PID)
+		}
+	}
+	err = t.Client.AttachProfiler(ctx, diag.AttachProfilerRequest{
+		Path:          o.profiler,
+		CLSID:         clsid,
+		ClientData:    data,
+		AttachTimeout: o.timeout,
+	})
+	who := "the target"
+	if t.PID != 0 {
+		who = fmt.Sprintf("process %d", t.PID)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return &ExitError{Code: 1, Err: fmt.Errorf("attach to %s interrupted: %w; the profiler may still be initializing in the target", who, err)}
+		}
+		return &ExitError{Code: 1, Err: &attachError{path: o.profiler, who: who, err: err, advice: explainAttach(err, o.profiler, clsid)}}
+	}
+	fmt.Fprintf(e.stdout, "Attached profiler %s (CLSID %s) to %s with %d bytes of client data.\n", o.profiler, clsid, who, len(data))
+	if !o.waitDetach {
+		return nil
+	}
+	return waitDetached(ctx, e, t.PID, o.profiler, o.waitTimeout)
+}
+
+// readDataFile reads the client data from a file or, for "-", standard
+// input, reading at most one byte more than any message can carry.
+func readDataFile(e *env, name string) ([]byte, error) {
+	var r io.Reader = e.stdin
+	what := "standard input"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &ExitError{Code: 3, Err: fmt.Errorf("--data-file: %w", err)}
+		}
+		defer f.Close()
+		r, what = f, name
+	}
+	b, err := io.ReadAll(io.LimitReader(r, ipc.MaxPayloadSize+1))
+	if err != nil {
+		return nil, &ExitError{Code: 3, Err: fmt.Errorf("--data-file: read %s: %w", what, err)}
+	}
+	return b, nil
+}
+
+// attachError is a failed attach: what the runtime answered, then in words
+// what it means and what to do. It unwraps to the client's error, so
+// errors.Is works with the ipc sentinels (ipc.ErrProfilerAlreadyActive...).
+type attachError struct {
+	path, who string
+	err       error
+	advice    string
+}
+
+func (e *attachError) Error() string {
+	var se *ipc.ServerError
+	if errors.As(e.err, &se) {
+		name, _, ok := ipc.HRESULTInfo(se.HRESULT)
+		if !ok {
+			name = "an unknown error"
+		}
+		return fmt.Sprintf("attach %s to %s failed: the runtime answered %s (HRESULT 0x%08X).\n%s", e.path, e.who, name, se.HRESULT, e.advice)
+	}
+	return fmt.Sprintf("attach %s to %s failed: %v\n%s", e.path, e.who, e.err, e.advice)
+}
+
+func (e *attachError) Unwrap() error { return e.err }
+
+// explainAttach says in words what an AttachProfiler failure means and what
+// to do about it.
+func explainAttach(err error, path string, clsid ipc.GUID) string {
+	var se *ipc.ServerError
+	if !errors.As(err, &se) {
+		return "The request did not get an answer from the runtime; check that the process is a .NET Core 3.0+ process and that you may open its diagnostic socket."
+	}
+	switch se.HRESULT {
+	case ipc.HRProfilerAlreadyActive, ipc.HRProfilerDetaching:
+		return "A profiler is already loaded in this process, or one is still detaching. Only one profiler can be loaded at a time, and an attached profiler stays until it requests detach itself or the process exits. If one is detaching, wait until it has been unloaded (at least 300 ms after it asked, 5 s with the default) and retry."
+	case ipc.HRClassNotAvailable:
+		return fmt.Sprintf("The library loaded, but its DllGetClassObject does not provide the class %s. Check --clsid against the profiler's documentation.", clsid)
+	case ipc.HRProcNotFound:
+		return fmt.Sprintf("The target loaded %s, but it does not export DllGetClassObject, so it is not a CoreCLR profiler (or it was built without exporting that symbol).", path)
+	case ipc.HRModNotFound:
+		return fmt.Sprintf("The target could not load %s: the file does not exist in the target's file system (a container sees its own), is not a shared library, was built for another OS or architecture, or one of its dependencies is missing (check with ldd).", path)
+	case ipc.HRFail:
+		return "The profiler refused to attach: its InitializeForAttach returned E_FAIL, or the runtime could not start it. Check the profiler's own log and the client data it expects."
+	case ipc.HRNotImpl:
+		return "The profiler returned E_NOTIMPL. Check the profiler's own log."
+	case ipc.HRProfilerNotAttachable:
+		return "The profiler cannot be attached to a running process: it does not implement ICorProfilerCallback3, or its InitializeForAttach returned E_NOTIMPL because it supports only loading at startup (CORECLR_ENABLE_PROFILING=1 with CORECLR_PROFILER and CORECLR_PROFILER_PATH)."
+	case ipc.HRTimeoutWaitingForConcurrentGC:
+		return "The profiler enabled GC events and a background GC did not finish within --timeout. Retry, or give a longer --timeout."
+	case ipc.HRBadEncoding:
+		return "The runtime could not parse the request. This is a bug in clrdiag or an unexpected runtime version; please report it."
+	case ipc.HRUnknownCommand:
+		return "This runtime does not support attaching profilers: it needs .NET Core 3.0 or later (and is not Mono)."
+	}
+	return "The runtime passes a failing HRESULT from the profiler's InitializeForAttach through unchanged: check the profiler's own documentation and log."
+}
+
+// waitDetached polls /proc/PID/maps until lib has left the process, for at
+// most limit.
+func waitDetached(ctx context.Context, e *env, pid int, lib string, limit time.Duration) error {
+	want := lib
+	if r, err := filepath.EvalSymlinks(lib); err == nil {
+		want = r
+	}
+	startAt := time.Now()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	seen := false
+	for {
+		m, err := libMapped(pid, want)
+		if err != nil {
+			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %w", err)}
+		}
+		switch {
+		case m:
+			seen = true
+		case seen:
+			fmt.Fprintf(e.stdout, "The profiler detached: %s left process %d after %v.\n", lib, pid, time.Since(startAt).Round(time.Millisecond))
+			return nil
+		default:
+			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %s does not appear in /proc/%d/maps, so its unloading cannot be observed (does the target see the file under another path, e.g. in a container?)", lib, pid)}
+		}
+		select {
+		case <-ctx.Done():
+			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach interrupted while %s is still loaded in process %d: %w", lib, pid, ctx.Err())}
+		case <-deadline.C:
+			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %s is still loaded in process %d after %v: the profiler has not requested detach (ICorProfilerInfo3::RequestProfilerDetach), or the runtime still waits for its code to leave every thread's stack; the profiler stays attached", lib, pid, limit)}
+		case <-tick.C:
+		}
+	}
+}
+
+// libMapped reports whether path is mapped into process pid.
+func libMapped(pid int, path string) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("process %d has exited", pid)
+		}
+		return false, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// address perms offset dev inode pathname; the pathname may hold spaces.
+		f := sc.Text()
+		for range 5 {
+			f = strings.TrimLeft(f, " ")
+			i := strings.IndexByte(f, ' ')
+			if i < 0 {
+				f = ""
+				break
+			}
+			f = f[i:]
+		}
+		f = strings.TrimSuffix(strings.TrimLeft(f, " "), " (deleted)")
+		if f == path {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
