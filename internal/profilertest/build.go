@@ -63,16 +63,17 @@ func Source() (string, error) {
 // skips loudly otherwise.
 func GCC(t testing.TB) string {
 	t.Helper()
-	gcc := os.Getenv("CLRDIAG_GCC")
-	if gcc == "" {
-		var err error
-		if gcc, err = exec.LookPath("gcc"); err != nil {
-			msg := "gcc not found on PATH (install Debian's gcc, or set CLRDIAG_GCC); the profiler attach tests need it"
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("profiler test cannot run (CI=true, so this fails instead of skipping): %s", msg)
-			}
-			t.Skipf("SKIPPING profiler test: %s", msg)
+	name, how := "gcc", "on PATH (install Debian's gcc, or set CLRDIAG_GCC)"
+	if env := os.Getenv("CLRDIAG_GCC"); env != "" {
+		name, how = env, "(CLRDIAG_GCC)"
+	}
+	gcc, err := exec.LookPath(name)
+	if err != nil {
+		msg := fmt.Sprintf("C compiler %s not found %s; the profiler attach tests need it", name, how)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("profiler test cannot run (CI=true, so this fails instead of skipping): %s", msg)
 		}
+		t.Skipf("SKIPPING profiler test: %s", msg)
 	}
 	return gcc
 }
