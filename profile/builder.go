@@ -472,6 +472,9 @@ func (b *Builder) Finish() *Profile {
 	}
 
 	for _, t := range b.order {
+		if t.managed+t.external == 0 {
+			continue // every sample of the thread was filtered out
+		}
 		th := &Thread{ID: t.id, Managed: t.managed, External: t.external,
 			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS)}
 		if t.all > 1 {

@@ -1,0 +1,165 @@
+package profile
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+func readCapture(t *testing.T, rel string, cfg Config) *Profile {
+	t.Helper()
+	p, err := Read(bytes.NewReader(capture(t, rel)), cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	if p.DecodeErrors != 0 {
+		t.Errorf("%s: %d decode errors, first %v", rel, p.DecodeErrors, p.FirstDecodeError)
+	}
+	return p
+}
+
+// With rundown, every sample frame of a .NET 5 trace resolves.
+func TestCaptureOnlyManagedSamples(t *testing.T) {
+	p := readCapture(t, "perfview/only_managed_samples.nettrace.zip", Config{Timeline: true})
+	s := p.Symbols
+	if !s.Rundown || s.SampleFrames == 0 || s.ResolvedSampleFrames != s.SampleFrames || s.ResolvedAddresses != s.Addresses {
+		t.Errorf("symbols = %+v, want every frame resolved", s)
+	}
+	var managed, external int64
+	for _, th := range p.Threads {
+		managed += th.Managed
+		external += th.External
+	}
+	if managed+external != 7423 {
+		t.Errorf("%d samples, want the 7423 SampleProfiler events", managed+external)
+	}
+	if p.Period < 900_000 || p.Period > 2_000_000 {
+		t.Errorf("period %v, want about 1 ms", p.Period)
+	}
+	if p.Runtime == nil || p.Runtime.VMMajorVersion != 5 {
+		t.Errorf("runtime = %+v", p.Runtime)
+	}
+	checkPprof(t, p)
+	checkSpeedscope(t, p)
+	if checkChromium(t, p) == 0 {
+		t.Error("chromium: no frames")
+	}
+	r := BuildReport(p, ReportConfig{Top: 5})
+	if len(r.Methods) == 0 || !r.Methods[0].Resolved {
+		t.Errorf("top methods = %+v", r.Methods)
+	}
+	t.Logf("period %v, %d threads, %d stacks, %d frames, top %s %.1f%%", p.Period, len(p.Threads), len(p.Stacks), len(p.Frames), r.Methods[0].Method, r.Methods[0].ExclusivePct)
+}
+
+// The zetslief trace has no samples, but its custom events carry stacks and
+// the rundown resolves all of them.
+func TestCaptureZetsliefPerf(t *testing.T) {
+	p := readCapture(t, "zetslief/perf.nettrace", Config{})
+	s := p.Symbols
+	if !s.Rundown || s.EventFrames == 0 || s.ResolvedEventFrames != s.EventFrames {
+		t.Errorf("symbols = %+v, want every event frame resolved", s)
+	}
+	if p.Runtime == nil || p.Runtime.VMMajorVersion != 8 {
+		t.Errorf("runtime = %+v", p.Runtime)
+	}
+}
+
+// VoiceMemo is a 32-bit trace: 4-byte stack addresses, rundown at the end.
+func TestCaptureVoiceMemo32Bit(t *testing.T) {
+	p := readCapture(t, "perfview/VoiceMemo.23092.nettrace.zip", Config{})
+	s := p.Symbols
+	if p.PointerSize != 4 {
+		t.Fatalf("pointer size %d", p.PointerSize)
+	}
+	if !s.Rundown || s.SampleFrames == 0 || float64(s.ResolvedSampleFrames) < 0.99*float64(s.SampleFrames) {
+		t.Errorf("symbols = %+v, want at least 99%% resolved", s)
+	}
+	for _, f := range p.Frames {
+		if !f.Resolved {
+			t.Logf("unresolved: %s", f.Name)
+		}
+	}
+	t.Logf("VoiceMemo: %d of %d sample frames resolved, %d unresolved (%d of %d addresses)",
+		s.ResolvedSampleFrames, s.SampleFrames, s.UnresolvedSampleFrames(), s.Addresses-s.ResolvedAddresses, s.Addresses)
+	checkPprof(t, p)
+	checkSpeedscope(t, p)
+}
+
+// The .NET Core 3.0 preview capture has no rundown: only methods jitted
+// during the session resolve; the rest stay addresses, and are counted.
+func TestCaptureNoRundown(t *testing.T) {
+	p := readCapture(t, "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip", Config{Timeline: true})
+	s := p.Symbols
+	if s.Rundown {
+		t.Error("rundown reported in a trace without one")
+	}
+	if s.UnresolvedSampleFrames() == 0 || s.ResolvedSampleFrames == 0 || float64(s.ResolvedSampleFrames) > 0.2*float64(s.SampleFrames) {
+		t.Errorf("symbols = %+v", s)
+	}
+	t.Logf("no rundown: %d of %d sample frames unresolved (%.1f%% resolved), %d of %d addresses unresolved",
+		s.UnresolvedSampleFrames(), s.SampleFrames, 100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames),
+		s.Addresses-s.ResolvedAddresses, s.Addresses)
+	if p.GC.Collections[0] == 0 || len(p.GC.Allocations) == 0 || p.Contention.Count == 0 {
+		t.Errorf("GC %+v, contention %+v", p.GC.Collections, p.Contention)
+	}
+	checkPprof(t, p)
+	checkSpeedscope(t, p)
+	checkChromium(t, p)
+}
+
+func BenchmarkCapture(b *testing.B) {
+	data := capture(b, "perfview/only_managed_samples.nettrace.zip")
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			r, err := nettrace.NewReader(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ev nettrace.Event
+			for r.ReadEvent(&ev) == nil {
+			}
+		}
+	})
+	for _, format := range []string{"folded", "pprof", "speedscope", "chromium"} {
+		b.Run("convert-"+format, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			var out bytes.Buffer
+			for b.Loop() {
+				out.Reset()
+				p, err := Read(bytes.NewReader(data), Config{Timeline: format == "chromium" || format == "speedscope"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				switch format {
+				case "folded":
+					err = WriteFolded(&out, p)
+				case "pprof":
+					err = WritePprof(&out, p)
+				case "speedscope":
+					err = WriteSpeedscope(&out, p, "bench")
+				case "chromium":
+					err = WriteChromium(&out, p)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("report", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := Read(bytes.NewReader(data), Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := BuildReport(p, ReportConfig{}).WriteText(&bytes.Buffer{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

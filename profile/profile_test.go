@@ -1,0 +1,345 @@
+package profile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	pprofile "github.com/google/pprof/profile"
+
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+func readSynth(t *testing.T, ptrSize int, cfg Config) *Profile {
+	t.Helper()
+	p, err := Read(bytes.NewReader(synthTrace(t, ptrSize)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func frameNames(p *Profile, s int) []string {
+	var out []string
+	for _, f := range p.Stacks[s].Frames {
+		out = append(out, p.Frames[f].String())
+	}
+	return out
+}
+
+func TestSynthetic(t *testing.T) {
+	for _, ptrSize := range []int{4, 8} {
+		t.Run(fmt.Sprintf("ptr%d", ptrSize), func(t *testing.T) {
+			p := readSynth(t, ptrSize, Config{})
+			if p.DecodeErrors != 0 {
+				t.Fatalf("decode errors: %d, first %v", p.DecodeErrors, p.FirstDecodeError)
+			}
+			if p.PointerSize != ptrSize || p.ProcessID != 42 {
+				t.Errorf("header: ptr %d pid %d", p.PointerSize, p.ProcessID)
+			}
+			// Samples are 2 ms apart although the header says 1 ms.
+			if p.Period != 2*time.Millisecond {
+				t.Errorf("Period = %v, want 2ms (derived from timestamps)", p.Period)
+			}
+			if len(p.Threads) != 3 {
+				t.Fatalf("%d threads, want 3", len(p.Threads))
+			}
+			got := map[uint64][2]int64{}
+			for _, th := range p.Threads {
+				got[th.ID] = [2]int64{th.Managed, th.External}
+			}
+			want := map[uint64][2]int64{100: {6, 0}, 200: {1, 3}, 300: {0, 1}}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("samples by thread = %v, want %v", got, want)
+			}
+			th := p.Threads[0]
+			if th.ID != 100 || len(th.Samples) != 1 || th.Period != 2*time.Millisecond {
+				t.Fatalf("thread 100: %+v", th)
+			}
+			if s := frameNames(p, th.Samples[0].Stack); !slices.Equal(s, []string{"App!App.Worker.Leaf", "App!App.Worker.Work", "App!App.Program.Main"}) {
+				t.Errorf("thread 100 stack = %v", s)
+			}
+			sym := p.Symbols
+			if !sym.Rundown || sym.Methods != 4 || sym.SampleFrames != 29 || sym.ResolvedSampleFrames != 26 || sym.UnresolvedSampleFrames() != 3 {
+				t.Errorf("symbols = %+v", sym)
+			}
+			var unresolved []string
+			for _, f := range p.Frames {
+				if !f.Resolved {
+					unresolved = append(unresolved, f.Name)
+				}
+			}
+			if !slices.Equal(unresolved, []string{"0xdead0000"}) {
+				t.Errorf("unresolved frames = %v", unresolved)
+			}
+			if len(p.Exceptions) != 1 || p.Exceptions[0].Count != 2 || p.Exceptions[0].Type != "System.InvalidOperationException" ||
+				len(p.Exceptions[0].Sites) != 1 || p.Frames[p.Exceptions[0].Sites[0].Frame].Name != "App.Worker.Work" {
+				t.Errorf("exceptions = %+v", p.Exceptions)
+			}
+			g := p.GC
+			if g.Collections != [3]int64{0, 1, 0} || g.Reasons["Induced"] != 1 || g.Pauses != 1 ||
+				g.PauseTotal != 3*time.Millisecond || g.OtherSuspensions != 1 || g.OtherSuspensionTotal != time.Millisecond {
+				t.Errorf("gc = %+v", g)
+			}
+			if len(g.Allocations) != 1 || g.Allocations[0] != (TypeAllocation{Type: "System.Byte[]", Bytes: 250000, Ticks: 1}) {
+				t.Errorf("allocations = %+v", g.Allocations)
+			}
+			c := p.Contention
+			if c.Count != 1 || c.Total != 2*time.Millisecond || len(c.Sites) != 1 || p.Frames[c.Sites[0].Frame].Name != "App.Worker.Work" {
+				t.Errorf("contention = %+v", c)
+			}
+		})
+	}
+}
+
+func TestFilters(t *testing.T) {
+	p := readSynth(t, 8, Config{ManagedOnly: true})
+	var n int64
+	for _, th := range p.Threads {
+		n += th.Managed + th.External
+		if th.External != 0 {
+			t.Errorf("thread %d kept %d external samples", th.ID, th.External)
+		}
+	}
+	if n != 7 || len(p.Threads) != 2 || !p.ManagedOnly {
+		t.Errorf("managed-only: %d samples in %d threads", n, len(p.Threads))
+	}
+	// The period still comes from all samples of the thread.
+	if p.Period != 2*time.Millisecond {
+		t.Errorf("managed-only period = %v", p.Period)
+	}
+	p = readSynth(t, 8, Config{Threads: []uint64{200}})
+	if len(p.Threads) != 1 || p.Threads[0].ID != 200 {
+		t.Errorf("thread filter kept %d threads", len(p.Threads))
+	}
+}
+
+func TestFolded(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteFolded(&buf, readSynth(t, 8, Config{})); err != nil {
+		t.Fatal(err)
+	}
+	want := "App!App.Program.Main;App!App.Lazy.Jitted 2000000\n" +
+		"App!App.Program.Main;App!App.Worker.Work;0xdead0000 6000000\n" +
+		"App!App.Program.Main;App!App.Worker.Work;App!App.Worker.Leaf 12000000\n" +
+		"[no managed frames] 2000000\n"
+	if buf.String() != want {
+		t.Errorf("folded:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+func TestReport(t *testing.T) {
+	p := readSynth(t, 8, Config{})
+	r := BuildReport(p, ReportConfig{Top: 3})
+	if len(r.Methods) != 3 || r.Methods[0].Method != "App.Worker.Leaf" || r.Methods[0].Exclusive != 12*time.Millisecond ||
+		r.Methods[1].Method != "0xdead0000" || r.Methods[1].Resolved {
+		t.Errorf("exclusive top = %+v", r.Methods)
+	}
+	r = BuildReport(p, ReportConfig{Inclusive: true})
+	if r.Methods[0].Method != "App.Program.Main" || r.Methods[0].Inclusive != 20*time.Millisecond ||
+		r.Methods[0].InclusivePct < 90.9 || r.Methods[0].InclusivePct > 91 {
+		t.Errorf("inclusive top = %+v", r.Methods[0])
+	}
+	if r.Samples != 11 || r.Threads[0].ID != 100 || r.Threads[0].Time != 12*time.Millisecond {
+		t.Errorf("totals: %d samples, threads %+v", r.Samples, r.Threads)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Samples: 11 (7 managed, 4 external), period 2ms", "26 of 29 sample frames resolved",
+		"gen1 1", "Pauses: 1, total 3.0ms", "System.InvalidOperationException", "at App!App.Worker.Work",
+		"Lock contention: 1 waits, total 2.0ms", "250000"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("text report lacks %q:\n%s", s, text.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Samples != 11 || back.GC.Pauses != 1 || back.Exceptions[0].Count != 2 || back.Period != 2*time.Millisecond {
+		t.Errorf("JSON round trip: %+v", back)
+	}
+}
+
+func TestReadDamaged(t *testing.T) {
+	b := synthTrace(t, 8)
+	p, err := Read(bytes.NewReader(b[:len(b)-40]), Config{})
+	var fe *nettrace.FormatError
+	if !errors.As(err, &fe) || p == nil {
+		t.Fatalf("truncated: p=%v err=%v", p != nil, err)
+	}
+	if _, err := Read(strings.NewReader("not a trace"), Config{}); err == nil {
+		t.Error("garbage: no error")
+	}
+}
+
+// checkPprof parses the pprof output and checks totals.
+func checkPprof(t *testing.T, p *Profile) *pprofile.Profile {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WritePprof(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	pp, err := pprofile.Parse(&buf)
+	if err != nil {
+		t.Fatalf("pprof does not parse: %v", err)
+	}
+	var samples, ns, want int64
+	for _, s := range pp.Sample {
+		samples += s.Value[0]
+		ns += s.Value[1]
+		if len(s.Location) == 0 {
+			t.Fatal("pprof sample without locations")
+		}
+	}
+	for _, th := range p.Threads {
+		want += th.Managed + th.External
+	}
+	if samples != want || ns != want*int64(p.Period) || pp.Period != int64(p.Period) {
+		t.Errorf("pprof totals: %d samples %d ns, want %d samples at %v", samples, ns, want, p.Period)
+	}
+	return pp
+}
+
+// checkSpeedscope checks the keys the schema requires and the frame
+// indices.
+func checkSpeedscope(t *testing.T, p *Profile) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteSpeedscope(&buf, p, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f["$schema"] != SpeedscopeSchema {
+		t.Errorf("$schema = %v", f["$schema"])
+	}
+	shared, _ := f["shared"].(map[string]any)
+	frames, ok := shared["frames"].([]any)
+	if !ok {
+		t.Fatal("no shared.frames")
+	}
+	for i, fr := range frames {
+		if name, _ := fr.(map[string]any)["name"].(string); name == "" {
+			t.Errorf("frame %d has no name", i)
+		}
+	}
+	profiles, _ := f["profiles"].([]any)
+	if len(profiles) != len(p.Threads) {
+		t.Fatalf("%d profiles for %d threads", len(profiles), len(p.Threads))
+	}
+	for _, pr := range profiles {
+		m := pr.(map[string]any)
+		for _, k := range []string{"type", "name", "unit", "startValue", "endValue", "samples", "weights"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("profile lacks %q", k)
+			}
+		}
+		if m["type"] != "sampled" || m["unit"] != "nanoseconds" {
+			t.Errorf("type %v unit %v", m["type"], m["unit"])
+		}
+		samples, weights := m["samples"].([]any), m["weights"].([]any)
+		if len(samples) != len(weights) || len(samples) == 0 {
+			t.Fatalf("%d samples, %d weights", len(samples), len(weights))
+		}
+		var sum float64
+		for i, s := range samples {
+			for _, idx := range s.([]any) {
+				if k := int(idx.(float64)); k < 0 || k >= len(frames) {
+					t.Fatalf("frame index %d out of range (%d frames)", k, len(frames))
+				}
+			}
+			sum += weights[i].(float64)
+		}
+		if span := m["endValue"].(float64) - m["startValue"].(float64); span != sum {
+			t.Errorf("endValue-startValue = %v, sum of weights %v", span, sum)
+		}
+	}
+}
+
+// checkChromium parses the trace-event JSON and checks that B and E events
+// nest per thread with non-decreasing timestamps.
+func checkChromium(t *testing.T, p *Profile) int {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteChromium(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		TraceEvents []struct {
+			Name string  `json:"name"`
+			Ph   string  `json:"ph"`
+			Ts   float64 `json:"ts"`
+			Tid  uint64  `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatalf("chromium JSON: %v", err)
+	}
+	open := map[uint64][]string{}
+	last := map[uint64]float64{}
+	begins := 0
+	for _, e := range f.TraceEvents {
+		switch e.Ph {
+		case "B":
+			begins++
+			open[e.Tid] = append(open[e.Tid], e.Name)
+		case "E":
+			st := open[e.Tid]
+			if len(st) == 0 || st[len(st)-1] != e.Name {
+				t.Fatalf("thread %d: E %q does not match open %v", e.Tid, e.Name, st)
+			}
+			open[e.Tid] = st[:len(st)-1]
+		case "M":
+			continue
+		default:
+			t.Fatalf("unexpected phase %q", e.Ph)
+		}
+		if e.Ts < last[e.Tid] {
+			t.Fatalf("thread %d: time goes back %v -> %v", e.Tid, last[e.Tid], e.Ts)
+		}
+		last[e.Tid] = e.Ts
+	}
+	for tid, st := range open {
+		if len(st) > 0 {
+			t.Errorf("thread %d: %d frames left open", tid, len(st))
+		}
+	}
+	return begins
+}
+
+func TestExportsSynthetic(t *testing.T) {
+	p := readSynth(t, 8, Config{Timeline: true})
+	pp := checkPprof(t, p)
+	var names []string
+	for _, fn := range pp.Function {
+		names = append(names, fn.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"0xdead0000", "App.Lazy.Jitted", "App.Program.Main", "App.Worker.Leaf", "App.Worker.Work", noFrames}; !slices.Equal(names, want) {
+		t.Errorf("pprof functions = %v, want %v", names, want)
+	}
+	checkSpeedscope(t, p)
+	// Thread 100: one run of Main>Work>Leaf (3 B); thread 200: Main>Work>0xdead0000
+	// (3 B) then Jitted under Main (1 B); thread 300: the pseudo-frame-less empty stack (0).
+	if n := checkChromium(t, p); n != 7 {
+		t.Errorf("chromium: %d B events, want 7", n)
+	}
+	if err := WriteChromium(&bytes.Buffer{}, readSynth(t, 8, Config{})); !errors.Is(err, ErrNoTimeline) {
+		t.Errorf("chromium without timeline: %v", err)
+	}
+	checkSpeedscope(t, readSynth(t, 8, Config{}))
+}
