@@ -50,7 +50,9 @@ profiler byte for byte; its exact length is always sent.
 --timeout is NOT an overall timeout. The runtime uses it only to bound how
 long the profiler's SetEventMask may wait for a concurrent background GC to
 finish when it enables GC events during attach; a plain attach never waits
-for it. Interrupt clrdiag (Ctrl-C) to stop waiting for a slow profiler.
+for it. clrdiag itself waits at most 30 s for the reply (a slow profiler
+Initialize delays it, and blocks every other diagnostic command to the
+process meanwhile); interrupt it with Ctrl-C to stop sooner.
 
 --wait-detach then waits until the library has left the target's memory map
 (/proc/PID/maps, Linux only): that is, until the profiler has asked the
