@@ -22,7 +22,13 @@ func dialOnce(ctx context.Context, network, address string) (net.Conn, error) {
 			return nil, fmt.Errorf("%w: %d bytes", errPathTooLong, len(address))
 		}
 		var d net.Dialer
-		return d.DialContext(ctx, "unix", address)
+		conn, err := d.DialContext(ctx, "unix", address)
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			// OpError wraps the same op and address again; keep the cause.
+			return nil, oe.Err
+		}
+		return conn, err
 	case NetworkPipe:
 		return nil, fmt.Errorf("named pipes: %w", ErrNotSupported)
 	}

@@ -93,14 +93,22 @@ func dialRetry(ctx context.Context, network, address string, retryFor time.Durat
 	}
 	wait := 10 * time.Millisecond
 	var timer *time.Timer
+	var lastErr error // the last failure not caused by ctx ending
+	ctxDone := func(err error) error {
+		if lastErr == nil {
+			lastErr = err
+		}
+		return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), lastErr)
+	}
 	for {
 		conn, err := dialOnce(ctx, network, address)
 		if err == nil {
 			return conn, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+			return nil, ctxDone(err)
 		}
+		lastErr = err
 		if retryFor < 0 || !retryable(err) || !time.Now().Add(wait).Before(giveUp) {
 			return nil, err
 		}
@@ -112,7 +120,7 @@ func dialRetry(ctx context.Context, network, address string, retryFor time.Durat
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+			return nil, ctxDone(err)
 		case <-timer.C:
 		}
 		wait += wait / 2

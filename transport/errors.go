@@ -117,18 +117,26 @@ func (e *NotFoundError) Error() string {
 		b.WriteString("; problems: ")
 		b.WriteString(strings.Join(e.Notes, "; "))
 	}
-	if e.Name == "" && !e.Exists {
-		b.WriteString("; run `clrdiag ps` to list .NET processes")
-		return b.String()
-	}
-	b.WriteString("; things to check: is it a .NET Core 3.0+ process with DOTNET_EnableDiagnostics not set to 0; " +
-		"the socket is mode 0600, so run as the target's user or as root; " +
-		"the target's TMPDIR must match ours, or be readable through /proc/PID/environ; " +
-		"for a process in a container, share its PID namespace (pid: host) and grant CAP_SYS_PTRACE " +
-		"so /proc/PID/root is readable, or share its /tmp; " +
-		"a socket path holds at most 107 bytes (sun_path), so a long TMPDIR prevents the runtime from creating it; " +
-		"see https://aka.ms/dotnet-diagnostics-port")
+	b.WriteString("; ")
+	b.WriteString(strings.Join(e.Hints(), "; "))
 	return b.String()
+}
+
+// Hints returns what a person should check, one sentence each; Error
+// includes them. A CLI can print them as a list.
+func (e *NotFoundError) Hints() []string {
+	if e.Name == "" && !e.Exists {
+		return []string{"run `clrdiag ps` to list .NET processes"}
+	}
+	return []string{
+		"check it is a .NET Core 3.0+ process and DOTNET_EnableDiagnostics is not 0",
+		"the socket is mode 0600, so run as the target's user or as root",
+		"the target's TMPDIR must match ours, or /proc/PID/environ must be readable to find it",
+		"for a process in a container, share its PID namespace (pid: host) and grant CAP_SYS_PTRACE " +
+			"so /proc/PID/root is readable, or share its /tmp",
+		"a socket path holds at most 107 bytes (sun_path): a long TMPDIR keeps the runtime from creating it",
+		"see https://aka.ms/dotnet-diagnostics-port",
+	}
 }
 
 // Is reports whether target is ErrNotFound.
