@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,14 +19,6 @@ import (
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/transport"
 )
-
-// run executes the CLI in-process and returns its exit status and output.
-func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = Main(args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func startBasic(t *testing.T) *dotnettest.Target {
 	t.Helper()
