@@ -48,6 +48,34 @@ type target struct {
 	Name     string
 	Endpoint transport.Endpoint
 	Client   *diag.Client
+
+	// Started, when non-nil, must be called once the command has set up
+	// what it needs (e.g. its EventPipe session): for a child launched
+	// suspended or a runtime waiting on a suspending port it sends
+	// ResumeRuntime.
+	Started func(ctx context.Context) error
+	// Exited, when non-nil, is closed when a launched child exits; then
+	// ExitCode returns its status.
+	Exited   <-chan struct{}
+	ExitCode func() int
+	// Close releases what resolve set up (a listening socket, a child).
+	Close func() error
+}
+
+// started calls t.Started if set.
+func (t *target) started(ctx context.Context) error {
+	if t.Started == nil {
+		return nil
+	}
+	return t.Started(ctx)
+}
+
+// close calls t.Close if set.
+func (t *target) close() error {
+	if t.Close == nil {
+		return nil
+	}
+	return t.Close()
 }
 
 // errNoTarget is returned when no selection flag was given.
