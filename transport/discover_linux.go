@@ -21,6 +21,7 @@ const (
 	maxStatusRead  = 64 << 10
 	maxCmdlineRead = 64 << 10
 	maxCommRead    = 64
+	maxStatRead    = 4 << 10
 )
 
 func (c *DiscoverConfig) procRoot() string {
@@ -134,6 +135,18 @@ func (s *procScanner) note(file string, err error) {
 	}
 }
 
+// exited reports whether pid is a zombie (killed or exited, not yet reaped
+// by its parent): its socket is stale. An unreadable stat says no.
+func (s *procScanner) exited(pid int) bool {
+	b, err := readLimited(filepath.Join(s.proc, strconv.Itoa(pid), "stat"), s.buf, maxStatRead)
+	if err != nil {
+		return false
+	}
+	s.buf = b[:0]
+	st, err := parseStatState(b)
+	return err == nil && (st == 'Z' || st == 'X' || st == 'x')
+}
+
 // info fills in name and command line; unreadable files leave them empty.
 func (s *procScanner) info(p *Process) {
 	base := filepath.Join(s.proc, strconv.Itoa(p.PID))
@@ -201,6 +214,9 @@ func discover(ctx context.Context, cfg *DiscoverConfig) ([]Process, error) {
 				p.NamespacePID = nsPID
 			}
 		}
+		if s.exited(pid) {
+			continue
+		}
 		s.info(&p)
 		out = append(out, p)
 	}
@@ -211,8 +227,10 @@ func resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error
 	s := newProcScanner(cfg)
 	nf := &NotFoundError{PID: pid}
 	base := filepath.Join(s.proc, strconv.Itoa(pid))
-	if _, err := os.Stat(base); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(base); err != nil || s.exited(pid) {
+		if err == nil {
+			nf.Notes = append(nf.Notes, fmt.Sprintf("process %d has exited (zombie, not yet reaped by its parent)", pid))
+		} else if !errors.Is(err, fs.ErrNotExist) {
 			nf.Notes = append(nf.Notes, fmt.Sprintf("%s: %v", base, err))
 		}
 		if c, ok := s.scanCached(s.tmp)[pid]; ok {

@@ -56,6 +56,7 @@ type fakeHost struct {
 //	400  TMPDIR=<other>, socket there
 //	500  environ unreadable (a directory): skipped without failing
 //	600  dsrouter socket as new as a runtime socket: dsrouter wins
+//	700  zombie (state Z in stat) with its socket left behind
 //	2    kernel thread: empty environ and cmdline, no socket
 //	999  stale socket, no such process
 func newFakeHost(t *testing.T) fakeHost {
@@ -75,8 +76,12 @@ func newFakeHost(t *testing.T) fakeHost {
 		"600rt":  filepath.Join(tmp, "dotnet-diagnostic-600-66-socket"),
 		"600dsr": filepath.Join(tmp, "dotnet-diagnostic-dsrouter-600-66-socket"),
 		"999":    filepath.Join(tmp, "dotnet-diagnostic-999-1-socket"),
+		"700":    filepath.Join(tmp, "dotnet-diagnostic-700-1-socket"),
 	}
 	fp.add(100, procFiles("dotnet", "dotnet\x00app.dll\x00--urls\x00http://*:5000\x00", "HOME=/root\x00", "100"))
+	fp.add(100, map[string]string{"stat": "100 (a) Z) (b) S 1 100 100 0 -1\n"})
+	fp.add(700, procFiles("dotnet", "", "", "700"))
+	fp.add(700, map[string]string{"stat": "700 (dotnet) Z 1 700 700 0 -1\n"})
 	fp.add(200, procFiles("worker", "/opt/worker\x00", "", "200"))
 	fp.add(300, procFiles("api", "/app/api\x00", "PATH=/bin\x00", "300\t7"))
 	fp.add(400, procFiles("svc", "svc\x00", "TMPDIR="+other+"/\x00", "400"))
@@ -152,6 +157,11 @@ func TestResolveFakeProc(t *testing.T) {
 		t.Errorf("Resolve(999) text does not mention the stale socket: %v", err)
 	}
 
+	_, err = Resolve(ctx, 700, h.cfg)
+	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "zombie") || !strings.Contains(err.Error(), "stale socket") {
+		t.Errorf("Resolve(700) = %v, want a NotFoundError naming the zombie and its stale socket", err)
+	}
+
 	_, err = Resolve(ctx, 2, h.cfg)
 	if !errors.As(err, &nf) || !nf.Exists {
 		t.Fatalf("Resolve(2) = %v, want NotFoundError for a live process", err)
@@ -207,6 +217,19 @@ func TestDiscoverRealProc(t *testing.T) {
 		t.Skip("cannot run true:", err)
 	}
 	dead := cmd.Process.Pid
+	zombie := exec.Command("sleep", "600")
+	if err := zombie.Start(); err != nil {
+		t.Skip("cannot start sleep:", err)
+	}
+	zombie.Process.Kill() // killed, not yet reaped: a zombie, as a SIGKILLed target
+	defer zombie.Wait()
+	for i := 0; i < 100; i++ {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(zombie.Process.Pid) + "/stat"); strings.Contains(string(b), ") Z ") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	staleSocket(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(zombie.Process.Pid)+"-1-socket"), time.Time{})
 	staleSocket(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(self)+"-1-socket"), time.Time{})
 	staleSocket(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(dead)+"-1-socket"), time.Time{})
 	got, err := Discover(context.Background(), &DiscoverConfig{TempDir: tmp, LocalOnly: true})

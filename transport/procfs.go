@@ -111,3 +111,18 @@ func processName(comm string, args []string) string {
 	}
 	return comm
 }
+
+// parseStatState returns the state letter of a /proc/PID/stat line (R, S,
+// D, Z, X, ...). The command name in parentheses may itself contain spaces
+// and parentheses, so the state is found after the last ')'.
+func parseStatState(stat []byte) (byte, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) || stat[i+1] != ' ' {
+		return 0, errors.New("malformed stat line")
+	}
+	st := stat[i+2]
+	if st < 'A' || st > 'z' {
+		return 0, fmt.Errorf("malformed stat state %q", st)
+	}
+	return st, nil
+}

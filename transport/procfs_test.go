@@ -180,3 +180,40 @@ func FuzzParseEndpointName(f *testing.F) {
 		}
 	})
 }
+
+func TestParseStatState(t *testing.T) {
+	for _, tt := range []struct {
+		stat string
+		want byte
+		ok   bool
+	}{
+		{"42 (dotnet) S 1 42 42 0 -1 4194560", 'S', true},
+		{"42 (a) Z) (b) Z 1 2", 'Z', true},
+		{"42 (we ird) R 1", 'R', true},
+		{"42 (x)", 0, false},
+		{"42 (x) ", 0, false},
+		{"42 x S", 0, false},
+		{"42 (x)S 1", 0, false},
+		{"", 0, false},
+	} {
+		got, err := parseStatState([]byte(tt.stat))
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("parseStatState(%q) = %q, %v; want %q, ok=%v", tt.stat, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParseStatState(f *testing.F) {
+	f.Add([]byte("42 (dotnet) S 1 42 42 0 -1"))
+	f.Add([]byte("1 ()) Z"))
+	f.Fuzz(func(t *testing.T, stat []byte) {
+		st, err := parseStatState(stat)
+		if err != nil {
+			return
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != st {
+			t.Fatalf("state %q is not the byte after the last ') ' in %q", st, stat)
+		}
+	})
+}
