@@ -27,7 +27,8 @@ type Process struct {
 // of every field, selects the defaults.
 type DiscoverConfig struct {
 	// TempDir is the directory the runtime creates its sockets in when the
-	// target's own TMPDIR is unknown. Default: $TMPDIR, or /tmp.
+	// target's own TMPDIR is unknown. Default: $TMPDIR, or /tmp. Unused on
+	// Windows, where the pipe namespace \\.\pipe\ is listed instead.
 	TempDir string
 
 	// ProcRoot is where procfs is mounted (Linux). Default: /proc. Tests

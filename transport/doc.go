@@ -37,8 +37,8 @@
 // "dotnet" for `dotnet app.dll`). On Linux discovery:
 //
 //   - lists our temp dir ($TMPDIR or /tmp, DiscoverConfig.TempDir) once;
-//   - keeps only pids that exist in /proc (sockets of killed processes stay
-//     behind and are ignored), and per pid the newest socket by mtime, or a
+//   - keeps only pids that exist in /proc and are not zombies (sockets of
+//     killed processes stay behind and are ignored), and per pid the newest socket by mtime, or a
 //     dsrouter socket (dotnet-diagnostic-dsrouter-{pid}...) at least as new;
 //   - for every other process, reads /proc/PID/environ for its TMPDIR and
 //     /proc/PID/status for NSpid, and looks in that TMPDIR, or, for a
