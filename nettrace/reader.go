@@ -53,7 +53,8 @@ type Reader struct {
 	done    bool  // end-of-stream marker read
 	err     error // sticky error (returned after pending events)
 
-	buf []byte // reused block buffer
+	buf     []byte    // reused block buffer
+	scratch [256]byte // small reads (escapes through io.Reader, so kept here)
 
 	// current event block
 	blk        []byte
@@ -75,8 +76,10 @@ type Reader struct {
 	lastStack  uint32
 	lastStackB []byte
 
-	// dropped-event tracking per capture thread
+	// dropped-event tracking per capture thread: a direct-mapped cache in
+	// front of a map, so interleaved threads rarely touch the map.
 	seqs    map[uint64]uint32
+	seqC    [seqCacheSize]seqEntry
 	curCap  uint64
 	curSeq  uint32
 	curLive bool
@@ -92,6 +95,16 @@ type Reader struct {
 }
 
 type stackRef struct{ off, n uint32 }
+
+const seqCacheSize = 64
+
+type seqEntry struct {
+	ct   uint64
+	seq  uint32
+	used bool
+}
+
+func seqSlot(ct uint64) int { return int((ct>>2 ^ ct>>9 ^ ct) & (seqCacheSize - 1)) }
 
 // evState is the running state of compressed event headers (reset per block).
 type evState struct {
@@ -220,10 +233,15 @@ func (r *Reader) errAt(off int64, cause error, format string, args ...any) error
 
 // readFull reads exactly n bytes into a scratch buffer (not r.buf).
 func (r *Reader) readSmall(dst []byte, what string) error {
+	return r.readSmall2(dst, what, "")
+}
+
+// readSmall2 names what it reads with two strings, joined only on error.
+func (r *Reader) readSmall2(dst []byte, what, what2 string) error {
 	m, err := io.ReadFull(r.br, dst)
 	r.off += int64(m)
 	if err != nil {
-		return r.ioErr(err, what, len(dst), m)
+		return r.ioErr(err, what+what2, len(dst), m)
 	}
 	return nil
 }
@@ -235,28 +253,28 @@ func (r *Reader) ioErr(err error, what string, want, got int) error {
 	return r.errAt(r.off, err, "reading %s", what)
 }
 
-func (r *Reader) readByte(what string) (byte, error) {
+func (r *Reader) readByte(what, what2 string) (byte, error) {
 	b, err := r.br.ReadByte()
 	if err != nil {
-		return 0, r.ioErr(err, what, 1, 0)
+		return 0, r.ioErr(err, what+what2, 1, 0)
 	}
 	r.off++
 	return b, nil
 }
 
-func (r *Reader) readU32(what string) (uint32, error) {
-	var b [4]byte
-	if err := r.readSmall(b[:], what); err != nil {
+func (r *Reader) readU32(what, what2 string) (uint32, error) {
+	b := r.scratch[:4]
+	if err := r.readSmall2(b, what, what2); err != nil {
 		return 0, err
 	}
-	return binary.LittleEndian.Uint32(b[:]), nil
+	return binary.LittleEndian.Uint32(b), nil
 }
 
-func (r *Reader) skip(n int, what string) error {
+func (r *Reader) skip(n int, what, what2 string) error {
 	m, err := r.br.Discard(n)
 	r.off += int64(m)
 	if err != nil {
-		return r.ioErr(err, what, n, m)
+		return r.ioErr(err, what+what2, n, m)
 	}
 	return nil
 }
@@ -265,13 +283,13 @@ func (r *Reader) skip(n int, what string) error {
 // arrives, so a damaged length cannot make the reader allocate much more
 // than the stream holds. On a short read it returns the bytes it got and a
 // truncation error.
-func (r *Reader) readBlock(n int, what string) ([]byte, error) {
+func (r *Reader) readBlock(n int, what, what2 string) ([]byte, error) {
 	if n <= cap(r.buf) {
 		b := r.buf[:n]
 		m, err := io.ReadFull(r.br, b)
 		r.off += int64(m)
 		if err != nil {
-			return b[:m], r.ioErr(err, what, n, m)
+			return b[:m], r.ioErr(err, what+what2, n, m)
 		}
 		return b, nil
 	}
@@ -288,7 +306,7 @@ func (r *Reader) readBlock(n int, what string) ([]byte, error) {
 		r.off += int64(m)
 		if err != nil {
 			r.buf = buf[:0]
-			return buf, r.ioErr(err, what, n, len(buf))
+			return buf, r.ioErr(err, what+what2, n, len(buf))
 		}
 	}
 	r.buf = buf
@@ -304,7 +322,7 @@ func (r *Reader) readStreamHeader() error {
 		return err
 	}
 	if string(m[:]) == magicNettrace {
-		v, err := r.readU32("serialization header")
+		v, err := r.readU32("serialization header", "")
 		if err != nil {
 			return err
 		}
@@ -358,8 +376,8 @@ func (r *Reader) readObjectHeader() (name string, version int32, err error) {
 	if tag != tagBeginObject && tag != tagBeginPrivateObject {
 		return "", 0, r.errAt(start, nil, "expected an object start tag (4 or 5) or the end-of-stream tag (1), found %d", tag)
 	}
-	var h [14]byte // tag, null ref, version, min version, name length
-	if err := r.readSmall(h[:], "object type header"); err != nil {
+	h := r.scratch[:14] // tag, null ref, version, min version, name length
+	if err := r.readSmall(h, "object type header"); err != nil {
 		return "", 0, err
 	}
 	if (h[0] != tagBeginObject && h[0] != tagBeginPrivateObject) || h[1] != tagNullReference {
@@ -370,19 +388,29 @@ func (r *Reader) readObjectHeader() (name string, version int32, err error) {
 	if n < 0 || n > 256 {
 		return "", 0, r.errAt(r.off-4, nil, "object type name length %d is out of range (0..256)", n)
 	}
-	nb := make([]byte, n)
+	nb := r.scratch[:n]
 	if err := r.readSmall(nb, "object type name"); err != nil {
 		return "", 0, err
 	}
 	if err := r.expectEnd("type object"); err != nil {
 		return "", 0, err
 	}
+	switch string(nb) { // known names without allocating
+	case objEventBlock:
+		return objEventBlock, version, nil
+	case objMetadataBlock:
+		return objMetadataBlock, version, nil
+	case objStackBlock:
+		return objStackBlock, version, nil
+	case objSPBlock:
+		return objSPBlock, version, nil
+	}
 	return string(nb), version, nil
 }
 
 func (r *Reader) expectEnd(what string) error {
 	off := r.off
-	b, err := r.readByte("end of " + what)
+	b, err := r.readByte("end of ", what)
 	if err != nil {
 		return err
 	}
@@ -516,7 +544,7 @@ func (r *Reader) parseV6Trace(b []byte, off int64) error {
 // readV6Block reads one V6 block header and body.
 func (r *Reader) readV6Block() (kind int, body []byte, err error) {
 	start := r.off
-	x, err := r.readU32("block header")
+	x, err := r.readU32("block header", "")
 	if err != nil {
 		var fe *FormatError
 		if errors.As(err, &fe) && fe.Truncated() && r.off == start {
@@ -529,11 +557,11 @@ func (r *Reader) readV6Block() (kind int, body []byte, err error) {
 	if size > r.cfg.MaxBlockSize {
 		return kind, nil, r.errAt(start, nil, "block of %d bytes exceeds the limit of %d", size, r.cfg.MaxBlockSize)
 	}
-	what := "block"
+	what := "unknown"
 	if kind < len(v6BlockNames) {
-		what = v6BlockNames[kind] + " block"
+		what = v6BlockNames[kind]
 	}
-	body, err = r.readBlock(size, what)
+	body, err = r.readBlock(size, what, " block")
 	return kind, body, err
 }
 
@@ -564,7 +592,7 @@ func (r *Reader) nextBlock() error {
 		default:
 			return r.errAt(start, nil, "unknown object type %q; expected EventBlock, MetadataBlock, StackBlock or SPBlock", name)
 		}
-		sz, err := r.readU32(name + " size")
+		sz, err := r.readU32(name, " size")
 		if err != nil {
 			return err
 		}
@@ -572,12 +600,12 @@ func (r *Reader) nextBlock() error {
 			return r.errAt(r.off-4, nil, "%s size %d is out of range (0..%d)", name, int32(sz), r.cfg.MaxBlockSize)
 		}
 		if pad := int((4 - r.off%4) % 4); pad > 0 {
-			if err := r.skip(pad, name+" padding"); err != nil {
+			if err := r.skip(pad, name, " padding"); err != nil {
 				return err
 			}
 		}
 		boff := r.off
-		body, rerr := r.readBlock(int(sz), name)
+		body, rerr := r.readBlock(int(sz), name, "")
 		r.stats.Blocks++
 		if rerr != nil && name != objEventBlock {
 			return rerr
@@ -839,26 +867,31 @@ func (r *Reader) fill(ev *Event, payload []byte, sorted bool) error {
 	if md == nil {
 		return r.blobErr(r.pos, "event refers to metadata id %d, which the trace never defined", st.metaID)
 	}
-	stack, err := r.resolveStack(st.stackID)
-	if err != nil {
-		return err
+	var stack []byte
+	if st.stackID != 0 {
+		var err error
+		if stack, err = r.resolveStack(st.stackID); err != nil {
+			return err
+		}
 	}
-	*ev = Event{
-		Metadata:          md,
-		SequenceNumber:    st.seq,
-		ThreadID:          st.thread,
-		CaptureThreadID:   st.capThread,
-		ProcessorNumber:   st.proc,
-		StackID:           st.stackID,
-		Timestamp:         int64(st.ts),
-		ActivityID:        st.act,
-		RelatedActivityID: st.rel,
-		IsSorted:          sorted,
-		Payload:           payload,
-		header:            &r.hdr,
-		stack:             stack,
-		pointerSize:       r.hdr.PointerSize,
-	}
+	ev.Metadata = md
+	ev.SequenceNumber = st.seq
+	ev.ThreadID = st.thread
+	ev.CaptureThreadID = st.capThread
+	ev.ProcessorNumber = st.proc
+	ev.StackID = st.stackID
+	ev.Timestamp = int64(st.ts)
+	ev.ActivityID = st.act
+	ev.RelatedActivityID = st.rel
+	ev.IsSorted = sorted
+	ev.LabelListID = 0
+	ev.Labels = nil
+	ev.ThreadIndex = 0
+	ev.CaptureThreadIndex = 0
+	ev.Payload = payload
+	ev.header = &r.hdr
+	ev.stack = stack
+	ev.pointerSize = r.hdr.PointerSize
 	if r.v6 {
 		r.fillV6(ev)
 	}
@@ -875,17 +908,16 @@ func (r *Reader) lookupMeta(id uint32) *Metadata {
 // checkSeq records sequence number seq on capture thread ct (an event that
 // carries its capture thread) and counts any gap as dropped events.
 func (r *Reader) checkSeq(ct uint64, seq uint32) {
-	if r.curLive {
-		if ct == r.curCap {
-			if d := int32(seq - r.curSeq - 1); d > 0 && r.curSeq != 0 {
-				r.stats.DroppedEvents += uint64(d)
-			}
-			r.curSeq = seq
-			return
+	if r.curLive && ct == r.curCap {
+		if d := int32(seq - r.curSeq - 1); d > 0 && r.curSeq != 0 {
+			r.stats.DroppedEvents += uint64(d)
 		}
-		r.seqs[r.curCap] = r.curSeq
+		r.curSeq = seq
+		return
 	}
-	if last, ok := r.seqs[ct]; ok && last != 0 {
+	r.flushCur()
+	last, ok := r.loadSeq(ct)
+	if ok && last != 0 {
 		if d := int32(seq - last - 1); d > 0 {
 			r.stats.DroppedEvents += uint64(d)
 		}
@@ -893,22 +925,54 @@ func (r *Reader) checkSeq(ct uint64, seq uint32) {
 	r.curCap, r.curSeq, r.curLive = ct, seq, true
 }
 
+// loadSeq returns the last sequence number seen for ct, from the cache or
+// the map (moving it into the cache).
+func (r *Reader) loadSeq(ct uint64) (uint32, bool) {
+	e := &r.seqC[seqSlot(ct)]
+	if e.used && e.ct == ct {
+		return e.seq, true
+	}
+	if e.used {
+		r.seqs[e.ct] = e.seq
+		e.used = false
+	}
+	last, ok := r.seqs[ct]
+	return last, ok
+}
+
+// flushCur stores the current thread's sequence number in the cache.
+func (r *Reader) flushCur() {
+	if !r.curLive {
+		return
+	}
+	e := &r.seqC[seqSlot(r.curCap)]
+	if e.used && e.ct != r.curCap {
+		r.seqs[e.ct] = e.seq
+	}
+	*e = seqEntry{ct: r.curCap, seq: r.curSeq, used: true}
+	r.curLive = false
+}
+
+// syncSeqs moves every cached sequence number to the map.
+func (r *Reader) syncSeqs() {
+	r.flushCur()
+	for i := range r.seqC {
+		if e := &r.seqC[i]; e.used {
+			r.seqs[e.ct] = e.seq
+			e.used = false
+		}
+	}
+}
+
 // checkpoint applies a sequence point or final sequence number for ct.
 func (r *Reader) checkpoint(ct uint64, seq uint32) {
-	r.flushCur()
+	r.syncSeqs()
 	if last, ok := r.seqs[ct]; ok && last != 0 {
 		if d := int32(seq - last); d > 0 {
 			r.stats.DroppedEvents += uint64(d)
 		}
 	}
 	r.seqs[ct] = seq
-}
-
-func (r *Reader) flushCur() {
-	if r.curLive {
-		r.seqs[r.curCap] = r.curSeq
-		r.curLive = false
-	}
 }
 
 func (r *Reader) decodeUncompressed(ev *Event) (bool, error) {

@@ -55,7 +55,7 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 	r.resetStacks()
 	r.labels = r.labels[:0]
 	if flags&spFlushThreads != 0 {
-		r.flushCur()
+		r.syncSeqs()
 		clear(r.threads)
 		clear(r.seqs)
 		r.lastThrOK = false
@@ -123,6 +123,7 @@ func (r *Reader) parseRemoveThreadBlock(b []byte, off int64) error {
 			break
 		}
 		r.checkpoint(idx, seq)
+		r.syncSeqs()
 		delete(r.seqs, idx)
 		delete(r.threads, idx)
 	}

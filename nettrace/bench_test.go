@@ -1,0 +1,312 @@
+package nettrace
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// onlyReader hides io.WriterTo and friends so io.Copy copies in chunks, the
+// same way the Reader consumes its source.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// genStream writes a stream shaped like a busy custom EventSource: n events
+// with 12-byte payloads from 8 threads, written (like the runtime's
+// per-thread buffers) in runs of 100 events per thread, timestamps going back
+// at each thread switch, stacks on two thirds of the events and a sequence
+// point every 100k events.
+func genStream(w io.Writer, n int, version int) error {
+	wr, err := NewWriter(w, WriterConfig{Version: version, ProcessID: 1, ProcessorCount: 4})
+	if err != nil {
+		return err
+	}
+	fields := []Field{{Name: "Id", Type: TypeInt32}, {Name: "Value", Type: TypeInt64}}
+	mds := []*Metadata{
+		{ID: 1, ProviderName: "Bench-Source", EventID: 1, EventName: "Tick", Level: 4, Fields: fields},
+		{ID: 2, ProviderName: "Bench-Source", EventID: 2, EventName: "Tock", Level: 4, Fields: fields},
+	}
+	for _, md := range mds {
+		if err := wr.AddMetadata(md); err != nil {
+			return err
+		}
+	}
+	payload := make([]byte, 12)
+	seq := make([]uint32, 8)
+	var ev Event
+	for i := 0; i < n; i++ {
+		if i%100_000 == 0 {
+			if i > 0 {
+				ts := make([]ThreadSeq, len(seq))
+				for t := range seq {
+					ts[t] = ThreadSeq{uint64(t + 1), seq[t]}
+				}
+				if err := wr.WriteSequencePoint(int64(i*100), ts, 0); err != nil {
+					return err
+				}
+			}
+			if err := wr.WriteStacks(1, [][]uint64{{0x1000, 0x2000, 0x3000}, {0x4000}}); err != nil {
+				return err
+			}
+		}
+		t := (i / 100) % 8
+		seq[t]++
+		payload[0] = byte(i)
+		ev = Event{Metadata: mds[i%2], SequenceNumber: seq[t], ThreadID: uint64(t + 1), CaptureThreadID: uint64(t + 1),
+			ThreadIndex: uint64(t + 1), CaptureThreadIndex: uint64(t + 1),
+			Timestamp: int64(i*100 - t*7), StackID: uint32(i % 3), Payload: payload}
+		if err := wr.WriteEvent(&ev); err != nil {
+			return err
+		}
+	}
+	return wr.Close()
+}
+
+func readAll(b *testing.B, src io.Reader) int64 {
+	r, err := NewReader(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ev Event
+	var n int64
+	var sink int
+	for {
+		err := r.ReadEvent(&ev)
+		if err != nil {
+			if err != io.EOF {
+				var fe *FormatError
+				if !errorsAs(err, &fe) || !fe.Truncated() {
+					b.Fatal(err)
+				}
+			}
+			break
+		}
+		sink += len(ev.Payload) + int(ev.Metadata.EventID)
+		n++
+	}
+	_ = sink
+	return n
+}
+
+func benchData(b *testing.B, data []byte) {
+	b.Helper()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var events int64
+	start := time.Now()
+	for b.Loop() {
+		events = readAll(b, onlyReader{bytes.NewReader(data)})
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
+	b.ReportMetric(float64(events), "events/op")
+}
+
+// BenchmarkRead decodes whole traces from memory: every header decoded,
+// metadata resolved, payload available as a slice. Compare with
+// BenchmarkCopyCeiling on the same bytes.
+func BenchmarkRead(b *testing.B) {
+	inputs := benchInputs(b)
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) { benchData(b, in.data) })
+	}
+}
+
+// BenchmarkCopyCeiling reads the same bytes with io.Copy to io.Discard: the
+// ceiling for any decoder fed through an io.Reader.
+func BenchmarkCopyCeiling(b *testing.B) {
+	for _, in := range benchInputs(b) {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := io.Copy(io.Discard, onlyReader{bytes.NewReader(in.data)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+type benchInput struct {
+	name string
+	data []byte
+}
+
+var generated = map[int][]byte{}
+
+func benchInputs(b *testing.B) []benchInput {
+	var ins []benchInput
+	for _, v := range []int{4, 6} {
+		if generated[v] == nil {
+			var buf bytes.Buffer
+			if err := genStream(&buf, 2_000_000, v); err != nil {
+				b.Fatal(err)
+			}
+			generated[v] = buf.Bytes()
+		}
+		ins = append(ins, benchInput{fmt.Sprintf("generated-v%d-2M", v), generated[v]})
+	}
+	if p := os.Getenv("NETTRACE_BENCH_FILE"); p != "" {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatalf("NETTRACE_BENCH_FILE: %v", err)
+		}
+		ins = append(ins, benchInput{"file-" + filepath.Base(p), data})
+	}
+	if _, err := os.Stat(capturesDir); err == nil {
+		for _, rel := range []string{
+			"perfview/VoiceMemo.23092.nettrace.zip",
+			"perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip",
+			"misc/net5-v2params-allocTrace.nettrace",
+		} {
+			ins = append(ins, benchInput{strings.TrimSuffix(filepath.Base(rel), ".zip"), loadCapture(b, rel)})
+		}
+	}
+	return ins
+}
+
+// BenchmarkStreamPipe decodes a generated stream produced on the fly by a
+// writer goroutine through io.Pipe (like a live session socket), and
+// reports the peak heap. Set NETTRACE_STREAM_EVENTS to stream more (e.g.
+// 200000000 events is about 4 GB).
+func BenchmarkStreamPipe(b *testing.B) {
+	n := 5_000_000
+	if s := os.Getenv("NETTRACE_STREAM_EVENTS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = v
+	}
+	b.ReportAllocs()
+	var peak uint64
+	var bytesRead int64
+	for b.Loop() {
+		pr, pw := io.Pipe()
+		cw := &countWriter{w: pw}
+		go func() { pw.CloseWithError(genStream(cw, n, 4)) }()
+		done := make(chan struct{})
+		go func() { // sample the heap while streaming
+			var ms runtime.MemStats
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(50 * time.Millisecond):
+					runtime.ReadMemStats(&ms)
+					peak = max(peak, ms.HeapInuse)
+				}
+			}
+		}()
+		if got := readAll(b, pr); got != int64(n) {
+			b.Fatalf("read %d events, wrote %d", got, n)
+		}
+		close(done)
+		bytesRead = cw.n
+	}
+	b.SetBytes(bytesRead)
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestStreamMemoryFlat streams NETTRACE_STREAM_GB gigabytes through a pipe
+// and fails if the heap ever exceeds 100 MB. Opt-in: it takes minutes.
+func TestStreamMemoryFlat(t *testing.T) {
+	gb := os.Getenv("NETTRACE_STREAM_GB")
+	if gb == "" {
+		t.Skip("set NETTRACE_STREAM_GB=2 to stream 2 GB through the reader")
+	}
+	g, err := strconv.ParseFloat(gb, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The generated stream averages about 18 bytes per event.
+	n := int(g * (1 << 30) / 18)
+	pr, pw := io.Pipe()
+	cw := &countWriter{w: pw}
+	go func() { pw.CloseWithError(genStream(cw, n, 4)) }()
+	r, err := NewReader(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev Event
+	var ms runtime.MemStats
+	var peak uint64
+	start := time.Now()
+	count := 0
+	for {
+		err := r.ReadEvent(&ev)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		count++
+		if count%1_000_000 == 0 {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+		}
+	}
+	el := time.Since(start)
+	t.Logf("streamed %.2f GB, %d events in %v (%.0f MB/s, %.1f M events/s), peak heap %.1f MB",
+		float64(cw.n)/(1<<30), count, el, float64(cw.n)/(1<<20)/el.Seconds(), float64(count)/1e6/el.Seconds(), float64(peak)/(1<<20))
+	if peak > 100<<20 {
+		t.Errorf("peak heap %d MB exceeds 100 MB", peak>>20)
+	}
+}
+
+// TestReadEventDoesNotAllocate checks the zero-allocation promise: once the
+// reader's buffers have grown, decoding events allocates nothing.
+func TestReadEventDoesNotAllocate(t *testing.T) {
+	var buf bytes.Buffer
+	if err := genStream(&buf, 300_000, 4); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev Event
+	for i := 0; i < 1000; i++ { // warm up: grow buffers
+		if err := r.ReadEvent(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(200_000, func() {
+		if err := r.ReadEvent(&ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0.001 {
+		t.Errorf("ReadEvent allocates %.4f times per event, want 0", allocs)
+	}
+}
+
+func errorsAs(err error, target **FormatError) bool {
+	fe, ok := err.(*FormatError)
+	if ok {
+		*target = fe
+	}
+	return ok
+}
