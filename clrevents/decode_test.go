@@ -315,3 +315,17 @@ func TestGCStartVersion0(t *testing.T) {
 		t.Errorf("unknown reason: %s", GCReason(99))
 	}
 }
+
+func TestDecodeMethodRange(t *testing.T) {
+	p := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).str("N").str("M").str("S").u16(9)
+	r, err := DecodeMethodRange(p.b, 1)
+	if err != nil || r != (MethodRange{1, 2, 0x7fff0000, 0x40, 0x06000001, 8}) {
+		t.Errorf("DecodeMethodRange = %+v, %v", r, err)
+	}
+	if _, err := DecodeMethodRange(p.b[:35], 1); !errors.Is(err, ErrTruncated) {
+		t.Errorf("short: %v", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = DecodeMethodRange(p.b, 1) }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}

@@ -266,3 +266,29 @@ func DecodeRundownMarker(payload []byte, version uint8) (RundownMarker, error) {
 	p, err := DecodeGCPhase(payload, version)
 	return RundownMarker(p), err
 }
+
+// MethodRange is the fixed-size start of a MethodLoadVerbose payload: what
+// a symboliser needs to index a method before it needs its name.
+type MethodRange struct {
+	MethodID           uint64
+	ModuleID           uint64
+	MethodStartAddress uint64
+	MethodSize         uint32
+	MethodToken        uint32
+	MethodFlags        uint32
+}
+
+// DecodeMethodRange decodes the fixed-size fields of any version of the
+// verbose method events without allocating; DecodeMethodLoadVerbose on the
+// same payload gives the names later.
+func DecodeMethodRange(payload []byte, version uint8) (MethodRange, error) {
+	c := newCursor("MethodLoadVerbose", payload, version, 8)
+	var e MethodRange
+	e.MethodID = c.u64("MethodID")
+	e.ModuleID = c.u64("ModuleID")
+	e.MethodStartAddress = c.u64("MethodStartAddress")
+	e.MethodSize = c.u32("MethodSize")
+	e.MethodToken = c.u32("MethodToken")
+	e.MethodFlags = c.u32("MethodFlags")
+	return e, c.err
+}

@@ -44,6 +44,9 @@ type Builder struct {
 	order   []*threadAcc
 	keep    map[uint64]bool
 	kinds   map[*nettrace.Metadata]eventKind
+	lastMD  *nettrace.Metadata
+	lastK   eventKind
+	lastT   *threadAcc
 	symbols SymbolTable
 
 	stackIndex map[string]int
@@ -56,7 +59,6 @@ type Builder struct {
 	haveTime       bool
 	minTS, maxTS   int64
 	gapTicks       int64
-	method         clrevents.MethodLoadVerbose
 	rundown        bool
 	runtime        *clrevents.RuntimeInformation
 	decodeErrors   int
@@ -80,19 +82,15 @@ type threadAcc struct {
 	external    int64
 	all         int64 // samples of any kind, for the period estimate
 	first, last int64
-	timeline    []rawRun
+	// timeline holds runs with Start in raw ticks until Finish converts
+	// it; runLast is the tick of the last sample of the current run.
+	timeline []Run
+	runLast  int64
 }
 
 type sampleKey struct {
 	stack int
 	kind  SampleKind
-}
-
-type rawRun struct {
-	stack       int
-	kind        SampleKind
-	start, last int64
-	count       int64
 }
 
 type exceptionAcc struct {
@@ -156,7 +154,11 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 }
 
 func (b *Builder) classify(md *nettrace.Metadata) eventKind {
+	if md == b.lastMD {
+		return b.lastK
+	}
 	if k, ok := b.kinds[md]; ok {
+		b.lastMD, b.lastK = md, k
 		return k
 	}
 	k := kindOther
@@ -203,7 +205,20 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 		}
 	}
 	b.kinds[md] = k
+	b.lastMD, b.lastK = md, k
 	return k
+}
+
+// runtimeProvider reports whether md is one of the runtime's native
+// providers, whose stacks (GC suspensions, type loads...) are not counted in
+// SymbolStats.EventFrames.
+func (b *Builder) runtimeProvider(md *nettrace.Metadata) bool {
+	switch md.ProviderName {
+	case clrevents.ProviderRuntime, clrevents.ProviderRundown, clrevents.ProviderSampleProfiler,
+		"Microsoft-Windows-DotNETRuntimePrivate":
+		return true
+	}
+	return false
 }
 
 func (b *Builder) decodeFailed(err error) {
@@ -227,18 +242,17 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
 	kind := b.classify(md)
 	version := uint8(min(md.Version, 255))
-	if kind != kindBookkeeping && kind != kindMethod && kind != kindRundownMethod && ev.StackLen() > 0 && kind != kindSample {
+	if kind == kindOther && ev.StackLen() > 0 && !b.runtimeProvider(md) {
 		b.eventStack[b.intern(ev)]++
 	}
 	switch kind {
 	case kindSample:
 		b.addSample(ev, version)
 	case kindMethod, kindRundownMethod:
-		if err := clrevents.DecodeMethodLoadVerboseInto(&b.method, ev.Payload, version); err != nil {
+		if err := b.symbols.AddMethodPayload(ev.Payload, version); err != nil {
 			b.decodeFailed(err)
 			return
 		}
-		b.symbols.AddMethod(&b.method)
 		if kind == kindRundownMethod {
 			b.rundown = true
 		}
@@ -321,11 +335,15 @@ func (b *Builder) Add(ev *nettrace.Event) {
 			b.exceptions[name] = acc
 		}
 		acc.count++
-		acc.stacks[b.intern(ev)]++
+		st := b.intern(ev)
+		acc.stacks[st]++
+		b.eventStack[st]++
 	case kindContentionStart:
 		b.contention.Count++
 		b.contPending[ev.ThreadID] = ts
-		b.contSites[b.intern(ev)]++
+		st := b.intern(ev)
+		b.contSites[st]++
+		b.eventStack[st]++
 	case kindContentionStop:
 		c, err := clrevents.DecodeContentionStop(ev.Payload, version)
 		if err != nil {
@@ -357,12 +375,16 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		b.decodeFailed(err)
 		return
 	}
-	t := b.threads[ev.ThreadID]
+	t := b.lastT
+	if t == nil || t.id != ev.ThreadID {
+		t = b.threads[ev.ThreadID]
+	}
 	if t == nil {
 		t = &threadAcc{id: ev.ThreadID, counts: make(map[sampleKey]int64), first: ev.Timestamp, last: ev.Timestamp}
 		b.threads[ev.ThreadID] = t
 		b.order = append(b.order, t)
 	}
+	b.lastT = t
 	t.all++
 	t.first, t.last = min(t.first, ev.Timestamp), max(t.last, ev.Timestamp)
 	kind := s.Type
@@ -384,9 +406,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	}
 	if n := len(t.timeline); n > 0 {
 		r := &t.timeline[n-1]
-		if r.stack == stack && r.kind == kind && ev.Timestamp-r.last <= b.gapTicks && ev.Timestamp >= r.last {
-			r.last = ev.Timestamp
-			r.count++
+		if r.Stack == stack && r.Kind == kind && ev.Timestamp-t.runLast <= b.gapTicks && ev.Timestamp >= t.runLast {
+			t.runLast = ev.Timestamp
+			r.Count++
 			return
 		}
 	}
@@ -395,7 +417,8 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		return
 	}
 	b.runs++
-	t.timeline = append(t.timeline, rawRun{stack: stack, kind: kind, start: ev.Timestamp, last: ev.Timestamp, count: 1})
+	t.runLast = ev.Timestamp
+	t.timeline = append(t.timeline, Run{Stack: stack, Kind: kind, Start: time.Duration(ev.Timestamp), Count: 1})
 }
 
 // intern returns the index of the event's stack among the distinct stacks
@@ -498,8 +521,9 @@ func (b *Builder) Finish() *Profile {
 			}
 			return a.Kind < c.Kind
 		})
-		for _, r := range t.timeline {
-			th.Timeline = append(th.Timeline, Run{Stack: r.stack, Kind: r.kind, Start: b.hdr.DurationOf(r.start - b.minTS), Count: r.count})
+		th.Timeline = t.timeline
+		for i := range th.Timeline {
+			th.Timeline[i].Start = b.hdr.DurationOf(int64(th.Timeline[i].Start) - b.minTS)
 		}
 		p.Threads = append(p.Threads, th)
 	}

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -142,113 +141,129 @@ func (p *Profile) Pprof() (*profile.Profile, error) {
 	return pp, nil
 }
 
-// Speedscope JSON (https://www.speedscope.app/file-format-schema.json).
-type (
-	ssFile struct {
-		Schema             string      `json:"$schema"`
-		Shared             ssShared    `json:"shared"`
-		Profiles           []ssProfile `json:"profiles"`
-		Name               string      `json:"name,omitempty"`
-		ActiveProfileIndex int         `json:"activeProfileIndex"`
-		Exporter           string      `json:"exporter"`
-	}
-	ssShared struct {
-		Frames []ssFrame `json:"frames"`
-	}
-	ssFrame struct {
-		Name string `json:"name"`
-		File string `json:"file,omitempty"`
-	}
-	ssProfile struct {
-		Type       string  `json:"type"`
-		Name       string  `json:"name"`
-		Unit       string  `json:"unit"`
-		StartValue int64   `json:"startValue"`
-		EndValue   int64   `json:"endValue"`
-		Samples    [][]int `json:"samples"`
-		Weights    []int64 `json:"weights"`
-	}
-)
-
 // SpeedscopeSchema is the $schema value of speedscope files.
 const SpeedscopeSchema = "https://www.speedscope.app/file-format-schema.json"
 
-// WriteSpeedscope writes the profile in speedscope's JSON format: one
-// "sampled" profile per thread, weights in nanoseconds. With a timeline the
-// samples are in time order (speedscope's Time Order view is then a
-// timeline); without one each distinct stack appears once.
+// WriteSpeedscope writes the profile in speedscope's JSON format
+// (https://www.speedscope.app/file-format-schema.json): one "sampled"
+// profile per thread, stacks root first, weights in nanoseconds. With a
+// timeline the samples are in time order (speedscope's Time Order view is
+// then a timeline); without one each distinct stack appears once.
 func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
-	f := ssFile{Schema: SpeedscopeSchema, Name: name, Exporter: "clrdiag"}
-	for _, fr := range p.Frames {
-		f.Shared.Frames = append(f.Shared.Frames, ssFrame{Name: fr.Name, File: fr.Module})
+	bw := bufio.NewWriterSize(w, 64<<10)
+	b := make([]byte, 0, 4096)
+	flush := func() error {
+		_, err := bw.Write(b)
+		b = b[:0]
+		return err
 	}
-	emptyFrame := -1
-	rootFirst := func(s int) []int {
-		frames := p.Stacks[s].Frames
-		if len(frames) == 0 {
-			if emptyFrame < 0 {
-				emptyFrame = len(f.Shared.Frames)
-				f.Shared.Frames = append(f.Shared.Frames, ssFrame{Name: noFrames})
+	b = append(b, `{"$schema":`...)
+	b = appendJSONString(b, SpeedscopeSchema)
+	b = append(b, `,"exporter":"clrdiag","name":`...)
+	b = appendJSONString(b, name)
+	b = append(b, `,"activeProfileIndex":0,"shared":{"frames":[`...)
+	emptyFrame := len(p.Frames) // index of the pseudo-frame for empty stacks
+	for i, fr := range p.Frames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, fr.Name)
+		if fr.Module != "" {
+			b = append(b, `,"file":`...)
+			b = appendJSONString(b, fr.Module)
+		}
+		b = append(b, '}')
+		if len(b) > 32<<10 {
+			if err := flush(); err != nil {
+				return err
 			}
-			return []int{emptyFrame}
 		}
-		out := make([]int, len(frames))
-		for i, fr := range frames {
-			out[len(frames)-1-i] = fr
-		}
-		return out
 	}
+	if len(p.Frames) > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, noFrames)
+	b = append(b, `}]},"profiles":[`...)
 	period := int64(p.Period)
-	for _, t := range p.Threads {
-		sp := ssProfile{Type: "sampled", Name: fmt.Sprintf("Thread %d", t.ID), Unit: "nanoseconds",
-			Samples: [][]int{}, Weights: []int64{}}
-		if len(t.Timeline) > 0 {
-			sp.StartValue = int64(t.Timeline[0].Start)
-			end := sp.StartValue
-			for _, r := range t.Timeline {
-				sp.Samples = append(sp.Samples, rootFirst(r.Stack))
-				sp.Weights = append(sp.Weights, r.Count*period)
-				end += r.Count * period
-			}
-			sp.EndValue = end
-		} else {
-			for _, s := range t.Samples {
-				sp.Samples = append(sp.Samples, rootFirst(s.Stack))
-				sp.Weights = append(sp.Weights, s.Count*period)
-				sp.EndValue += s.Count * period
+	appendStack := func(b []byte, s int) []byte {
+		frames := p.Stacks[s].Frames
+		b = append(b, '[')
+		if len(frames) == 0 {
+			b = strconv.AppendInt(b, int64(emptyFrame), 10)
+		}
+		for i := len(frames) - 1; i >= 0; i-- {
+			b = strconv.AppendInt(b, int64(frames[i]), 10)
+			if i > 0 {
+				b = append(b, ',')
 			}
 		}
-		f.Profiles = append(f.Profiles, sp)
+		return append(b, ']')
 	}
-	if f.Shared.Frames == nil {
-		f.Shared.Frames = []ssFrame{}
+	for ti, t := range p.Threads {
+		if ti > 0 {
+			b = append(b, ',')
+		}
+		// Time-ordered runs when there is a timeline, else one entry per
+		// distinct stack.
+		n := len(t.Samples)
+		at := func(i int) (stack int, weight int64) {
+			return t.Samples[i].Stack, t.Samples[i].Count * period
+		}
+		var start int64
+		if len(t.Timeline) > 0 {
+			n = len(t.Timeline)
+			at = func(i int) (int, int64) { return t.Timeline[i].Stack, t.Timeline[i].Count * period }
+			start = int64(t.Timeline[0].Start)
+		}
+		end := start
+		for i := range n {
+			_, w := at(i)
+			end += w
+		}
+		b = append(b, `{"type":"sampled","name":`...)
+		b = appendJSONString(b, "Thread "+strconv.FormatUint(t.ID, 10))
+		b = append(b, `,"unit":"nanoseconds","startValue":`...)
+		b = strconv.AppendInt(b, start, 10)
+		b = append(b, `,"endValue":`...)
+		b = strconv.AppendInt(b, end, 10)
+		b = append(b, `,"samples":[`...)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			stack, _ := at(i)
+			b = appendStack(b, stack)
+			if len(b) > 32<<10 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		b = append(b, `],"weights":[`...)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			_, w := at(i)
+			b = strconv.AppendInt(b, w, 10)
+		}
+		b = append(b, "]}"...)
 	}
-	if f.Profiles == nil {
-		f.Profiles = []ssProfile{}
-	}
-	bw := bufio.NewWriter(w)
-	if err := json.NewEncoder(bw).Encode(f); err != nil {
+	b = append(b, "]}\n"...)
+	if err := flush(); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// Chromium trace-event JSON (chrome://tracing, Perfetto, Edge devtools).
-type ctEvent struct {
-	Name string         `json:"name,omitempty"`
-	Cat  string         `json:"cat,omitempty"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Pid  int            `json:"pid"`
-	Tid  uint64         `json:"tid"`
-	Args map[string]any `json:"args,omitempty"`
-}
-
-// WriteChromium writes the profile's timeline as Chromium trace-event JSON:
-// per thread, a "B" event when a frame appears on the sampled stack and the
-// matching "E" event when it leaves it, timestamps in microseconds from the
-// start of the trace. Gaps longer than four periods without samples close
-// every frame. It needs a profile built with Config.Timeline.
+// WriteChromium writes the profile's timeline as Chromium trace-event JSON
+// (chrome://tracing, Perfetto): per thread, a "B" event when a frame appears
+// on the sampled stack and the matching "E" event when it leaves it,
+// timestamps in microseconds from the start of the trace. Gaps longer than
+// four periods without samples close every frame. It needs a profile built
+// with Config.Timeline.
 func WriteChromium(w io.Writer, p *Profile) error {
 	hasTimeline := false
 	for _, t := range p.Threads {
@@ -257,64 +272,88 @@ func WriteChromium(w io.Writer, p *Profile) error {
 	if !hasTimeline && len(p.Threads) > 0 {
 		return ErrNoTimeline
 	}
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	bw.WriteString(`{"displayTimeUnit":"ms","traceEvents":[`)
+	// Frame names and categories are encoded once.
+	names := make([][]byte, len(p.Frames))
+	cats := make([][]byte, len(p.Frames))
+	for i, f := range p.Frames {
+		names[i] = appendJSONString(nil, f.Name)
+		cats[i] = appendJSONString(nil, f.Module)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	b := make([]byte, 0, 4096)
+	b = append(b, `{"displayTimeUnit":"ms","traceEvents":[`...)
+	pid := strconv.Itoa(p.ProcessID)
 	first := true
-	emit := func(e ctEvent) error {
+	event := func(ph byte, fr int, ts time.Duration, tid string) {
 		if !first {
-			bw.WriteByte(',')
+			b = append(b, ',', '\n')
 		}
 		first = false
-		return enc.Encode(e)
-	}
-	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-	pid := p.ProcessID
-	for _, t := range p.Threads {
-		if err := emit(ctEvent{Name: "thread_name", Ph: "M", Pid: pid, Tid: t.ID,
-			Args: map[string]any{"name": fmt.Sprintf("Thread %d", t.ID)}}); err != nil {
-			return err
+		b = append(b, `{"ph":"`...)
+		b = append(b, ph)
+		b = append(b, `","name":`...)
+		b = append(b, names[fr]...)
+		if ph == 'B' {
+			b = append(b, `,"cat":`...)
+			b = append(b, cats[fr]...)
 		}
+		b = append(b, `,"ts":`...)
+		b = appendMicros(b, int64(ts))
+		b = append(b, `,"pid":`...)
+		b = append(b, pid...)
+		b = append(b, `,"tid":`...)
+		b = append(b, tid...)
+		b = append(b, '}')
+	}
+	for _, t := range p.Threads {
+		tid := strconv.FormatUint(t.ID, 10)
+		if !first {
+			b = append(b, ',', '\n')
+		}
+		first = false
+		b = append(b, `{"ph":"M","name":"thread_name","pid":`...)
+		b = append(b, pid...)
+		b = append(b, `,"tid":`...)
+		b = append(b, tid...)
+		b = append(b, `,"args":{"name":"Thread `...)
+		b = append(b, tid...)
+		b = append(b, `"}}`...)
 		var open []int // frames, root first
 		var at time.Duration
-		closeTo := func(n int, ts time.Duration) error {
+		closeTo := func(n int, ts time.Duration) {
 			for len(open) > n {
-				fr := open[len(open)-1]
+				event('E', open[len(open)-1], ts, tid)
 				open = open[:len(open)-1]
-				if err := emit(ctEvent{Name: p.Frames[fr].Name, Ph: "E", Ts: us(ts), Pid: pid, Tid: t.ID}); err != nil {
-					return err
-				}
 			}
-			return nil
 		}
 		for _, r := range t.Timeline {
 			r.Start = max(r.Start, at) // keep each thread's timestamps monotonic
 			if r.Start > at+4*p.Period {
-				if err := closeTo(0, at); err != nil {
-					return err
-				}
+				closeTo(0, at)
 			}
 			frames := p.Stacks[r.Stack].Frames
 			common := 0
 			for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
 				common++
 			}
-			if err := closeTo(common, r.Start); err != nil {
-				return err
-			}
+			closeTo(common, r.Start)
 			for i := len(frames) - 1 - common; i >= 0; i-- {
-				fr := frames[i]
-				open = append(open, fr)
-				if err := emit(ctEvent{Name: p.Frames[fr].Name, Cat: p.Frames[fr].Module, Ph: "B", Ts: us(r.Start), Pid: pid, Tid: t.ID}); err != nil {
-					return err
-				}
+				open = append(open, frames[i])
+				event('B', frames[i], r.Start, tid)
 			}
 			at = r.Start + time.Duration(r.Count)*p.Period
+			if len(b) > 32<<10 {
+				if _, err := bw.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
 		}
-		if err := closeTo(0, at); err != nil {
-			return err
-		}
+		closeTo(0, at)
 	}
-	bw.WriteString("]}\n")
+	b = append(b, "]}\n"...)
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
 	return bw.Flush()
 }

@@ -126,8 +126,9 @@ type SymbolStats struct {
 	Rundown bool
 	// Over the stacks of samples:
 	SampleFrames, ResolvedSampleFrames int64
-	// Over the stacks of every event with a stack (samples included, the
-	// runtime's method bookkeeping events excluded):
+	// Over the stacks of samples, exceptions, contention and the events of
+	// other providers (EventSource events); the runtime's other events
+	// (GC suspensions, type loads, method bookkeeping...) are not counted:
 	EventFrames, ResolvedEventFrames int64
 	Addresses, ResolvedAddresses     int
 }

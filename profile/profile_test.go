@@ -343,3 +343,20 @@ func TestExportsSynthetic(t *testing.T) {
 	}
 	checkSpeedscope(t, readSynth(t, 8, Config{}))
 }
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uote\back`, "ctl\x00\x01\n\r\t\x1f", "List`1[System.Int32]", "日本語😀", "bad\xffutf8"} {
+		b := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%q -> %s: %v", s, b, err)
+		}
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		if back != want {
+			t.Errorf("%q -> %s -> %q", s, b, back)
+		}
+	}
+	if got := string(appendMicros(nil, 1234567)); got != "1234.567" {
+		t.Errorf("appendMicros = %s", got)
+	}
+}

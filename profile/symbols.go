@@ -2,6 +2,7 @@ package profile
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/clrdiag/clrdiag/clrevents"
@@ -25,6 +26,10 @@ type method struct {
 	moduleID   uint64
 	name       string // Namespace.Type.Method
 	signature  string
+	// raw is the undecoded payload of a method added by AddMethodPayload;
+	// its names are decoded by the first Lookup that hits it.
+	raw     []byte
+	version uint8
 }
 
 // AddMethod records a method's code range. A later event for the same start
@@ -45,6 +50,34 @@ func (t *SymbolTable) AddMethod(m *clrevents.MethodLoadVerbose) {
 		t.methods = append(t.methods, rec)
 	}
 	t.sorted = false
+}
+
+// AddMethodPayload records a method from the raw payload of a
+// MethodLoadVerbose or MethodDC*Verbose event. Only the fixed-size fields
+// are decoded now; the names are decoded when an address first resolves to
+// the method, so methods that no stack touches cost one copy of their
+// payload and no string conversions.
+func (t *SymbolTable) AddMethodPayload(payload []byte, version uint8) error {
+	r, err := clrevents.DecodeMethodRange(payload, version)
+	if err != nil {
+		return err
+	}
+	if r.MethodSize == 0 {
+		return nil
+	}
+	if t.byStart == nil {
+		t.byStart = make(map[uint64]int)
+	}
+	rec := method{start: r.MethodStartAddress, end: r.MethodStartAddress + uint64(r.MethodSize),
+		moduleID: r.ModuleID, raw: append([]byte(nil), payload...), version: version}
+	if i, ok := t.byStart[rec.start]; ok {
+		t.methods[i] = rec
+	} else {
+		t.byStart[rec.start] = len(t.methods)
+		t.methods = append(t.methods, rec)
+	}
+	t.sorted = false
+	return nil
 }
 
 // AddModule records a module's name from its IL path (or native path).
@@ -100,6 +133,15 @@ func (t *SymbolTable) Lookup(addr uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	m := &t.methods[i]
+	if m.raw != nil {
+		full, err := clrevents.DecodeMethodLoadVerbose(m.raw, m.version)
+		if err != nil {
+			// The range decoded but the names did not: keep the frame
+			// resolved to its method, named by its id.
+			full.MethodName = "method_0x" + strconv.FormatUint(m.start, 16)
+		}
+		m.name, m.signature, m.raw = full.FullName(), full.MethodSignature, nil
+	}
 	return Symbol{Name: m.name, Signature: m.signature, Module: t.modules[m.moduleID], Start: m.start}, true
 }
 
