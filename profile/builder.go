@@ -44,8 +44,9 @@ type Builder struct {
 	order   []*threadAcc
 	keep    map[uint64]bool
 	kinds   map[*nettrace.Metadata]eventKind
-	lastMD  *nettrace.Metadata
-	lastK   eventKind
+	// byID caches the kinds of metadata ids below maxDenseID (V6 traces
+	// may reuse an id for new metadata, hence the pointer).
+	byID    []kindCache
 	lastT   *threadAcc
 	symbols SymbolTable
 
@@ -77,7 +78,7 @@ type Builder struct {
 
 type threadAcc struct {
 	id          uint64
-	counts      map[sampleKey]int64
+	counts      map[int64]int64 // stack<<1 | 1 for managed -> samples
 	managed     int64
 	external    int64
 	all         int64 // samples of any kind, for the period estimate
@@ -88,9 +89,12 @@ type threadAcc struct {
 	runLast  int64
 }
 
-type sampleKey struct {
-	stack int
-	kind  SampleKind
+func sampleKey(stack int, kind SampleKind) int64 {
+	k := int64(stack) << 1
+	if kind == clrevents.SampleManaged {
+		k |= 1
+	}
+	return k
 }
 
 type exceptionAcc struct {
@@ -99,6 +103,14 @@ type exceptionAcc struct {
 }
 
 type eventKind uint8
+
+type kindCache struct {
+	md   *nettrace.Metadata
+	kind eventKind
+}
+
+// maxDenseID bounds the metadata ids cached in a slice.
+const maxDenseID = 4096
 
 const (
 	kindUnknown eventKind = iota
@@ -154,11 +166,10 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 }
 
 func (b *Builder) classify(md *nettrace.Metadata) eventKind {
-	if md == b.lastMD {
-		return b.lastK
+	if md.ID < uint32(len(b.byID)) && b.byID[md.ID].md == md {
+		return b.byID[md.ID].kind
 	}
 	if k, ok := b.kinds[md]; ok {
-		b.lastMD, b.lastK = md, k
 		return k
 	}
 	k := kindOther
@@ -205,7 +216,12 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 		}
 	}
 	b.kinds[md] = k
-	b.lastMD, b.lastK = md, k
+	if md.ID < maxDenseID {
+		if int(md.ID) >= len(b.byID) {
+			b.byID = append(b.byID, make([]kindCache, int(md.ID)+1-len(b.byID))...)
+		}
+		b.byID[md.ID] = kindCache{md, k}
+	}
 	return k
 }
 
@@ -380,7 +396,7 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		t = b.threads[ev.ThreadID]
 	}
 	if t == nil {
-		t = &threadAcc{id: ev.ThreadID, counts: make(map[sampleKey]int64), first: ev.Timestamp, last: ev.Timestamp}
+		t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp}
 		b.threads[ev.ThreadID] = t
 		b.order = append(b.order, t)
 	}
@@ -395,7 +411,7 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		return
 	}
 	stack := b.intern(ev)
-	t.counts[sampleKey{stack, kind}]++
+	t.counts[sampleKey(stack, kind)]++
 	if kind == clrevents.SampleManaged {
 		t.managed++
 	} else {
@@ -504,12 +520,16 @@ func (b *Builder) Finish() *Profile {
 			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
 		}
 		for k, n := range t.counts {
-			th.Samples = append(th.Samples, StackSample{Stack: k.stack, Kind: k.kind, Count: n})
-			frames := int64(len(p.Stacks[k.stack].Frames))
+			stack, kind := int(k>>1), clrevents.SampleExternal
+			if k&1 != 0 {
+				kind = clrevents.SampleManaged
+			}
+			th.Samples = append(th.Samples, StackSample{Stack: stack, Kind: kind, Count: n})
+			frames := int64(len(p.Stacks[stack].Frames))
 			p.Symbols.SampleFrames += n * frames
-			p.Symbols.ResolvedSampleFrames += n * int64(stackResolved[k.stack])
+			p.Symbols.ResolvedSampleFrames += n * int64(stackResolved[stack])
 			p.Symbols.EventFrames += n * frames
-			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[k.stack])
+			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[stack])
 		}
 		sort.Slice(th.Samples, func(i, j int) bool {
 			a, c := th.Samples[i], th.Samples[j]
@@ -615,13 +635,14 @@ func Read(r io.Reader, cfg Config) (*Profile, error) {
 	var ev nettrace.Event
 	for {
 		err := tr.ReadEvent(&ev)
+		if err == nil {
+			b.Add(&ev)
+			continue
+		}
 		if errors.Is(err, io.EOF) {
 			return b.Finish(), nil
 		}
-		if err != nil {
-			return b.Finish(), err
-		}
-		b.Add(&ev)
+		return b.Finish(), err
 	}
 }
 
