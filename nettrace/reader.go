@@ -53,6 +53,7 @@ type Reader struct {
 	done    bool  // end-of-stream marker read
 	err     error // sticky error (returned after pending events)
 
+	goodEnd int64     // stream offset just past the last complete block
 	buf     []byte    // reused block buffer
 	scratch [256]byte // small reads (escapes through io.Reader, so kept here)
 
@@ -172,6 +173,7 @@ func NewReaderConfig(r io.Reader, cfg ReaderConfig) (*Reader, error) {
 	if err := rd.readStreamHeader(); err != nil {
 		return nil, err
 	}
+	rd.goodEnd = rd.off
 	rd.stats.Bytes = rd.off
 	return rd, nil
 }
@@ -621,6 +623,8 @@ func (r *Reader) nextBlock() error {
 			if rerr == nil {
 				if err := r.expectEnd(name); err != nil {
 					r.blkErr = err
+				} else {
+					r.goodEnd = r.off
 				}
 			}
 			return nil
@@ -637,6 +641,7 @@ func (r *Reader) nextBlock() error {
 		if err := r.expectEnd(name); err != nil {
 			return err
 		}
+		r.goodEnd = r.off
 	}
 }
 
@@ -648,6 +653,9 @@ func (r *Reader) nextBlockV6() error {
 			return rerr
 		}
 		r.stats.Blocks++
+		if rerr == nil {
+			r.goodEnd = r.off
+		}
 		boff := start + 4
 		var err error
 		switch kind {

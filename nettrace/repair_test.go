@@ -1,0 +1,75 @@
+package nettrace
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// TestRepairCutTraces cuts generated traces everywhere, repairs them with
+// CompleteLength + EndOfStream, and checks that the result reads cleanly and
+// keeps every event of the whole blocks.
+func TestRepairCutTraces(t *testing.T) {
+	for _, name := range []string{"v4", "v6", "v4-uncompressed"} {
+		cfg := writerConfigs()[name]
+		cfg.MaxEventBlockSize = 300
+		data, _, _ := buildTraceN(t, cfg, 60)
+		n, complete, err := CompleteLength(bytes.NewReader(data))
+		if err != nil || !complete || n != int64(len(data)) {
+			t.Fatalf("%s whole: n=%d complete=%v err=%v, want %d true nil", name, n, complete, err, len(data))
+		}
+		full, err := NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := EndOfStreamFor(full.Header())
+		prevEvents := -1
+		for cut := int(full.goodEnd); cut < len(data); cut += 3 {
+			n, complete, err := CompleteLength(bytes.NewReader(data[:cut]))
+			if err != nil || complete || n > int64(cut) {
+				t.Fatalf("%s cut %d: n=%d complete=%v err=%v", name, cut, n, complete, err)
+			}
+			fixed := append(bytes.Clone(data[:n]), end...)
+			r, err := NewReader(bytes.NewReader(fixed))
+			if err != nil {
+				t.Fatalf("%s cut %d: repaired trace: %v", name, cut, err)
+			}
+			var ev Event
+			count := 0
+			for {
+				err = r.ReadEvent(&ev)
+				if err != nil {
+					break
+				}
+				count++
+			}
+			if err != io.EOF {
+				t.Fatalf("%s cut %d: repaired trace ends with %v", name, cut, err)
+			}
+			if count < prevEvents {
+				t.Fatalf("%s cut %d: repair kept %d events, a shorter cut kept %d", name, cut, count, prevEvents)
+			}
+			prevEvents = count
+		}
+	}
+}
+
+func TestCompleteLengthCapture(t *testing.T) {
+	needCaptures(t)
+	data := loadCapture(t, "misc/dotnet-diagnostics-3.0-counters-truncated.nettrace")
+	n, complete, err := CompleteLength(bytes.NewReader(data))
+	if err != nil || complete || n <= 0 || n >= int64(len(data)) {
+		t.Fatalf("n=%d complete=%v err=%v", n, complete, err)
+	}
+	r, err := NewReader(bytes.NewReader(append(bytes.Clone(data[:n]), EndOfStream()...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev Event
+	for err == nil {
+		err = r.ReadEvent(&ev)
+	}
+	if err != io.EOF || r.Stats().Events < 19000 {
+		t.Errorf("repaired capture: %v after %d events", err, r.Stats().Events)
+	}
+}
