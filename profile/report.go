@@ -247,6 +247,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("; %d of %d sample frames resolved (%.1f%%), %d unresolved", s.ResolvedSampleFrames, s.SampleFrames,
 			100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames), s.UnresolvedSampleFrames())
 	}
+	if s.EventFrames > s.SampleFrames {
+		p("; %d of %d frames resolved over all stacks", s.ResolvedEventFrames, s.EventFrames)
+	}
 	p("\n")
 	if r.DecodeErrors > 0 {
 		p("Decode errors: %d runtime events did not decode\n", r.DecodeErrors)

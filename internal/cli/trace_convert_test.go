@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pprofile "github.com/google/pprof/profile"
+)
+
+// sampleTrace extracts the shared only_managed_samples capture into a temp
+// directory; it skips when the captures are absent and fails under CI=true.
+func sampleTrace(t *testing.T) string {
+	t.Helper()
+	z, err := zip.OpenReader(filepath.Join("..", "..", "..", "shared", "captures", "perfview", "only_managed_samples.nettrace.zip"))
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("capture missing (CI=true): %v", err)
+		}
+		t.Skipf("capture not available: %v", err)
+	}
+	defer z.Close()
+	rc, err := z.File[0].Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	path := filepath.Join(t.TempDir(), "samples.nettrace")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTraceConvert(t *testing.T) {
+	in := sampleTrace(t)
+	for _, format := range []string{"speedscope", "chromium", "pprof", "folded"} {
+		code, _, stderr := run(t, "trace", "convert", in, "--format", format)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", format, code, stderr)
+		}
+		out := strings.TrimSuffix(in, ".nettrace") + convertFormats[format]
+		if !strings.Contains(stderr, "wrote "+out+": 7423 samples on 1 threads") || !strings.Contains(stderr, "27273 of 27273 sample frames resolved") {
+			t.Errorf("%s: stderr %q", format, stderr)
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch format {
+		case "pprof":
+			if _, err := pprofile.Parse(f); err != nil {
+				t.Errorf("pprof: %v", err)
+			}
+		case "folded":
+			b, _ := io.ReadAll(f)
+			if !strings.Contains(string(b), "NoNativeStacks!NoNativeStacks.Program.Main;") {
+				t.Errorf("folded output:\n%s", b)
+			}
+		default:
+			var v map[string]any
+			if err := json.NewDecoder(f).Decode(&v); err != nil {
+				t.Errorf("%s: %v", format, err)
+			}
+		}
+		f.Close()
+	}
+	// To standard output, keeping one thread that does not exist.
+	code, stdout, _ := run(t, "trace", "convert", in, "-f", "folded", "-o", "-", "--thread", "1")
+	if code != 0 || stdout != "" {
+		t.Errorf("--thread 1: exit %d, output %q", code, stdout)
+	}
+	if code, _, stderr := run(t, "trace", "convert", in, "-f", "svg"); code != 2 || !strings.Contains(stderr, "unknown --format") {
+		t.Errorf("bad format: exit %d, %q", code, stderr)
+	}
+	if code, _, _ := run(t, "trace", "convert", filepath.Join(t.TempDir(), "missing.nettrace")); code != 1 {
+		t.Errorf("missing file: exit %d", code)
+	}
+}
+
+func TestTraceReport(t *testing.T) {
+	in := sampleTrace(t)
+	code, stdout, stderr := run(t, "trace", "report", in, "--top", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Samples int64 `json:"samples"`
+		Methods []struct {
+			Method string `json:"method"`
+		} `json:"methods"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Samples != 7423 || len(r.Methods) != 2 || r.Methods[0].Method != "NoNativeStacks.Program.FindByte" {
+		t.Errorf("report: %+v", r)
+	}
+	code, stdout, _ = run(t, "trace", "report", in, "--inclusive", "--top", "1")
+	if code != 0 || !strings.Contains(stdout, "Top methods") || !strings.Contains(stdout, "10424.0ms  100.0  NoNativeStacks!") {
+		t.Errorf("text report (exit %d):\n%s", code, stdout)
+	}
+}
