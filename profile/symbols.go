@@ -102,7 +102,7 @@ func moduleName(path string) string {
 		path = path[i+1:]
 	}
 	lower := strings.ToLower(path)
-	for _, ext := range []string{".ni.dll", ".dll", ".exe", ".ni.exe"} {
+	for _, ext := range []string{".ni.dll", ".ni.exe", ".dll", ".exe"} {
 		if strings.HasSuffix(lower, ext) {
 			return path[:len(path)-len(ext)]
 		}
