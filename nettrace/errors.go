@@ -42,5 +42,13 @@ func (e *FormatError) Truncated() bool {
 }
 
 // errTruncated is the cause recorded in a FormatError when input ended early.
-// It wraps io.ErrUnexpectedEOF so callers can test for either.
-var errTruncated = fmt.Errorf("stream ended early (file cut short or session not stopped cleanly): %w", io.ErrUnexpectedEOF)
+// It matches io.ErrUnexpectedEOF with errors.Is.
+var errTruncated error = truncatedError{}
+
+type truncatedError struct{}
+
+func (truncatedError) Error() string {
+	return "the stream ended early (file cut short, or the session was not stopped cleanly); the events before this point are intact"
+}
+
+func (truncatedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }

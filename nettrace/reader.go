@@ -367,7 +367,7 @@ func (r *Reader) readObjectHeader() (name string, version int32, err error) {
 	tag, err := r.br.ReadByte()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return "", 0, r.errAt(r.off, errTruncated, "expected the next block or the end-of-stream tag: the stream stops without its end marker")
+			return "", 0, r.errAt(r.off, errTruncated, "expected the next block or the end-of-stream tag")
 		}
 		return "", 0, r.ioErr(err, "object tag", 1, 0)
 	}
@@ -550,7 +550,7 @@ func (r *Reader) readV6Block() (kind int, body []byte, err error) {
 	if err != nil {
 		var fe *FormatError
 		if errors.As(err, &fe) && fe.Truncated() && r.off == start {
-			fe.Msg = "expected the next block or the end-of-stream block: the stream stops without its end marker"
+			fe.Msg = "expected the next block or the end-of-stream block"
 		}
 		return 0, nil, err
 	}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/spf13/cobra"
+)
+
+func init() { registerTrace(newTraceStatsCmd) }
+
+// exitDamaged is the exit status of the trace file commands when the input
+// is damaged or truncated (after printing what could be read).
+const exitDamaged = 3
+
+// traceStats is the JSON form of clrdiag trace stats.
+type traceStats struct {
+	File           string         `json:"file"`
+	Format         string         `json:"format"`
+	Version        int            `json:"version"`
+	PointerSize    int            `json:"pointerSize"`
+	ProcessID      int            `json:"processId"`
+	Processors     int            `json:"processors"`
+	StartTime      *time.Time     `json:"startTime,omitempty"`
+	EndTime        *time.Time     `json:"endTime,omitempty"`
+	TimeSpan       float64        `json:"timeSpanSeconds"`
+	Events         int64          `json:"events"`
+	Metadata       int64          `json:"metadata"`
+	Stacks         int64          `json:"stacks"`
+	SequencePoints int64          `json:"sequencePoints"`
+	DroppedEvents  uint64         `json:"droppedEvents"`
+	Bytes          int64          `json:"bytes"`
+	Complete       bool           `json:"complete"`
+	Error          string         `json:"error,omitempty"`
+	Providers      map[string]int `json:"providers"`
+	EventsByID     map[string]int `json:"eventsByID"`
+
+	names map[string]string // "Provider/ID" -> event name, for the text form
+}
+
+func newTraceStatsCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats FILE",
+		Short: "Summarise a nettrace/netperf file: format, process, time span, events per provider",
+		Long: "Read a trace file (or standard input with -) to its end and print what it holds:\n" +
+			"format and version, pointer size, process, time span, event, metadata, stack and\n" +
+			"sequence-point counts, dropped events, whether the stream ended cleanly, and the\n" +
+			"number of events per provider and per event id.\n\n" +
+			"A damaged or truncated trace still gets the statistics of what could be read;\n" +
+			"the command then exits with status 3.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, name, closeIn, err := openTraceInput(e, args[0])
+			if err != nil {
+				return err
+			}
+			defer closeIn()
+			st, readErr := collectTraceStats(cmd, in, name)
+			if st == nil {
+				return readErr
+			}
+			if asJSON {
+				if err := writeJSON(e.stdout, st); err != nil {
+					return err
+				}
+			} else {
+				printTraceStats(e.stdout, st)
+			}
+			if readErr != nil {
+				return &ExitError{Code: exitDamaged, Err: readErr}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the statistics as JSON")
+	return cmd
+}
+
+// openTraceInput opens FILE, or standard input for "-".
+func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
+	if path == "-" {
+		return e.stdin, "(stdin)", func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("open trace: %w (give a .nettrace/.netperf file, or - for standard input)", err)
+	}
+	return bufio.NewReaderSize(f, 1<<20), path, func() { f.Close() }, nil
+}
+
+// collectTraceStats reads the whole trace. It returns nil stats only when
+// the header cannot be read; otherwise the stats of what was read and the
+// error that stopped reading (nil at a clean end).
+func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceStats, error) {
+	r, err := nettrace.NewReader(in)
+	if err != nil {
+		return nil, headerError(name, err)
+	}
+	h := r.Header()
+	st := &traceStats{
+		File: name, Format: h.Format.String(), Version: h.Version, PointerSize: h.PointerSize,
+		ProcessID: h.ProcessID, Processors: h.ProcessorCount,
+		Providers: map[string]int{}, EventsByID: map[string]int{}, names: map[string]string{},
+	}
+	// Count per metadata record, then fold into names: no map access with a
+	// formatted key per event.
+	perMeta := map[*nettrace.Metadata]int{}
+	var ev nettrace.Event
+	var first, last int64
+	var n int64
+	ctx := cmd.Context()
+	for {
+		err = r.ReadEvent(&ev)
+		if err != nil {
+			break
+		}
+		if n == 0 || ev.Timestamp < first {
+			first = ev.Timestamp
+		}
+		if n == 0 || ev.Timestamp > last {
+			last = ev.Timestamp
+		}
+		n++
+		perMeta[ev.Metadata]++
+		if n%(1<<16) == 0 && ctx != nil && ctx.Err() != nil {
+			err = ctx.Err()
+			break
+		}
+	}
+	for md, c := range perMeta {
+		st.Providers[md.ProviderName] += c
+		key := fmt.Sprintf("%s/%d", md.ProviderName, md.EventID)
+		st.EventsByID[key] += c
+		if md.EventName != "" {
+			st.names[key] = md.EventName
+		}
+	}
+	s := r.Stats()
+	st.Events, st.Metadata, st.Stacks = s.Events, s.Metadata, s.Stacks
+	st.SequencePoints, st.DroppedEvents, st.Complete, st.Bytes = s.SequencePoints, s.DroppedEvents, s.Complete, s.Bytes
+	if n > 0 {
+		t0, t1 := h.TimeOf(first), h.TimeOf(last)
+		st.StartTime, st.EndTime = &t0, &t1
+		st.TimeSpan = t1.Sub(t0).Seconds()
+	}
+	if err == io.EOF {
+		return st, nil
+	}
+	st.Error = err.Error()
+	return st, fmt.Errorf("%s: %w", name, err)
+}
+
+// headerError turns a NewReader failure into an actionable error: damaged
+// headers exit with status 3, unsupported formats with 1.
+func headerError(name string, err error) error {
+	var fe *nettrace.FormatError
+	if errors.As(err, &fe) {
+		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: cannot read the trace header: %w", name, err)}
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+func printTraceStats(w io.Writer, st *traceStats) {
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	fmt.Fprintf(bw, "File:             %s\n", st.File)
+	fmt.Fprintf(bw, "Format:           %s V%d, %d-byte pointers\n", st.Format, st.Version, st.PointerSize)
+	fmt.Fprintf(bw, "Process:          %d (%d processors)\n", st.ProcessID, st.Processors)
+	if st.StartTime != nil {
+		fmt.Fprintf(bw, "Time:             %s to %s (%s)\n", st.StartTime.Format(time.RFC3339Nano),
+			st.EndTime.Format(time.RFC3339Nano), time.Duration(st.TimeSpan*float64(time.Second)).Round(time.Microsecond))
+	}
+	fmt.Fprintf(bw, "Events:           %d\n", st.Events)
+	fmt.Fprintf(bw, "Metadata records: %d\n", st.Metadata)
+	fmt.Fprintf(bw, "Stacks:           %d\n", st.Stacks)
+	fmt.Fprintf(bw, "Sequence points:  %d\n", st.SequencePoints)
+	fmt.Fprintf(bw, "Dropped events:   %d\n", st.DroppedEvents)
+	if st.Complete {
+		fmt.Fprintf(bw, "Complete:         yes\n")
+	} else {
+		fmt.Fprintf(bw, "Complete:         no (%s)\n", st.Error)
+	}
+	fmt.Fprintf(bw, "\nEvents per provider:\n")
+	for _, kv := range sortedCounts(st.Providers) {
+		fmt.Fprintf(bw, "  %10d  %s\n", kv.n, kv.k)
+	}
+	fmt.Fprintf(bw, "\nEvents per event id:\n")
+	for _, kv := range sortedCounts(st.EventsByID) {
+		name := st.names[kv.k]
+		if name != "" {
+			name = " " + name
+		}
+		fmt.Fprintf(bw, "  %10d  %s%s\n", kv.n, kv.k, name)
+	}
+}
+
+type countKV struct {
+	k string
+	n int
+}
+
+// sortedCounts orders counts by descending count, then key.
+func sortedCounts(m map[string]int) []countKV {
+	out := make([]countKV, 0, len(m))
+	for k, n := range m {
+		out = append(out, countKV{k, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].n != out[j].n {
+			return out[i].n > out[j].n
+		}
+		return out[i].k < out[j].k
+	})
+	return out
+}
