@@ -55,10 +55,16 @@ type Sample struct {
 	Value       float64 // mean, increment, gauge value or up-down total
 	Rate        float64 // up-down counters: change in the interval
 	Quantiles   []Quantile
-	Count       int64   // histograms: number of measurements in the interval
-	Sum         float64 // histograms: sum of the measurements
-	Tags        []Tag
-	Interval    time.Duration
+	// Count is the number of measurements in the interval (histograms and
+	// EventCounters of kind Mean).
+	Count int64
+	Sum   float64 // histograms: sum of the measurements
+	// Min and Max are the smallest and largest measurement of an
+	// EventCounter of kind Mean in the interval (meaningless when Count
+	// is 0).
+	Min, Max float64
+	Tags     []Tag
+	Interval time.Duration
 	// NoValue marks an instrument that reported no measurement (a gauge
 	// whose value string was empty, e.g. an ended instrument).
 	NoValue bool

@@ -1,0 +1,433 @@
+package counters
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// WarningKind says what a Warning is about.
+type WarningKind uint8
+
+// The kinds of warnings.
+const (
+	// WarnError is MetricsEventSource's Error event: the Metrics session
+	// failed (its message says why).
+	WarnError WarningKind = iota + 1
+	// WarnTimeSeriesLimit: MaxTimeSeries was reached; new tag combinations
+	// are not tracked.
+	WarnTimeSeriesLimit
+	// WarnHistogramLimit: MaxHistograms was reached; new histogram series
+	// are not tracked.
+	WarnHistogramLimit
+	// WarnCallbackError: an observable instrument's callback threw.
+	WarnCallbackError
+	// WarnMultipleSessions: another tool holds the target's only Metrics
+	// session (runtimes before .NET 8).
+	WarnMultipleSessions
+	// WarnSharedSessionMismatch: the shared Metrics session (.NET 8+) runs
+	// with other settings than this client asked for.
+	WarnSharedSessionMismatch
+	// WarnBadEvent: a counters event could not be decoded; it was skipped.
+	WarnBadEvent
+)
+
+var warningNames = [...]string{"", "error", "time-series limit", "histogram limit", "callback error", "multiple sessions", "shared session mismatch", "bad event"}
+
+func (k WarningKind) String() string {
+	if int(k) < len(warningNames) && k != 0 {
+		return warningNames[k]
+	}
+	return "WarningKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Warning is something the user should know about a session that does not
+// end it: limits reached, errors reported by the target, undecodable
+// events. A Decoder reports each distinct warning once.
+type Warning struct {
+	Time    time.Time
+	Kind    WarningKind
+	Message string
+}
+
+func (w *Warning) String() string { return w.Kind.String() + ": " + w.Message }
+
+// Update is one item a session produces: a Sample or a Warning (exactly one
+// is set).
+type Update struct {
+	Sample  *Sample
+	Warning *Warning
+}
+
+// MetricsEventSource event ids (nettrace-format.md §9).
+const (
+	evMessage               = 1
+	evCollectionStart       = 2
+	evCollectionStop        = 3
+	evCounterRate           = 4
+	evGauge                 = 5
+	evHistogram             = 6
+	evBeginInstrument       = 7
+	evEndInstrument         = 8
+	evError                 = 9
+	evInitialEnumeration    = 10
+	evInstrumentPublished   = 11
+	evTimeSeriesLimit       = 12
+	evHistogramLimit        = 13
+	evCallbackError         = 14
+	evMultipleSessions      = 15
+	evUpDownCounterRate     = 16
+	evMultipleSessionsSetup = 17
+)
+
+// Decoder turns the events of a counters session into Updates. It keeps
+// what it learnt from earlier events (which providers publish through a
+// Meter, which warnings were given), so one Decoder reads one session.
+// A Decoder is not safe for concurrent use.
+type Decoder struct {
+	plan   *Plan
+	meters map[string]bool // lower-case names of providers seen as Meters
+	warned map[string]bool
+}
+
+// NewDecoder returns a decoder for the events of a session planned by p.
+func NewDecoder(p *Plan) *Decoder {
+	return &Decoder{plan: p, meters: map[string]bool{}, warned: map[string]bool{}}
+}
+
+// Decode looks at one event and calls fn for the samples and warnings it
+// carries (none for events that are not about counters or belong to
+// another session). Events that do not decode become a WarnBadEvent
+// warning, never an error: Decode returns only fn's error.
+func (d *Decoder) Decode(ev *nettrace.Event, fn func(Update) error) error {
+	md := ev.Metadata
+	if md == nil {
+		return nil
+	}
+	if md.ProviderName == MetricsProvider {
+		return d.metrics(ev, fn)
+	}
+	if md.EventName == "EventCounters" {
+		return d.eventCounters(ev, fn)
+	}
+	return nil
+}
+
+func (d *Decoder) warn(ev *nettrace.Event, kind WarningKind, msg string, fn func(Update) error) error {
+	key := kind.String() + "\x00" + msg
+	if d.warned[key] {
+		return nil
+	}
+	if len(d.warned) < 1000 {
+		d.warned[key] = true
+	}
+	return fn(Update{Warning: &Warning{Time: ev.Time(), Kind: kind, Message: msg}})
+}
+
+func (d *Decoder) badEvent(ev *nettrace.Event, err error, fn func(Update) error) error {
+	return d.warn(ev, WarnBadEvent, fmt.Sprintf("%s event %d (%s) skipped: %v", ev.Metadata.ProviderName, ev.Metadata.EventID, ev.Metadata.EventName, err), fn)
+}
+
+// eventCounters decodes the self-described "EventCounters" event of any
+// EventSource: one unnamed object holding the Payload object.
+func (d *Decoder) eventCounters(ev *nettrace.Event, fn func(Update) error) error {
+	provider := ev.Metadata.ProviderName
+	sp := d.plan.spec(provider)
+	if sp == nil || (!sp.EventCountersOnly && d.meters[strings.ToLower(provider)]) {
+		return nil
+	}
+	o, err := ev.Fields()
+	if err != nil {
+		return d.badEvent(ev, err, fn)
+	}
+	p, ok := counterPayload(o)
+	if !ok {
+		return d.badEvent(ev, fmt.Errorf("no Payload object"), fn)
+	}
+	name, _ := str(p, "Name")
+	if name == "" {
+		return d.badEvent(ev, fmt.Errorf("counter without a Name"), fn)
+	}
+	if !sp.Wants(name) {
+		return nil
+	}
+	if series, ok := str(p, "Series"); ok {
+		if ms, ok := strings.CutPrefix(series, "Interval="); ok {
+			if n, err := strconv.ParseInt(ms, 10, 64); err == nil && time.Duration(n)*time.Millisecond != d.plan.Interval {
+				return nil // published for another session's interval
+			}
+		}
+	}
+	s := &Sample{Time: ev.Time(), Provider: provider, Name: name, Interval: d.plan.Interval}
+	s.DisplayName, _ = str(p, "DisplayName")
+	s.Unit, _ = str(p, "DisplayUnits")
+	typ, _ := str(p, "CounterType")
+	switch typ {
+	case "Sum":
+		s.Kind = KindRate
+		if s.Value, ok = num(p, "Increment"); !ok {
+			return d.badEvent(ev, fmt.Errorf("counter %s of type Sum has no Increment", name), fn)
+		}
+		if ts, ok := str(p, "DisplayRateTimeScale"); ok {
+			if scale, err := parseTimeSpan(ts); err == nil && scale > 0 {
+				s.Interval = scale
+			}
+		}
+	case "Mean", "":
+		s.Kind = KindMean
+		if s.Value, ok = num(p, "Mean"); !ok {
+			return d.badEvent(ev, fmt.Errorf("counter %s of type Mean has no Mean", name), fn)
+		}
+		c, _ := num(p, "Count")
+		if c < 0 || c > math.MaxInt64/2 || c != math.Trunc(c) {
+			return d.badEvent(ev, fmt.Errorf("counter %s: Count %v", name, c), fn)
+		}
+		s.Count = int64(c)
+		s.Min, _ = num(p, "Min")
+		s.Max, _ = num(p, "Max")
+	default:
+		return d.badEvent(ev, fmt.Errorf("counter %s has unknown CounterType %q", name, typ), fn)
+	}
+	return fn(Update{Sample: s})
+}
+
+// counterPayload finds the Payload object: nested in the unnamed top-level
+// object as EventSource writes it, or at the top level.
+func counterPayload(o nettrace.Object) (nettrace.Object, bool) {
+	if v, ok := o.Get("Payload"); ok {
+		p, ok := v.(nettrace.Object)
+		return p, ok
+	}
+	for _, f := range o {
+		if inner, ok := f.Value.(nettrace.Object); ok {
+			if v, ok := inner.Get("Payload"); ok {
+				p, ok := v.(nettrace.Object)
+				return p, ok
+			}
+		}
+	}
+	return nil, false
+}
+
+// metrics decodes the events of MetricsEventSource.
+func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
+	id := ev.Metadata.EventID
+	switch id {
+	case evMessage, evCollectionStart, evCollectionStop, evInitialEnumeration, evInstrumentPublished, evEndInstrument:
+		return nil
+	}
+	if d.plan.SessionID == "" {
+		return nil // no Meter asked for
+	}
+	o, err := ev.Fields()
+	if err != nil {
+		return d.badEvent(ev, err, fn)
+	}
+	switch id {
+	case evMultipleSessions:
+		running, _ := str(o, "runningSessionId")
+		if running == d.plan.SessionID {
+			return nil
+		}
+		return d.warn(ev, WarnMultipleSessions, fmt.Sprintf("another tool's Metrics session (%s) is running in the target and only one is allowed before .NET 8: no Meter values will arrive", running), fn)
+	case evMultipleSessionsSetup:
+		client, _ := str(o, "clientId")
+		if client != d.plan.ClientID {
+			return nil
+		}
+		var diffs []string
+		for _, k := range []string{"MaxHistograms", "MaxTimeSeries", "RefreshInterval"} {
+			want, _ := str(o, "expected"+k)
+			got, _ := str(o, "actual"+k)
+			if want != got {
+				diffs = append(diffs, fmt.Sprintf("%s %s (asked for %s)", k, got, want))
+			}
+		}
+		msg := "the shared Metrics session already runs with other settings"
+		if len(diffs) > 0 {
+			msg += ": " + strings.Join(diffs, ", ")
+		}
+		return d.warn(ev, WarnSharedSessionMismatch, msg+"; Meter values may be missing", fn)
+	}
+	if sid, ok := str(o, "sessionId"); !ok || sid != d.plan.SessionID {
+		return nil // another session's event
+	}
+	switch id {
+	case evError:
+		msg, _ := str(o, "errorMessage")
+		return d.warn(ev, WarnError, "the target's MetricsEventSource reported an error: "+firstLine(msg), fn)
+	case evTimeSeriesLimit:
+		return d.warn(ev, WarnTimeSeriesLimit, "the time-series limit (MaxTimeSeries) was reached: new tag combinations are not shown", fn)
+	case evHistogramLimit:
+		return d.warn(ev, WarnHistogramLimit, "the histogram limit (MaxHistograms) was reached: new histogram series are not shown", fn)
+	case evCallbackError:
+		msg, _ := str(o, "errorMessage")
+		return d.warn(ev, WarnCallbackError, "an observable instrument's callback failed: "+firstLine(msg), fn)
+	case evBeginInstrument, evCounterRate, evGauge, evHistogram, evUpDownCounterRate:
+	default:
+		return nil
+	}
+	meter, _ := str(o, "meterName")
+	sp := d.plan.spec(meter)
+	if sp == nil || sp.EventCountersOnly {
+		return nil
+	}
+	d.meters[strings.ToLower(meter)] = true
+	if id == evBeginInstrument {
+		return nil
+	}
+	name, _ := str(o, "instrumentName")
+	if name == "" {
+		return d.badEvent(ev, fmt.Errorf("no instrumentName"), fn)
+	}
+	if !sp.Wants(name) {
+		return nil
+	}
+	s := &Sample{Time: ev.Time(), Provider: meter, Name: name, Interval: d.plan.Interval}
+	s.Unit, _ = str(o, "unit")
+	tags, _ := str(o, "tags")
+	s.Tags = ParseTags(tags)
+	switch id {
+	case evCounterRate:
+		s.Kind = KindRate
+		s.Value, s.NoValue, err = metricValue(o, "rate")
+	case evUpDownCounterRate:
+		s.Kind = KindUpDown
+		if s.Rate, s.NoValue, err = metricValue(o, "rate"); err == nil {
+			if _, ok := o.Get("value"); ok {
+				s.Value, s.NoValue, err = metricValue(o, "value")
+			}
+		}
+	case evGauge:
+		s.Kind = KindGauge
+		s.Value, s.NoValue, err = metricValue(o, "lastValue")
+	case evHistogram:
+		s.Kind = KindHistogram
+		q, _ := str(o, "quantiles")
+		s.Quantiles = ParseQuantiles(q)
+		if c, ok := num(o, "count"); ok {
+			if c < 0 || c != math.Trunc(c) {
+				err = fmt.Errorf("histogram count %v", c)
+			}
+			s.Count = int64(c)
+		}
+		s.Sum, _ = num(o, "sum")
+		s.NoValue = len(s.Quantiles) == 0
+	}
+	if err != nil {
+		return d.badEvent(ev, fmt.Errorf("instrument %s/%s: %w", meter, name, err), fn)
+	}
+	return fn(Update{Sample: s})
+}
+
+// metricValue parses a value MetricsEventSource sends as invariant-culture
+// text; empty means no measurement.
+func metricValue(o nettrace.Object, field string) (v float64, none bool, err error) {
+	text, ok := str(o, field)
+	if !ok {
+		if x, ok := num(o, field); ok {
+			return x, false, nil
+		}
+		return 0, true, fmt.Errorf("no %s field", field)
+	}
+	if text == "" {
+		return 0, true, nil
+	}
+	v, err = parseInvariant(text)
+	return v, false, err
+}
+
+func parseInvariant(s string) (float64, error) {
+	switch s {
+	case "∞", "Infinity":
+		return math.Inf(1), nil
+	case "-∞", "-Infinity":
+		return math.Inf(-1), nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %q is not a number", s)
+	}
+	return v, nil
+}
+
+func str(o nettrace.Object, name string) (string, bool) {
+	v, ok := o.Get(name)
+	if !ok {
+		return "", false
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+func num(o nettrace.Object, name string) (float64, bool) {
+	v, ok := o.Get(name)
+	if !ok {
+		return 0, false
+	}
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int8:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
+	case int16:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case string:
+		f, err := parseInvariant(x)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i]) + " ..."
+	}
+	return s
+}
+
+// parseTimeSpan parses .NET TimeSpan text: [-][d.]hh:mm:ss[.fffffff].
+func parseTimeSpan(s string) (time.Duration, error) {
+	bad := fmt.Errorf("TimeSpan %q", s)
+	var days int64
+	hms := s
+	if i := strings.IndexByte(s, ':'); i < 0 {
+		return 0, bad
+	} else if j := strings.IndexByte(s[:i], '.'); j >= 0 {
+		n, err := strconv.ParseInt(s[:j], 10, 32)
+		if err != nil || n < 0 || n > 100000 {
+			return 0, bad
+		}
+		days, hms = n, s[j+1:]
+	}
+	parts := strings.Split(hms, ":")
+	if len(parts) != 3 {
+		return 0, bad
+	}
+	h, err1 := strconv.ParseUint(parts[0], 10, 8)
+	m, err2 := strconv.ParseUint(parts[1], 10, 8)
+	sec, err3 := strconv.ParseFloat(parts[2], 64)
+	if err1 != nil || err2 != nil || err3 != nil || sec < 0 || sec >= 60 || m >= 60 || h >= 24 {
+		return 0, bad
+	}
+	return time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec*float64(time.Second)), nil
+}

@@ -1,0 +1,154 @@
+package counters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// Target is the process a session reads; *diag.Client implements it.
+type Target interface {
+	eventpipe.Tracer
+	ProcessInfo(ctx context.Context) (*ipc.ProcessInfo, error)
+}
+
+// ErrStreamCut is wrapped by the error of Run and ReadTrace when the event
+// stream stops in the middle (the target exited or was killed, the
+// connection broke, or a file was cut).
+var ErrStreamCut = errors.New("counters: the event stream was cut off")
+
+// stopTimeout bounds the StopTracing a cancelled Run sends: a runtime has
+// been seen not to answer it.
+const stopTimeout = 3 * time.Second
+
+// processInfoTimeout bounds the version query of Start.
+const processInfoTimeout = 5 * time.Second
+
+// Session is a running counters session in a target process.
+type Session struct {
+	// Plan is what was enabled in the target.
+	Plan *Plan
+	// RuntimeVersion is the target's ClrProductVersion, "" when it does
+	// not report one (.NET 5 and earlier) or Config.RuntimeMajor was set.
+	RuntimeVersion string
+	// Warnings lists what EventPipe gave up to fit the runtime.
+	Warnings []string
+
+	ep       *eventpipe.Session
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start enables the counters of cfg in the target. When cfg.RuntimeMajor
+// is 0 it first asks the process for its version (ProcessInfo2/3) to decide
+// between the shared (.NET 8+) and a private Metrics session; a runtime
+// that cannot tell gets a private one.
+func Start(ctx context.Context, t Target, cfg Config) (*Session, error) {
+	if _, err := NewPlan(cfg); err != nil { // check before talking to the process
+		return nil, err
+	}
+	s := &Session{}
+	if cfg.RuntimeMajor == 0 && cfg.SessionID == "" {
+		pctx, cancel := context.WithTimeout(ctx, processInfoTimeout)
+		info, err := t.ProcessInfo(pctx)
+		cancel()
+		switch {
+		case err == nil:
+			s.RuntimeVersion = info.ClrProductVersion
+			cfg.RuntimeMajor = RuntimeMajor(info.ClrProductVersion)
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+	}
+	plan, err := NewPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.Plan = plan
+	ep, err := eventpipe.Start(ctx, t, eventpipe.Config{Providers: plan.Providers, NoRundown: true, BufferSizeMB: cfg.BufferSizeMB})
+	if err != nil {
+		return nil, fmt.Errorf("counters: start the EventPipe session: %w", err)
+	}
+	s.ep = ep
+	s.Warnings = ep.Warnings
+	return s, nil
+}
+
+// Run reads the session and calls fn for every sample and warning until
+// ctx ends (then it stops the session and returns ctx.Err()), the stream
+// ends (nil after a clean end, an error wrapping ErrStreamCut if it was
+// cut off) or fn returns an error (returned as is; the session keeps
+// running until Stop or Close). Run may be called once.
+func (s *Session) Run(ctx context.Context, fn func(Update) error) error {
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+		defer cancel()
+		_ = s.Stop(sctx)
+		_ = s.ep.Close()
+	})
+	defer stop()
+	err := ReadTrace(ctx, s.ep, s.Plan, fn)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Stop asks the runtime to end the session; the stream then ends and Run
+// returns. Only the first call talks to the runtime.
+func (s *Session) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() { s.stopErr = s.ep.Stop(ctx) })
+	return s.stopErr
+}
+
+// Close closes the session's connection; the runtime then ends the
+// session by itself. A Run in progress returns.
+func (s *Session) Close() error { return s.ep.Close() }
+
+// ReadTrace decodes a counters session's nettrace stream (live or saved to
+// a file) with a Decoder for p and calls fn for every update. It returns
+// nil at the end of a complete stream, an error wrapping ErrStreamCut for
+// a stream that stops early, fn's error, or ctx.Err() (checked between
+// events: a Read blocked in r is not interrupted).
+func ReadTrace(ctx context.Context, r io.Reader, p *Plan, fn func(Update) error) error {
+	nr, err := nettrace.NewReader(r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("counters: read the trace header: %w", classify(err))
+	}
+	d := NewDecoder(p)
+	var ev nettrace.Event
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := nr.ReadEvent(&ev)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("counters: read events: %w", classify(err))
+		}
+		if err := d.Decode(&ev, fn); err != nil {
+			return err
+		}
+	}
+}
+
+// classify marks truncation with ErrStreamCut.
+func classify(err error) error {
+	var fe *nettrace.FormatError
+	if errors.As(err, &fe) && fe.Truncated() || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %w", ErrStreamCut, err)
+	}
+	return err
+}
