@@ -58,6 +58,17 @@
 // arrives, so hostile input cannot make the reader allocate large amounts of
 // memory, panic or loop.
 //
+// // CompleteLength and EndOfStream repair a file whose stream stopped early: cut
+// it after the last whole block and append the end-of-stream marker.
+//
+// # Live sources and cancellation
+//
+// ReadEvent blocks until its source delivers bytes or fails; it never needs
+// io.Seeker. To stop reading a live session, close the source (or set a
+// deadline on the net.Conn): the pending read fails and ReadEvent returns an
+// error. ReadEvent does not poll a context itself, because a blocked
+// io.Reader cannot be interrupted any other way.
+//
 // # Writing
 //
 // Writer produces V4 or V6 streams (compressed or fixed event headers,

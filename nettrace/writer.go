@@ -57,7 +57,6 @@ type Writer struct {
 	minTS   int64
 	maxTS   int64
 	st      evState
-	scratch []byte
 	meta    map[uint32]bool
 }
 
