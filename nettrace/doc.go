@@ -58,7 +58,7 @@
 // arrives, so hostile input cannot make the reader allocate large amounts of
 // memory, panic or loop.
 //
-// // CompleteLength and EndOfStream repair a file whose stream stopped early: cut
+// CompleteLength and EndOfStream repair a file whose stream stopped early: cut
 // it after the last whole block and append the end-of-stream marker.
 //
 // # Live sources and cancellation
