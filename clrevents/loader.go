@@ -1,5 +1,7 @@
 package clrevents
 
+import "encoding/binary"
+
 // MethodLoadVerbose is the payload of MethodLoadVerbose (runtime 143),
 // MethodUnloadVerbose (runtime 144) and the rundown's MethodDCStartVerbose
 // (143) and MethodDCEndVerbose (144): where a method's native code lives.
@@ -282,6 +284,12 @@ type MethodRange struct {
 // verbose method events without allocating; DecodeMethodLoadVerbose on the
 // same payload gives the names later.
 func DecodeMethodRange(payload []byte, version uint8) (MethodRange, error) {
+	if len(payload) >= 36 { // fast path: every field is there
+		le := binary.LittleEndian
+		return MethodRange{MethodID: le.Uint64(payload), ModuleID: le.Uint64(payload[8:]),
+			MethodStartAddress: le.Uint64(payload[16:]), MethodSize: le.Uint32(payload[24:]),
+			MethodToken: le.Uint32(payload[28:]), MethodFlags: le.Uint32(payload[32:])}, nil
+	}
 	c := newCursor("MethodLoadVerbose", payload, version, 8)
 	var e MethodRange
 	e.MethodID = c.u64("MethodID")

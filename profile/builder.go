@@ -51,11 +51,16 @@ type Builder struct {
 	symbols SymbolTable
 
 	stackIndex map[string]int
-	stackKeys  []string
-	keyBuf     []byte
-	eventStack map[int]int64 // stacks of all non-bookkeeping events
-	runs       int
-	truncated  bool
+	// addrs are the distinct stack addresses seen, sorted; newAddrs those
+	// of stacks interned since addrs was last sorted.
+	addrs          []uint64
+	newAddrs       []uint64
+	rundownMethods int
+	stackKeys      []string
+	keyBuf         []byte
+	eventStack     map[int]int64 // stacks of all non-bookkeeping events
+	runs           int
+	truncated      bool
 
 	haveTime       bool
 	minTS, maxTS   int64
@@ -265,12 +270,24 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	case kindSample:
 		b.addSample(ev, version)
 	case kindMethod, kindRundownMethod:
+		if kind == kindRundownMethod {
+			b.rundown = true
+			b.rundownMethods++
+			// The rundown comes after the stacks it explains: a method that
+			// no stack seen so far points into is not kept (rundowns list
+			// every loaded method, often 100 000 of them).
+			r, err := clrevents.DecodeMethodRange(ev.Payload, version)
+			if err != nil {
+				b.decodeFailed(err)
+				return
+			}
+			if !b.touched(r.MethodStartAddress, r.MethodStartAddress+uint64(r.MethodSize)) {
+				return
+			}
+		}
 		if err := b.symbols.AddMethodPayload(ev.Payload, version); err != nil {
 			b.decodeFailed(err)
 			return
-		}
-		if kind == kindRundownMethod {
-			b.rundown = true
 		}
 	case kindModule:
 		m, err := clrevents.DecodeModuleLoad(ev.Payload, version)
@@ -437,6 +454,19 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	t.timeline = append(t.timeline, Run{Stack: stack, Kind: kind, Start: time.Duration(ev.Timestamp), Count: 1})
 }
 
+// touched reports whether a stack address seen so far lies in [start, end]
+// (end included: a caller's return address can point just past the call).
+func (b *Builder) touched(start, end uint64) bool {
+	if len(b.newAddrs) > 0 {
+		b.addrs = append(b.addrs, b.newAddrs...)
+		b.newAddrs = b.newAddrs[:0]
+		slices.Sort(b.addrs)
+		b.addrs = slices.Compact(b.addrs)
+	}
+	i, _ := slices.BinarySearch(b.addrs, start)
+	return i < len(b.addrs) && b.addrs[i] <= end
+}
+
 // intern returns the index of the event's stack among the distinct stacks
 // seen so far. Looking up a known stack does not allocate.
 func (b *Builder) intern(ev *nettrace.Event) int {
@@ -446,6 +476,9 @@ func (b *Builder) intern(ev *nettrace.Event) int {
 	}
 	if i, ok := b.stackIndex[string(b.keyBuf)]; ok {
 		return i
+	}
+	for j := 0; j+8 <= len(b.keyBuf); j += 8 {
+		b.newAddrs = append(b.newAddrs, binary.LittleEndian.Uint64(b.keyBuf[j:]))
 	}
 	i := len(b.stackKeys)
 	k := string(b.keyBuf)
@@ -471,7 +504,8 @@ func (b *Builder) Finish() *Profile {
 		p.Duration = b.hdr.DurationOf(b.maxTS - b.minTS)
 	}
 	p.Period = b.period()
-	p.Symbols = SymbolStats{Methods: b.symbols.Methods(), Modules: len(b.symbols.modules), Rundown: b.rundown}
+	p.Symbols = SymbolStats{Methods: b.symbols.Methods(), Modules: len(b.symbols.modules),
+		Rundown: b.rundown, RundownMethods: b.rundownMethods}
 
 	// Resolve every distinct stack.
 	frameOf := make(map[uint64]int)

@@ -109,7 +109,15 @@ func TestCaptureNoRundown(t *testing.T) {
 }
 
 func BenchmarkCapture(b *testing.B) {
-	data := capture(b, "perfview/only_managed_samples.nettrace.zip")
+	for _, c := range []struct{ name, rel string }{
+		{"samples", "perfview/only_managed_samples.nettrace.zip"},
+		{"voicememo32", "perfview/VoiceMemo.23092.nettrace.zip"},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchmarkCapture(b, capture(b, c.rel)) })
+	}
+}
+
+func benchmarkCapture(b *testing.B, data []byte) {
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))

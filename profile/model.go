@@ -120,8 +120,12 @@ type Run struct {
 // occurrences weighted by how often their stack was seen; Addresses are
 // distinct addresses.
 type SymbolStats struct {
-	Methods int // method code ranges known (MethodLoadVerbose + rundown)
-	Modules int
+	// Methods counts the method code ranges kept: every MethodLoadVerbose
+	// of the session, and the rundown methods that a stack points into
+	// (the others are not kept; RundownMethods counts them all).
+	Methods        int
+	Modules        int
+	RundownMethods int
 	// Rundown is true when the trace had rundown method events.
 	Rundown bool
 	// Over the stacks of samples:

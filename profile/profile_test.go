@@ -65,7 +65,7 @@ func TestSynthetic(t *testing.T) {
 				t.Errorf("thread 100 stack = %v", s)
 			}
 			sym := p.Symbols
-			if !sym.Rundown || sym.Methods != 4 || sym.SampleFrames != 29 || sym.ResolvedSampleFrames != 26 || sym.UnresolvedSampleFrames() != 3 {
+			if !sym.Rundown || sym.Methods != 4 || sym.RundownMethods != 4 || sym.SampleFrames != 29 || sym.ResolvedSampleFrames != 26 || sym.UnresolvedSampleFrames() != 3 {
 				t.Errorf("symbols = %+v", sym)
 			}
 			var unresolved []string

@@ -140,6 +140,7 @@ func synthTrace(t testing.TB, ptrSize int) []byte {
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10000000, 0x100, 7, "App.Program", "Main"))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10001000, 0x100, 7, "App.Worker", "Work"))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10002000, 0x100, 7, "App.Worker", "Leaf"))
+	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10005000, 0x100, 7, "App.Worker", "Unused"))
 	write(md(clrevents.ProviderRundown, 146, 1), 300, base+20*ms, 0, (&le{}).u16(9).b)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
