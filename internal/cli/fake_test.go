@@ -206,7 +206,7 @@ func TestSelectionErrors(t *testing.T) {
 		{[]string{"info"}, "give -p PID, -n NAME or --diagnostic-port"},
 		{[]string{"info", "-p", "1", "-n", "x"}, "only one of"},
 		{[]string{"info", "-p", "-5"}, "positive"},
-		{[]string{"info", "--diagnostic-port", "/tmp/x.sock"}, "listen mode"},
+		{[]string{"info", "--diagnostic-port", "/nonexistent-dir/x.sock"}, "listen on /nonexistent-dir/x.sock"},
 		{[]string{"--record-ipc", "a", "--replay-ipc", "b", "info"}, "cannot be used together"},
 	} {
 		code, _, errOut := run(t, tc.args...)

@@ -18,13 +18,15 @@ type targetFlags struct {
 	name string
 	port string
 	g    *globalFlags
+	cmd  *cobra.Command // for its stderr (listen and launch messages)
 }
 
 func (f *targetFlags) register(cmd *cobra.Command) {
+	f.cmd = cmd
 	fl := cmd.Flags()
 	fl.IntVarP(&f.pid, "process-id", "p", 0, "process id of the target .NET process")
 	fl.StringVarP(&f.name, "name", "n", "", "name of the target process (as shown by 'clrdiag ps')")
-	fl.StringVar(&f.port, "diagnostic-port", "", "diagnostic port of the target: PATH[,connect] (a socket or pipe to connect to)")
+	fl.StringVar(&f.port, "diagnostic-port", "", "diagnostic port: PATH[,suspend|,nosuspend] to wait for a runtime started with DOTNET_DiagnosticPorts=PATH to connect (listen, the default), or PATH,connect for a runtime's own socket")
 	fl.StringVar(&f.port, "dport", "", "alias of --diagnostic-port")
 	_ = fl.MarkHidden("dport")
 }
@@ -142,11 +144,11 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 		if err != nil {
 			return nil, &ExitError{Code: 3, Err: err}
 		}
+		if dp.Mode == transport.PortListen {
+			return f.listenTarget(ctx, dp)
+		}
 		ep, err := dp.Endpoint()
 		if err != nil {
-			if errors.Is(err, transport.ErrListenNotSupported) {
-				return nil, &ExitError{Code: 3, Err: fmt.Errorf("--diagnostic-port %s: listen mode (the runtime connects to clrdiag) is not supported yet; to connect to the target's own socket write --diagnostic-port %s,connect", f.port, dp.Address)}
-			}
 			return nil, &ExitError{Code: 3, Err: err}
 		}
 		t.Endpoint = ep
