@@ -132,4 +132,3 @@ func (f *targetFlags) reverseTarget(srv *reverse.Server, rt *reverse.Runtime, su
 		},
 	}
 }
-
