@@ -19,6 +19,8 @@ type targetFlags struct {
 	port string
 	g    *globalFlags
 	cmd  *cobra.Command // for its stderr (listen and launch messages)
+	// launch, set by registerLaunch, lets the command start its target.
+	launch *launchFlags
 }
 
 func (f *targetFlags) register(cmd *cobra.Command) {
@@ -103,6 +105,9 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 	if f.g != nil && f.g.replay != nil && f.given() == 0 {
 		// A replayed recording needs no process.
 		return &target{Client: diag.NewClient(f.g.replay, nil)}, nil
+	}
+	if args := f.childArgs(); len(args) > 0 {
+		return f.launchTarget(ctx, args)
 	}
 	switch f.given() {
 	case 0:
