@@ -239,8 +239,8 @@ func TestStreamMemoryFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The generated stream averages about 18 bytes per event.
-	n := int(g * (1 << 30) / 18)
+	// The generated stream averages about 16 bytes per event.
+	n := int(g * (1 << 30) / 16)
 	pr, pw := io.Pipe()
 	cw := &countWriter{w: pw}
 	go func() { pw.CloseWithError(genStream(cw, n, 4)) }()

@@ -16,7 +16,7 @@ type ReaderConfig struct {
 	// blocks are reported as damage rather than allocated.
 	MaxBlockSize int
 	// BufferSize is the size of the read buffer over the source (default
-	// 256 KiB).
+	// 32 KiB; blocks larger than it are read straight into the block buffer).
 	BufferSize int
 }
 
@@ -162,7 +162,7 @@ func NewReaderConfig(r io.Reader, cfg ReaderConfig) (*Reader, error) {
 		cfg.MaxBlockSize = defaultMaxBlockSize
 	}
 	if cfg.BufferSize <= 0 {
-		cfg.BufferSize = 256 << 10
+		cfg.BufferSize = 32 << 10
 	}
 	rd := &Reader{
 		br:      bufio.NewReaderSize(r, cfg.BufferSize),
