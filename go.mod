@@ -8,6 +8,8 @@ require (
 	github.com/chzyer/readline v1.5.1 // indirect
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe // indirect
 	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	golang.org/x/term v0.47.0 // indirect
 )
 
 require (

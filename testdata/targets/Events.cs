@@ -9,9 +9,18 @@
 //                prints "COUNTERS started"
 //   flood S      writes Flood events as fast as possible for S seconds,
 //                prints "FLOODED <count>"
-//   stop-event   writes the Stop event once (for stop-on-event tests)
+//   stop-event   writes the Finish event once (for stop-on-event tests)
 //   throw        throws and catches InvalidOperationException
+//   seq N        the deterministic counter sequence: writes 1,2,...,N to the
+//                EventCounter "seq-value" and increments the
+//                IncrementingEventCounter "seq-increments" by 5 after each
+//                value, one value every 50 ms from this one thread (so an
+//                interval always holds a contiguous run of values); prints
+//                "SEQ done N"
+//   throw-n N    throws and catches N exceptions, prints "THROWN N"
+//   gc N         runs N gen-0 collections (GC.Collect(0)), prints "GC done N"
 //   ping         prints "PONG"
+//   wait-enabled waits until a session enables Clrdiag-Test, prints "ENABLED"
 //   exit N       exits with status N
 //
 // One round of "emit" writes, in order:
@@ -41,6 +50,7 @@ public sealed class TestSource : EventSource
 
     private TestSource() { }
 
+    [NonEvent]
     public void StartCounters()
     {
         if (latency == null)
@@ -50,7 +60,25 @@ public sealed class TestSource : EventSource
         }
     }
 
+    private EventCounter seqValue;
+    private IncrementingEventCounter seqIncrements;
+
+    [NonEvent]
+    public void StartSeqCounters()
+    {
+        if (seqValue == null)
+        {
+            seqValue = new EventCounter("seq-value", this) { DisplayName = "Sequence Value" };
+            seqIncrements = new IncrementingEventCounter("seq-increments", this) { DisplayName = "Sequence Increments", DisplayRateTimeScale = TimeSpan.FromSeconds(1) };
+        }
+    }
+
+    [NonEvent]
+    public void WriteSeq(double v) { seqValue.WriteMetric(v); seqIncrements.Increment(5); }
+
+    [NonEvent]
     public void WriteLatency(double v) { latency.WriteMetric(v); }
+    [NonEvent]
     public void AddRequests(double v) { requests.Increment(v); }
 
     [Event(1, Keywords = Keywords.Basic, Level = EventLevel.Informational)]
@@ -68,8 +96,10 @@ public sealed class TestSource : EventSource
     [Event(5, Keywords = Keywords.Flood, Level = EventLevel.Informational)]
     public void Flood(long seq) { WriteEvent(5, seq); }
 
+    // Not named "Stop": EventSource treats names ending in Start/Stop as
+    // activity opcodes and refuses a bare "Stop" without its task.
     [Event(6, Keywords = Keywords.Control, Level = EventLevel.Informational)]
-    public void Stop(string reason, int code) { WriteEvent(6, reason, code); }
+    public void Finish(string reason, int code) { WriteEvent(6, reason, code); }
 }
 
 public static class Events
@@ -80,6 +110,7 @@ public static class Events
     {
         Thread.CurrentThread.Name = "EventsMain";
         TestSource.Log.StartCounters();
+        TestSource.Log.StartSeqCounters();
         Console.WriteLine("READY " + System.Diagnostics.Process.GetCurrentProcess().Id);
         Console.Out.Flush();
         string line;
@@ -117,15 +148,45 @@ public static class Events
                     Console.WriteLine("FLOODED " + count);
                     break;
                 case "stop-event":
-                    TestSource.Log.Stop("done", 42);
+                    TestSource.Log.Finish("done", 42);
                     Console.WriteLine("STOP-EVENT written");
                     break;
                 case "throw":
                     try { throw new InvalidOperationException("test exception"); }
                     catch (InvalidOperationException) { Console.WriteLine("THROWN"); }
                     break;
+                case "seq":
+                    int seqN = int.Parse(parts[1]);
+                    for (int i = 1; i <= seqN; i++)
+                    {
+                        TestSource.Log.WriteSeq(i);
+                        Thread.Sleep(50);
+                    }
+                    Console.WriteLine("SEQ done " + seqN);
+                    break;
+                case "throw-n":
+                    int throwN = int.Parse(parts[1]);
+                    for (int i = 0; i < throwN; i++)
+                    {
+                        try { throw new InvalidOperationException("test exception " + i); }
+                        catch (InvalidOperationException) { }
+                    }
+                    Console.WriteLine("THROWN " + throwN);
+                    break;
+                case "gc":
+                    int gcN = int.Parse(parts[1]);
+                    for (int i = 0; i < gcN; i++) GC.Collect(0);
+                    Console.WriteLine("GC done " + gcN);
+                    break;
                 case "ping":
                     Console.WriteLine("PONG");
+                    break;
+                case "wait-enabled":
+                    // Sessions enable the source asynchronously: wait until
+                    // it is on before emitting, so no test event is lost.
+                    DateTime until = DateTime.UtcNow.AddSeconds(20);
+                    while (!TestSource.Log.IsEnabled() && DateTime.UtcNow < until) Thread.Sleep(10);
+                    Console.WriteLine(TestSource.Log.IsEnabled() ? "ENABLED" : "NOT-ENABLED");
                     break;
                 case "exit":
                     return int.Parse(parts[1]);

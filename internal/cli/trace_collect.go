@@ -1,0 +1,562 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() { registerTrace(newTraceCollectCmd) }
+
+// sessionFlags are the options that configure an EventPipe session, shared
+// by trace collect and trace stream (names as in dotnet-trace).
+type sessionFlags struct {
+	providers     string
+	profiles      []string
+	clrEvents     string
+	clrEventLevel string
+	bufferSizeMB  uint32
+	rundown       string
+	stackwalk     bool
+	duration      string
+}
+
+func (f *sessionFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.providers, "providers", "", "providers to enable: Name[:Keywords[:Level[:Key=Value;...]]],... (keywords in hex, level a number or name)")
+	fl.StringSliceVar(&f.profiles, "profile", nil, "named provider sets, comma separated (see 'clrdiag trace list-profiles'); default dotnet-common,dotnet-sampled-thread-time when nothing is given")
+	fl.StringVar(&f.clrEvents, "clrevents", "", "runtime event keywords joined by '+', e.g. gc+exception+contention")
+	fl.StringVar(&f.clrEventLevel, "clreventlevel", "", "level of the --clrevents events (default verbose)")
+	fl.Uint32Var(&f.bufferSizeMB, "buffersize", eventpipe.DefaultBufferSizeMB, "size of the runtime's circular buffer in MB")
+	fl.StringVar(&f.rundown, "rundown", "", "rundown at the end: true, false, or a hex keyword such as 0x80020139 (default: the profiles decide)")
+	fl.BoolVar(&f.stackwalk, "stackwalk", true, "collect stacks (--stackwalk=false needs .NET 8; older runtimes collect them anyway)")
+	fl.StringVar(&f.duration, "duration", "", "stop after this long: a Go duration (30s, 5m) or dd:hh:mm:ss")
+}
+
+// plan composes the providers and returns the session configuration.
+func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration, error) {
+	plan, err := eventpipe.Compose(eventpipe.Request{
+		Providers: f.providers, Profiles: f.profiles, ClrEvents: f.clrEvents,
+		ClrEventLevel: f.clrEventLevel, Rundown: f.rundown,
+	})
+	if err != nil {
+		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: err}
+	}
+	d, err := parseDuration(f.duration)
+	if err != nil {
+		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: fmt.Errorf("--duration: %w", err)}
+	}
+	if f.bufferSizeMB == 0 {
+		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: errors.New("--buffersize must be at least 1 MB")}
+	}
+	cfg := eventpipe.Config{
+		Providers:             plan.ProviderList(),
+		BufferSizeMB:          f.bufferSizeMB,
+		RundownKeyword:        plan.RundownKeyword,
+		NoRundown:             plan.RundownKeyword == 0,
+		DropRundownOnFallback: plan.DropRundownOnFallback,
+		NoStackwalk:           !f.stackwalk,
+	}
+	return plan, cfg, d, nil
+}
+
+// printPlan shows the providers table dotnet-trace prints.
+func printPlan(w io.Writer, plan *eventpipe.Plan) {
+	for _, warn := range plan.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Provider Name\tKeywords\tLevel\tEnabled By")
+	for _, p := range plan.Providers {
+		fmt.Fprintf(tw, "%s\t0x%016X\t%s(%d)\t%s\n", p.Name, p.Keywords, p.Level, p.Level, p.EnabledBy)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// stopEvent is the --stopping-event-* condition.
+type stopEvent struct {
+	provider string
+	event    string
+	filter   [][2]string
+}
+
+func parseStopEvent(provider, event, payload string) (*stopEvent, error) {
+	if provider == "" {
+		if event != "" || payload != "" {
+			return nil, errors.New("--stopping-event-event-name and --stopping-event-payload-filter need --stopping-event-provider-name")
+		}
+		return nil, nil
+	}
+	if payload != "" && event == "" {
+		return nil, errors.New("--stopping-event-payload-filter needs --stopping-event-event-name")
+	}
+	s := &stopEvent{provider: provider, event: event}
+	for _, kv := range strings.Split(payload, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--stopping-event-payload-filter %q: use name:value,name:value", payload)
+		}
+		s.filter = append(s.filter, [2]string{k, v})
+	}
+	return s, nil
+}
+
+// matches reports whether ev is the stopping event. Event names compare
+// case-insensitively, against the metadata name or "Task/Opcode" forms'
+// first part; an event given as a number matches the event id.
+func (s *stopEvent) matches(ev *nettrace.Event) bool {
+	md := ev.Metadata
+	if md == nil || !strings.EqualFold(md.ProviderName, s.provider) {
+		return false
+	}
+	if s.event != "" {
+		name := md.EventName
+		if id, err := strconv.ParseUint(s.event, 10, 32); err == nil {
+			if uint32(id) != md.EventID {
+				return false
+			}
+		} else if !strings.EqualFold(name, s.event) && !strings.EqualFold(strings.SplitN(name, "/", 2)[0], s.event) {
+			return false
+		}
+	}
+	if len(s.filter) == 0 {
+		return true
+	}
+	fields, err := ev.Fields()
+	if err != nil {
+		return false
+	}
+	for _, kv := range s.filter {
+		v, ok := fields.Get(kv[0])
+		if !ok || fmt.Sprint(v) != kv[1] {
+			return false
+		}
+	}
+	return true
+}
+
+// progress is what the decoder has seen of a session so far.
+type progress struct {
+	events  atomic.Int64
+	dropped atomic.Uint64
+}
+
+func newTraceCollectCmd(e *env) *cobra.Command {
+	tf := e.targetFlags()
+	var (
+		sf                        sessionFlags
+		output                    string
+		quiet                     bool
+		stopProv, stopEv, stopPay string
+		stopTimeout               time.Duration
+		rundownTimeout            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "collect",
+		Short: "Collect an EventPipe trace from a running process into a .nettrace file",
+		Long: "Start an EventPipe session in the target and write what it sends to a .nettrace file.\n" +
+			"It stops on Ctrl-C, on Enter (when stdin is a terminal), after --duration, on the\n" +
+			"stopping event, on SIGTERM, or when the target exits; the file is valid in every case.\n" +
+			"After the stop the runtime sends the rundown (method names for stacks), which can\n" +
+			"take a while in a large application; a second Ctrl-C abandons it.\n\n" +
+			"Providers: --providers Name[:Keywords[:Level[:Key=Value;...]]], --profile and\n" +
+			"--clrevents, merged as dotnet-trace does. With none: dotnet-common + dotnet-sampled-thread-time.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			plan, cfg, duration, err := sf.plan()
+			if err != nil {
+				return err
+			}
+			stop, err := parseStopEvent(stopProv, stopEv, stopPay)
+			if err != nil {
+				return &ExitError{Code: 3, Err: err}
+			}
+			ctx := cmd.Context()
+			t, err := tf.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			defer t.close()
+			if output == "" {
+				output = defaultTraceName(ctx, t)
+			}
+			c := &collector{
+				e: e, t: t, cfg: cfg, duration: duration, stop: stop, quiet: quiet,
+				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, output: output,
+			}
+			if !quiet {
+				printPlan(e.stderr, plan)
+			}
+			return c.run(ctx)
+		},
+	}
+	tf.register(cmd)
+	sf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
+	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
+	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
+	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
+	fl.StringVar(&stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")
+	fl.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "how long to wait for the runtime to acknowledge the stop")
+	fl.DurationVar(&rundownTimeout, "rundown-timeout", 5*time.Minute, "how long to wait for the rundown after the stop before closing the session")
+	return cmd
+}
+
+// defaultTraceName is <name>_<yyyyMMdd>_<HHmmss>.nettrace as dotnet-trace.
+func defaultTraceName(ctx context.Context, t *target) string {
+	name := t.Name
+	if name == "" {
+		name = processName(ctx, t.PID)
+	}
+	if name == "" {
+		name = "trace"
+	}
+	return fmt.Sprintf("%s_%s.nettrace", name, time.Now().Format("20060102_150405"))
+}
+
+// collector runs one trace collection.
+type collector struct {
+	e              *env
+	t              *target
+	cfg            eventpipe.Config
+	duration       time.Duration
+	stop           *stopEvent
+	quiet          bool
+	stopTimeout    time.Duration
+	rundownTimeout time.Duration
+	output         string
+}
+
+func (c *collector) say(format string, args ...any) {
+	if !c.quiet {
+		fmt.Fprintf(c.e.stderr, format, args...)
+	}
+}
+
+func (c *collector) run(ctx context.Context) error {
+	path, err := filepath.Abs(c.output)
+	if err != nil {
+		return err
+	}
+	sess, err := eventpipe.Start(ctx, c.t.Client, c.cfg)
+	if err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("start the session: %w", err)}
+	}
+	defer sess.Close()
+	for _, w := range sess.Warnings {
+		fmt.Fprintf(c.e.stderr, "warning: %s\n", w)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		_ = sess.Stop(context.Background())
+		return &ExitError{Code: 2, Err: fmt.Errorf("create the trace file: %w", err)}
+	}
+	defer f.Close()
+	spool := eventpipe.NewSpool(f)
+	copyDone := make(chan struct{})
+	var copyErr error
+	go func() {
+		_, copyErr = spool.Copy(sess)
+		close(copyDone)
+	}()
+	if err := c.t.started(ctx); err != nil {
+		fmt.Fprintf(c.e.stderr, "warning: resuming the runtime: %v\n", err)
+	}
+
+	// Decode the same bytes from the file to count events, detect drops
+	// and watch for the stopping event; this never slows the copy.
+	var prog progress
+	stopSeen := make(chan struct{})
+	decodeDone := make(chan struct{})
+	var decodeErr error
+	var stats nettrace.Stats
+	go func() {
+		defer close(decodeDone)
+		stats, decodeErr = c.decode(spool.NewReader(), &prog, stopSeen)
+	}()
+
+	start := time.Now()
+	c.say("Process        : %d\nOutput file    : %s\nSession        : 0x%X (CollectTracing%d)\n\n", c.t.PID, path, sess.ID, sess.Version)
+	if c.duration > 0 {
+		c.say("Collecting for %v. Press Ctrl-C to stop early.\n", c.duration)
+	} else {
+		c.say("Press <Enter> or <Ctrl-C> to stop the trace.\n")
+	}
+	status := c.statusLine(start, spool, &prog)
+	stopStatus := status.run()
+
+	var timer <-chan time.Time
+	if c.duration > 0 {
+		timer = time.After(c.duration)
+	}
+	enter := c.enterPressed()
+	reason := ""
+	select {
+	case <-ctx.Done():
+		reason = "interrupted"
+	case <-timer:
+		reason = "duration reached"
+	case <-enter:
+		reason = "Enter pressed"
+	case <-stopSeen:
+		reason = "stopping event seen"
+	case <-copyDone:
+		reason = "target ended the session"
+	case <-c.exited():
+		reason = "target exited"
+	}
+	stopStatus()
+
+	rundownDone := false
+	abandoned := false
+	if reason != "target ended the session" && reason != "target exited" {
+		c.say("\nStopping the trace (%s). Waiting for the rundown; this can take a while in a large application. Press Ctrl-C again to abandon it.\n", reason)
+		sctx, cancel := context.WithTimeout(context.Background(), c.stopTimeout)
+		err := sess.Stop(sctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(c.e.stderr, "warning: the runtime did not acknowledge the stop: %v\nClosing the session; the file keeps everything received so far.\n", err)
+			sess.Close()
+		}
+		// A second interrupt abandons the rundown.
+		second := make(chan struct{})
+		sigCtx, sigStop := notifyInterrupt()
+		go func() {
+			select {
+			case <-sigCtx.Done():
+				close(second)
+			case <-copyDone:
+			}
+		}()
+		rt := time.NewTimer(c.rundownTimeout)
+		tick := time.NewTicker(2 * time.Second)
+		waitStart := time.Now()
+	wait:
+		for {
+			select {
+			case <-copyDone:
+				rundownDone = err == nil
+				break wait
+			case <-second:
+				abandoned = true
+				c.say("Abandoning the rundown; method names for stacks may be missing.\n")
+				sess.Close()
+				<-copyDone
+				break wait
+			case <-rt.C:
+				abandoned = true
+				fmt.Fprintf(c.e.stderr, "warning: no end of the rundown after %v; closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
+				sess.Close()
+				<-copyDone
+				break wait
+			case <-tick.C:
+				c.say("  still waiting for the rundown (%v, %s received)\n", time.Since(waitStart).Round(time.Second), humanBytes(spool.Written()))
+			}
+		}
+		tick.Stop()
+		rt.Stop()
+		sigStop()
+	} else {
+		<-copyDone
+	}
+	<-decodeDone
+
+	complete := stats.Complete
+	if !complete {
+		// The stream stopped without its end: make the file end cleanly
+		// after the last complete block.
+		if n, rerr := repairTrace(f); rerr != nil {
+			fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
+		} else if n >= 0 {
+			c.say("The stream ended early; the file was cut to its last complete block (%s) and terminated.\n", humanBytes(n))
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("flush the trace file: %w", err)}
+	}
+	size := int64(0)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	if !c.quiet {
+		fmt.Fprintf(c.e.stderr, "\nTrace written to %s\n", path)
+		fmt.Fprintf(c.e.stderr, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, rundownState(rundownDone, abandoned, c.cfg.NoRundown, reason))
+		if decodeErr != nil && !errors.Is(decodeErr, io.EOF) && complete {
+			fmt.Fprintf(c.e.stderr, "  note: decoding while collecting stopped early: %v\n", decodeErr)
+		}
+		if copyErr != nil && !abandoned {
+			fmt.Fprintf(c.e.stderr, "  note: the session stream ended with: %v\n", copyErr)
+		}
+	}
+	if reason == "target exited" || reason == "target ended the session" {
+		if c.t.ExitCode != nil && c.t.Exited != nil {
+			select {
+			case <-c.t.Exited:
+				if code := c.t.ExitCode(); code != 0 {
+					return &ExitError{Code: code}
+				}
+				return nil
+			default:
+			}
+		}
+		if !c.quiet {
+			fmt.Fprintln(c.e.stderr, "  the target ended the session (it exited or was killed); the file holds everything it sent")
+		}
+	}
+	return nil
+}
+
+func rundownState(done, abandoned, none bool, reason string) string {
+	switch {
+	case none:
+		return "not requested"
+	case done:
+		return "completed"
+	case abandoned:
+		return "abandoned"
+	case reason == "target exited" || reason == "target ended the session":
+		return "not received (the target ended first)"
+	}
+	return "incomplete"
+}
+
+// decode follows the spooled stream and counts what it holds.
+func (c *collector) decode(r io.Reader, prog *progress, stopSeen chan struct{}) (nettrace.Stats, error) {
+	rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<20))
+	if err != nil {
+		return nettrace.Stats{}, err
+	}
+	var ev nettrace.Event
+	seen := false
+	for {
+		err := rd.ReadEvent(&ev)
+		if err != nil {
+			return rd.Stats(), err
+		}
+		prog.events.Add(1)
+		if st := rd.Stats(); st.DroppedEvents != prog.dropped.Load() {
+			prog.dropped.Store(st.DroppedEvents)
+		}
+		if c.stop != nil && !seen && c.stop.matches(&ev) {
+			seen = true
+			close(stopSeen)
+		}
+	}
+}
+
+func (c *collector) exited() <-chan struct{} {
+	if c.t.Exited == nil {
+		return nil
+	}
+	return c.t.Exited
+}
+
+// enterPressed is closed when the user presses Enter, if stdin is a terminal.
+func (c *collector) enterPressed() <-chan struct{} {
+	f, ok := c.e.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		b := make([]byte, 1)
+		for {
+			n, err := f.Read(b)
+			if err != nil {
+				return
+			}
+			if n == 1 && (b[0] == '\n' || b[0] == '\r') {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// statusLine redraws a one-line status on stderr when it is a terminal.
+type statusLine struct {
+	w     io.Writer
+	on    bool
+	start time.Time
+	spool *eventpipe.Spool
+	prog  *progress
+}
+
+func (c *collector) statusLine(start time.Time, spool *eventpipe.Spool, prog *progress) *statusLine {
+	on := false
+	if f, ok := c.e.stderr.(*os.File); ok && !c.quiet {
+		on = term.IsTerminal(int(f.Fd()))
+	}
+	return &statusLine{w: c.e.stderr, on: on, start: start, spool: spool, prog: prog}
+}
+
+func (s *statusLine) render() string {
+	el := time.Since(s.start).Round(time.Second)
+	return fmt.Sprintf("\r[%s] %s written, %d events, %d dropped\x1b[K", formatElapsed(el), humanBytes(s.spool.Written()), s.prog.events.Load(), s.prog.dropped.Load())
+}
+
+// run begins redrawing every half second; the returned func stops it
+// and ends the line.
+func (s *statusLine) run() func() {
+	if !s.on {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			fmt.Fprint(s.w, s.render())
+			select {
+			case <-done:
+				fmt.Fprintln(s.w, s.render())
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func formatElapsed(d time.Duration) string {
+	h := int(d / time.Hour)
+	m := int(d/time.Minute) % 60
+	sec := int(d/time.Second) % 60
+	return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

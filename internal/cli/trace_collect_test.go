@@ -1,0 +1,306 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// collectAsync runs clrdiag with args in the background.
+type asyncRun struct {
+	done   chan struct{}
+	code   int
+	stdout syncBuffer
+	stderr syncBuffer
+}
+
+func startCLI(args ...string) *asyncRun {
+	r := &asyncRun{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.code = Main(args, strings.NewReader(""), &r.stdout, &r.stderr)
+	}()
+	return r
+}
+
+// waitSession waits until the CLI says the session is running.
+func (r *asyncRun) waitSession(t *testing.T) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(r.stderr.String(), "Session        :") {
+		select {
+		case <-r.done:
+			t.Fatalf("collect ended before the session started (exit %d):\n%s", r.code, r.stderr.String())
+		case <-deadline:
+			t.Fatalf("session not started after 30s:\n%s", r.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (r *asyncRun) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(d):
+		t.Fatalf("command did not end within %v:\n%s", d, r.stderr.String())
+	}
+}
+
+type decodedEvent struct {
+	provider string
+	name     string
+	id       uint32
+	fields   nettrace.Object
+}
+
+// readTrace decodes a whole file and fails the test on any error.
+func readTrace(t *testing.T, path string) ([]decodedEvent, nettrace.Stats) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := nettrace.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []decodedEvent
+	var ev nettrace.Event
+	for {
+		err := rd.ReadEvent(&ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s does not decode: %v", path, err)
+		}
+		de := decodedEvent{provider: ev.Metadata.ProviderName, name: ev.Metadata.EventName, id: ev.Metadata.EventID}
+		if len(ev.Metadata.Fields) > 0 {
+			if de.fields, err = ev.Fields(); err != nil {
+				t.Fatalf("payload of %s/%d: %v", de.provider, de.id, err)
+			}
+		}
+		out = append(out, de)
+	}
+	return out, rd.Stats()
+}
+
+func startEvents(t *testing.T) *dotnettest.Target {
+	t.Helper()
+	rt := dotnettest.Find(t)
+	return rt.Start(t, rt.Build(t, "Events"), nil, nil)
+}
+
+func TestRealCollectCustomEventSource(t *testing.T) {
+	tg := startEvents(t)
+	out := filepath.Join(t.TempDir(), "custom.nettrace")
+	r := startCLI("trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:Verbose", "-o", out, "--duration", "4s")
+	r.waitSession(t)
+	waitEnabled(t, tg)
+	tg.Send(t, "emit 20")
+	tg.Expect(t, "EMITTED", 10*time.Second)
+	r.wait(t, 60*time.Second)
+	if r.code != 0 {
+		t.Fatalf("collect exit %d:\n%s", r.code, r.stderr.String())
+	}
+	if !strings.Contains(r.stderr.String(), "duration reached") || !strings.Contains(r.stderr.String(), "rundown completed") {
+		t.Errorf("summary does not tell how it ended:\n%s", r.stderr.String())
+	}
+	evs, stats := readTrace(t, out)
+	if !stats.Complete || stats.DroppedEvents != 0 {
+		t.Fatalf("stats = %+v", stats)
+	}
+	counts := map[string]int{}
+	rundown := 0
+	for _, e := range evs {
+		if e.provider == "Microsoft-Windows-DotNETRuntimeRundown" {
+			rundown++
+		}
+		if e.provider != "Clrdiag-Test" {
+			continue
+		}
+		counts[e.name]++
+		switch e.name {
+		case "Hello":
+			i, _ := e.fields.Get("index")
+			msg, _ := e.fields.Get("message")
+			if msg != fmt.Sprintf("hello %v", i) {
+				t.Errorf("Hello payload = %v", e.fields)
+			}
+		case "Numbers":
+			a, _ := e.fields.Get("a")
+			b, _ := e.fields.Get("b")
+			big, _ := e.fields.Get("big")
+			d, _ := e.fields.Get("d")
+			flag, _ := e.fields.Get("flag")
+			ai, ok := a.(int32)
+			if !ok || b != -ai || big != int64(ai)*1000000000 || d != 1.5*float64(ai) || flag != (ai%2 == 0) {
+				t.Errorf("Numbers payload = %v", e.fields)
+			}
+		case "Mixed":
+			g, _ := e.fields.Get("g")
+			if fmt.Sprint(g) != "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0" {
+				t.Errorf("Mixed guid = %v (%T)", g, g)
+			}
+		}
+	}
+	for _, name := range []string{"Hello", "Numbers", "Warn", "Mixed"} {
+		if counts[name] != 20 {
+			t.Errorf("%d %s events, want 20 (all: %v)", counts[name], name, counts)
+		}
+	}
+	if rundown == 0 {
+		t.Error("no rundown events after the stop")
+	}
+}
+
+func TestRealCollectKeywordAndLevelFilter(t *testing.T) {
+	tg := startEvents(t)
+	out := filepath.Join(t.TempDir(), "filtered.nettrace")
+	// Keyword Basic (1) at Informational: Hello only (Numbers is Verbose,
+	// Warn and Mixed have keyword Detail).
+	r := startCLI("trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0x1:informational", "-o", out, "--duration", "3s", "--rundown", "false", "--quiet")
+	waitEnabled(t, tg)
+	tg.Send(t, "emit 10")
+	tg.Expect(t, "EMITTED", 10*time.Second)
+	r.wait(t, 60*time.Second)
+	if r.code != 0 {
+		t.Fatalf("collect exit %d:\n%s", r.code, r.stderr.String())
+	}
+	if r.stderr.String() != "" {
+		t.Errorf("--quiet printed:\n%s", r.stderr.String())
+	}
+	evs, _ := readTrace(t, out)
+	counts := map[string]int{}
+	for _, e := range evs {
+		counts[e.provider+"/"+e.name]++
+	}
+	if counts["Clrdiag-Test/Hello"] != 10 || counts["Clrdiag-Test/Numbers"] != 0 || counts["Clrdiag-Test/Warn"] != 0 || counts["Clrdiag-Test/Mixed"] != 0 {
+		t.Fatalf("filtering failed: %v", counts)
+	}
+	if counts["Microsoft-Windows-DotNETRuntimeRundown/"] != 0 {
+		t.Fatalf("rundown events with --rundown false: %v", counts)
+	}
+}
+
+// waitEnabled waits until a session has enabled the target's EventSource:
+// the runtime enables it asynchronously after the session starts.
+func waitEnabled(t *testing.T, tg *dotnettest.Target) {
+	t.Helper()
+	tg.Send(t, "wait-enabled")
+	tg.Expect(t, "ENABLED", 30*time.Second)
+}
+
+func TestRealCollectStopOnEvent(t *testing.T) {
+	tg := startEvents(t)
+	out := filepath.Join(t.TempDir(), "stop.nettrace")
+	r := startCLI("trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:5", "-o", out,
+		"--stopping-event-provider-name", "Clrdiag-Test", "--stopping-event-event-name", "Finish",
+		"--stopping-event-payload-filter", "reason:done,code:42")
+	r.waitSession(t)
+	waitEnabled(t, tg)
+	tg.Send(t, "emit 3")
+	tg.Expect(t, "EMITTED", 10*time.Second)
+	tg.Send(t, "stop-event")
+	tg.Expect(t, "STOP-EVENT", 10*time.Second)
+	r.wait(t, 60*time.Second)
+	if r.code != 0 || !strings.Contains(r.stderr.String(), "stopping event seen") {
+		t.Fatalf("collect exit %d:\n%s", r.code, r.stderr.String())
+	}
+	evs, _ := readTrace(t, out)
+	stops := 0
+	for _, e := range evs {
+		if e.name == "Finish" {
+			stops++
+		}
+	}
+	if stops != 1 {
+		t.Fatalf("%d Finish events in the file", stops)
+	}
+}
+
+func TestRealCollectTargetKilled(t *testing.T) {
+	tg := startEvents(t)
+	out := filepath.Join(t.TempDir(), "killed.nettrace")
+	r := startCLI("trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:5", "-o", out)
+	r.waitSession(t)
+	waitEnabled(t, tg)
+	tg.Send(t, "emit 50")
+	tg.Expect(t, "EMITTED", 10*time.Second)
+	time.Sleep(1500 * time.Millisecond) // let the runtime flush a block
+	if err := syscall.Kill(tg.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 60*time.Second)
+	if r.code != 0 {
+		t.Fatalf("collect exit %d:\n%s", r.code, r.stderr.String())
+	}
+	if !strings.Contains(r.stderr.String(), "target ended the session") {
+		t.Errorf("no clear message about the target:\n%s", r.stderr.String())
+	}
+	evs, stats := readTrace(t, out)
+	if !stats.Complete {
+		t.Fatalf("file not terminated: %+v", stats)
+	}
+	hello := 0
+	for _, e := range evs {
+		if e.name == "Hello" {
+			hello++
+		}
+	}
+	if hello == 0 {
+		t.Fatalf("no events kept from before the kill (%d events)", len(evs))
+	}
+}
+
+func TestCollectArgumentErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trace", "collect", "-p", "1", "--providers", "X:zz"}, "not hexadecimal"},
+		{[]string{"trace", "collect", "-p", "1", "--profile", "nope"}, "unknown profile"},
+		{[]string{"trace", "collect", "-p", "1", "--duration", "5"}, "--duration"},
+		{[]string{"trace", "collect", "-p", "1", "--stopping-event-event-name", "x"}, "need --stopping-event-provider-name"},
+		{[]string{"trace", "collect", "-p", "1", "--rundown", "perhaps"}, "--rundown"},
+		{[]string{"trace", "collect", "-p", "1", "--buffersize", "0"}, "--buffersize"},
+	} {
+		code, _, errOut := run(t, tc.args...)
+		if code != 3 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d %q, want 3 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

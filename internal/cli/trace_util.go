@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/transport"
+)
+
+// processName returns the name clrdiag ps shows for pid, or "".
+func processName(ctx context.Context, pid int) string {
+	if pid == 0 {
+		return ""
+	}
+	procs, err := transport.Discover(ctx, nil)
+	if err != nil {
+		return ""
+	}
+	for _, p := range procs {
+		if p.PID == pid {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// notifyInterrupt returns a context cancelled by the next SIGINT or SIGTERM.
+func notifyInterrupt() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// repairTrace makes a trace file whose stream stopped early end cleanly: it
+// cuts the file after the last complete block and appends the end-of-stream
+// marker. It returns the new length, or -1 when the file needed nothing.
+func repairTrace(f *os.File) (int64, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, complete, err := nettrace.CompleteLength(f)
+	if err != nil {
+		return 0, err
+	}
+	if complete {
+		return -1, nil
+	}
+	if err := f.Truncate(n); err != nil {
+		return 0, err
+	}
+	end := nettrace.EndOfStream()
+	if _, err := f.WriteAt(end, n); err != nil {
+		return 0, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return 0, err
+	}
+	return n + int64(len(end)), nil
+}
