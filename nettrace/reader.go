@@ -87,7 +87,7 @@ type Reader struct {
 
 	// V6 tables
 	threads    map[uint64]*Thread
-	labels     []*LabelList // index = id - 1
+	labels     map[uint32]*LabelList
 	lastThrIdx uint64
 	lastThrOS  uint64
 	lastThrOK  bool
@@ -616,7 +616,7 @@ func (r *Reader) nextBlock() error {
 		case objEventBlock:
 			if r.netperf {
 				r.startBlock(body, boff, false)
-			} else if err := r.startEventBlock(body, boff); err != nil {
+			} else if err := r.startEventBlock(body, boff, rerr); err != nil {
 				return err
 			}
 			r.blkErr = rerr
@@ -664,7 +664,7 @@ func (r *Reader) nextBlockV6() error {
 			r.stats.Complete = true
 			return io.EOF
 		case v6Event:
-			if err := r.startEventBlock(body, boff); err != nil {
+			if err := r.startEventBlock(body, boff, rerr); err != nil {
 				return err
 			}
 			r.blkErr = rerr
@@ -694,14 +694,18 @@ func (r *Reader) nextBlockV6() error {
 
 // startEventBlock checks an event/metadata block header and makes the
 // block's events current.
-func (r *Reader) startEventBlock(b []byte, off int64) error {
+// truncErr is the read error when b is only the start of a cut block.
+func (r *Reader) startEventBlock(b []byte, off int64, truncErr error) error {
 	if len(b) < blockHeaderMinSize {
-		if r.blkErr != nil {
-			return r.blkErr
+		if truncErr != nil {
+			return truncErr
 		}
-		return r.errAt(off, errTruncated, "event block of %d bytes is shorter than its %d-byte header", len(b), blockHeaderMinSize)
+		return r.errAt(off, nil, "event block of %d bytes is shorter than its %d-byte header", len(b), blockHeaderMinSize)
 	}
 	hs := int(binary.LittleEndian.Uint16(b))
+	if hs > len(b) && hs >= blockHeaderMinSize && truncErr != nil {
+		return truncErr
+	}
 	if hs < blockHeaderMinSize || hs > len(b) {
 		return r.errAt(off, nil, "event block header size %d is out of range (%d..%d)", hs, blockHeaderMinSize, len(b))
 	}
@@ -1108,7 +1112,7 @@ func (r *Reader) addMetadata(md *Metadata, off int64) error {
 }
 
 func (r *Reader) parseMetadataBlock(b []byte, off int64) error {
-	if err := r.startEventBlock(b, off); err != nil {
+	if err := r.startEventBlock(b, off, nil); err != nil {
 		return err
 	}
 	defer func() { r.blk, r.pos = nil, 0 }()

@@ -53,7 +53,7 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 	}
 	r.stats.SequencePoints++
 	r.resetStacks()
-	r.labels = r.labels[:0]
+	clear(r.labels)
 	if flags&spFlushThreads != 0 {
 		r.syncSeqs()
 		clear(r.threads)
@@ -141,8 +141,8 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 	if c.err != nil {
 		return r.errAt(off, nil, "label list block: %v", c.err)
 	}
-	if first == 0 || int(first-1) != len(r.labels) {
-		return r.errAt(off, nil, "label list block starts at index %d; expected %d", first, len(r.labels)+1)
+	if first == 0 || uint64(first)+uint64(count) > 1<<32 {
+		return r.errAt(off, nil, "label list block starts at index %d with %d lists; indexes must be 1 to 2^32-1", first, count)
 	}
 	if int64(count) > int64(c.remaining()) {
 		return r.errAt(off+4, nil, "label list block claims %d lists in %d bytes", count, c.remaining())
@@ -191,7 +191,10 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 				break
 			}
 		}
-		r.labels = append(r.labels, l)
+		if r.labels == nil {
+			r.labels = make(map[uint32]*LabelList)
+		}
+		r.labels[first+i] = l
 	}
 	if c.err != nil {
 		return r.errAt(off+int64(c.p), nil, "label list block: %v", c.err)
@@ -205,8 +208,10 @@ func (r *Reader) fillV6(ev *Event) {
 	ev.ThreadID = r.osThread(ev.ThreadIndex)
 	ev.CaptureThreadID = r.osThread(ev.CaptureThreadIndex)
 	ev.LabelListID = r.st.label
-	if l := r.st.label; l != 0 && int(l) <= len(r.labels) {
-		ll := r.labels[l-1]
+	if r.st.label == 0 {
+		return
+	}
+	if ll := r.labels[r.st.label]; ll != nil {
 		ev.Labels = ll
 		ev.ActivityID = ll.ActivityID
 		ev.RelatedActivityID = ll.RelatedActivityID
