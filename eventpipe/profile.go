@@ -50,7 +50,7 @@ func Profiles() []Profile {
 		},
 		{
 			Name:        "dotnet-sampled-thread-time",
-			Description: "Samples the managed stacks of every thread about every 10 ms (SampleProfiler), for CPU and thread-time profiles.",
+			Description: "Samples the managed stacks of every thread at a fixed interval (SampleProfiler, about every millisecond), for CPU and thread-time profiles.",
 			Providers:   []Provider{{Name: ProviderSampleProfiler, Keywords: 0xF00000000000, Level: LevelInformational}},
 		},
 		{

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -302,5 +303,49 @@ func TestCollectArgumentErrors(t *testing.T) {
 		if code != 3 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d %q, want 3 and %q", tc.args, code, errOut, tc.want)
 		}
+	}
+}
+
+func TestRealStreamJSON(t *testing.T) {
+	tg := startEvents(t)
+	r := startCLI("trace", "stream", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0x1:5", "--json", "--duration", "4s")
+	waitEnabled(t, tg)
+	tg.Send(t, "emit 7")
+	tg.Expect(t, "EMITTED", 10*time.Second)
+	r.wait(t, 60*time.Second)
+	if r.code != 0 {
+		t.Fatalf("stream exit %d:\n%s", r.code, r.stderr.String())
+	}
+	var hello, numbers int
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout.String()), "\n") {
+		var ev struct {
+			Provider  string         `json:"provider"`
+			EventName string         `json:"eventName"`
+			EventID   uint32         `json:"eventID"`
+			ThreadID  uint64         `json:"threadID"`
+			Timestamp time.Time      `json:"timestamp"`
+			Payload   map[string]any `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line is not JSON: %v\n%s", err, line)
+		}
+		if ev.Provider != "Clrdiag-Test" {
+			continue
+		}
+		if ev.Timestamp.IsZero() || ev.ThreadID == 0 {
+			t.Errorf("event without time or thread: %s", line)
+		}
+		switch ev.EventName {
+		case "Hello":
+			hello++
+			if ev.Payload["message"] != fmt.Sprintf("hello %v", ev.Payload["index"]) {
+				t.Errorf("Hello payload: %s", line)
+			}
+		case "Numbers":
+			numbers++
+		}
+	}
+	if hello != 7 || numbers != 7 {
+		t.Fatalf("streamed %d Hello and %d Numbers events, want 7 each:\n%s", hello, numbers, r.stdout.String())
 	}
 }
