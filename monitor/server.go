@@ -1,0 +1,442 @@
+package monitor
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Defaults.
+const (
+	DefaultTraceDuration    = 30 * time.Second
+	DefaultCountersDuration = 5 * time.Second
+	DefaultMaxDuration      = 10 * time.Minute
+	DefaultMetricsWindow    = 2 * time.Second
+	DefaultRundownTimeout   = time.Minute
+)
+
+// ErrNoAPIKey is returned by New when neither an API key nor NoAuth is set.
+var ErrNoAPIKey = errors.New("monitor: an API key is required (or set NoAuth)")
+
+// Config configures a Server. The zero value with an APIKey serves the local
+// processes with dumps disabled.
+type Config struct {
+	// APIKey is the bearer token every request must carry.
+	APIKey string
+	// NoAuth serves without authentication. Anyone who can reach the
+	// address can then read environments and write dumps.
+	NoAuth bool
+	// Source lists the processes; nil means LocalSource{}.
+	Source Source
+	// DumpDir is where dumps are written; "" disables the dump route.
+	// Give a path valid in the target's file system (the runtime writes it).
+	DumpDir string
+	// MaxDuration caps ?duration= of traces and counters; 0 means
+	// DefaultMaxDuration.
+	MaxDuration time.Duration
+	// MetricsWindow is how long /metrics listens to each process's counters;
+	// 0 means DefaultMetricsWindow.
+	MetricsWindow time.Duration
+	// CommandTimeout bounds each diagnostic command; 0 means diag's default.
+	CommandTimeout time.Duration
+	// Now returns the current time (for dump names); nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the monitor's HTTP handler.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+	reg *prometheus.Registry
+
+	mu    sync.Mutex
+	locks map[int]chan struct{} // one-slot queues, per pid
+}
+
+// New makes a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.APIKey == "" && !cfg.NoAuth {
+		return nil, ErrNoAPIKey
+	}
+	if cfg.Source == nil {
+		cfg.Source = LocalSource{}
+	}
+	if cfg.MaxDuration <= 0 {
+		cfg.MaxDuration = DefaultMaxDuration
+	}
+	if cfg.MetricsWindow <= 0 {
+		cfg.MetricsWindow = DefaultMetricsWindow
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DumpDir != "" {
+		abs, err := filepath.Abs(cfg.DumpDir)
+		if err != nil {
+			return nil, fmt.Errorf("monitor: dump directory: %w", err)
+		}
+		cfg.DumpDir = abs
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}}
+	if err := s.reg.Register(&collector{s: s}); err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	s.mux.HandleFunc("GET /processes", s.listProcesses)
+	s.mux.HandleFunc("GET /processes/{pid}", s.withProcess(s.info))
+	s.mux.HandleFunc("GET /processes/{pid}/env", s.withProcess(s.env))
+	s.mux.HandleFunc("POST /processes/{pid}/dump", s.withProcess(s.dump))
+	s.mux.HandleFunc("GET /processes/{pid}/trace", s.withProcess(s.trace))
+	s.mux.HandleFunc("GET /processes/{pid}/counters", s.withProcess(s.counters))
+	s.mux.HandleFunc("GET /processes/{pid}/stacks", s.stacks)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler: it checks the API key, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.NoAuth {
+		const prefix = "Bearer "
+		h := r.Header.Get("Authorization")
+		ok := len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) &&
+			subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(s.cfg.APIKey)) == 1
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="clrdiag"`)
+			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong API key: send Authorization: Bearer <key>"))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// statusOf maps a diagnostic error to an HTTP status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ipc.ErrUnknownCommand):
+		return http.StatusNotImplemented
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	default:
+		return http.StatusBadGateway
+	}
+}
+
+func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
+	procs, err := s.cfg.Source.Processes(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if procs == nil {
+		procs = []Process{}
+	}
+	writeJSON(w, http.StatusOK, procs)
+}
+
+// lock waits for the pid's turn; the runtime serves one command at a time.
+func (s *Server) lock(ctx context.Context, pid int) (unlock func(), err error) {
+	s.mu.Lock()
+	q := s.locks[pid]
+	if q == nil {
+		q = make(chan struct{}, 1)
+		s.locks[pid] = q
+	}
+	s.mu.Unlock()
+	select {
+	case q <- struct{}{}:
+		return func() { <-q }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// withProcess resolves {pid}, serializes requests to it and passes a client.
+func (s *Server) withProcess(h func(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		pid, err := strconv.Atoi(r.PathValue("pid"))
+		if err != nil || pid <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("bad process id %q", r.PathValue("pid")))
+			return
+		}
+		procs, err := s.cfg.Source.Processes(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		var p *Process
+		for i := range procs {
+			if procs[i].PID == pid {
+				p = &procs[i]
+			}
+		}
+		if p == nil {
+			writeError(w, http.StatusNotFound, fmt.Errorf("no .NET process with pid %d (see GET /processes)", pid))
+			return
+		}
+		unlock, err := s.lock(r.Context(), pid)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		defer unlock()
+		h(w, r, *p, diag.NewClient(p.Dialer, &diag.Config{Timeout: s.cfg.CommandTimeout}))
+	}
+}
+
+// infoJSON is GET /processes/{pid}.
+type infoJSON struct {
+	PID                int    `json:"pid"`
+	Name               string `json:"name,omitempty"`
+	CommandLine        string `json:"commandLine,omitempty"`
+	OS                 string `json:"os,omitempty"`
+	Arch               string `json:"arch,omitempty"`
+	RuntimeCookie      string `json:"runtimeCookie,omitempty"`
+	EntrypointAssembly string `json:"entrypointAssembly,omitempty"`
+	ClrProductVersion  string `json:"clrProductVersion,omitempty"`
+	RuntimeIdentifier  string `json:"runtimeIdentifier,omitempty"`
+	// Source is "ProcessInfo" or "os" (a .NET Core 3.1 runtime has no
+	// ProcessInfo; the fields then come from the operating system).
+	Source string `json:"source"`
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+	pi, err := c.ProcessInfo(r.Context())
+	if errors.Is(err, ipc.ErrUnknownCommand) {
+		writeJSON(w, http.StatusOK, infoJSON{PID: p.PID, Name: p.Name, CommandLine: p.CommandLine, Source: "os"})
+		return
+	}
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, infoJSON{
+		PID: p.PID, Name: p.Name, CommandLine: pi.CommandLine, OS: pi.OS, Arch: pi.Arch,
+		RuntimeCookie: pi.RuntimeCookie.String(), EntrypointAssembly: pi.ManagedEntrypointAssemblyName,
+		ClrProductVersion: pi.ClrProductVersion, RuntimeIdentifier: pi.RuntimeIdentifier, Source: "ProcessInfo",
+	})
+}
+
+func (s *Server) env(w http.ResponseWriter, r *http.Request, _ Process, c *diag.Client) {
+	vars, err := c.Environment(r.Context())
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	m := make(map[string]string, len(vars))
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+var dumpTypes = map[string]ipc.DumpType{"": ipc.DumpFull, "full": ipc.DumpFull, "heap": ipc.DumpWithHeap, "mini": ipc.DumpNormal, "triage": ipc.DumpTriage}
+
+func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+	if s.cfg.DumpDir == "" {
+		writeError(w, http.StatusNotImplemented, errors.New("dumps are disabled: start the monitor with a dump directory (--dump-dir)"))
+		return
+	}
+	q := r.URL.Query()
+	typ, ok := dumpTypes[strings.ToLower(q.Get("type"))]
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown dump type %q (want full, heap, mini or triage)", q.Get("type")))
+		return
+	}
+	if len(q) > 0 && !(len(q) == 1 && q.Has("type")) {
+		writeError(w, http.StatusBadRequest, errors.New("only ?type= is accepted: the server chooses where dumps go"))
+		return
+	}
+	// The name is made here from the pid and the time: nothing from the
+	// request reaches the path.
+	name := fmt.Sprintf("dump_%d_%s.dmp", p.PID, s.cfg.Now().UTC().Format("20060102_150405.000"))
+	path := filepath.Join(s.cfg.DumpDir, name)
+	if err := c.WriteDump(r.Context(), diag.DumpRequest{Path: path, Type: typ}); err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"path": path, "name": name})
+}
+
+func (s *Server) durationParam(r *http.Request, def time.Duration) (time.Duration, error) {
+	v := r.URL.Query().Get("duration")
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, err2 := strconv.Atoi(v)
+		if err2 != nil {
+			return 0, fmt.Errorf("bad duration %q: give seconds or a Go duration such as 30s", v)
+		}
+		d = time.Duration(secs) * time.Second
+	}
+	if d <= 0 || d > s.cfg.MaxDuration {
+		return 0, fmt.Errorf("duration %v out of range (0, %v]", d, s.cfg.MaxDuration)
+	}
+	return d, nil
+}
+
+func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+	d, err := s.durationParam(r, DefaultTraceDuration)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	q := r.URL.Query()
+	req := eventpipe.Request{Providers: q.Get("providers")}
+	if prof := q.Get("profile"); prof != "" {
+		req.Profiles = []string{prof}
+	}
+	plan, err := eventpipe.Compose(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	cfg := eventpipe.Config{
+		Providers:             plan.ProviderList(),
+		RundownKeyword:        plan.RundownKeyword,
+		NoRundown:             plan.RundownKeyword == 0,
+		DropRundownOnFallback: plan.DropRundownOnFallback,
+	}
+	ctx := r.Context()
+	sess, err := eventpipe.Start(ctx, c, cfg)
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	defer sess.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%d_%s.nettrace"`, p.PID, s.cfg.Now().UTC().Format("20060102_150405")))
+	w.WriteHeader(http.StatusOK)
+
+	copyDone := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(flushWriter{w}, sess)
+		copyDone <- err
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-copyDone: // the process exited or the stream broke
+		return
+	case <-ctx.Done(): // the client went away
+	case <-t.C:
+	}
+	// Stop, then drain the rundown (bounded) so the file is complete.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	stopErr := sess.Stop(stopCtx)
+	cancel()
+	if stopErr == nil && ctx.Err() == nil {
+		select {
+		case <-copyDone:
+			return
+		case <-ctx.Done():
+		case <-time.After(DefaultRundownTimeout):
+		}
+	}
+	sess.Close()
+	<-copyDone
+}
+
+// flushWriter flushes after each write so the trace reaches the client as it
+// is collected.
+type flushWriter struct{ w http.ResponseWriter }
+
+func (f flushWriter) Write(b []byte) (int, error) {
+	n, err := f.w.Write(b)
+	if err == nil {
+		err = http.NewResponseController(f.w).Flush()
+	}
+	return n, err
+}
+
+func (s *Server) stacks(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotImplemented, errors.New("stacks are not available yet: use /processes/{pid}/trace?profile=dotnet-sampled-thread-time and 'clrdiag trace report'"))
+}
+
+// sampleJSON is one counter value of GET /processes/{pid}/counters.
+type sampleJSON struct {
+	Time     time.Time         `json:"timestamp"`
+	Provider string            `json:"provider"`
+	Name     string            `json:"name"`
+	Display  string            `json:"displayName,omitempty"`
+	Unit     string            `json:"unit,omitempty"`
+	Value    float64           `json:"value"`
+	Tags     map[string]string `json:"tags,omitempty"`
+}
+
+func (s *Server) counters(w http.ResponseWriter, r *http.Request, _ Process, c *diag.Client) {
+	d, err := s.durationParam(r, DefaultCountersDuration)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	samples, err := collectCounters(r.Context(), c, d)
+	if err != nil && len(samples) == 0 {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	out := make([]sampleJSON, 0, len(samples))
+	for _, sm := range samples {
+		j := sampleJSON{Time: sm.Time, Provider: sm.Provider, Name: sm.Name, Display: sm.DisplayName, Unit: sm.Unit, Value: sm.Value}
+		if len(sm.Tags) > 0 {
+			j.Tags = map[string]string{}
+			for _, t := range sm.Tags {
+				j.Tags[t.Key] = t.Value
+			}
+		}
+		out = append(out, j)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// collectCounters reads System.Runtime counters for d and returns every
+// sample. An error with samples means the session ended early.
+func collectCounters(ctx context.Context, c *diag.Client, d time.Duration) ([]counters.Sample, error) {
+	sess, err := counters.Start(ctx, c, counters.Config{})
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var out []counters.Sample
+	err = sess.Run(rctx, func(u counters.Update) error {
+		if u.Sample != nil && !u.Sample.NoValue {
+			out = append(out, *u.Sample)
+		}
+		return nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = nil
+	}
+	return out, err
+}
