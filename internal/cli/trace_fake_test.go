@@ -1,0 +1,212 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+var fakeHelloMeta = &nettrace.Metadata{
+	ID: 1, ProviderName: "Fake-Source", EventID: 1, EventName: "Hello", Version: 0, Level: 4,
+	Fields: []nettrace.Field{{Name: "index", Type: nettrace.TypeInt32}, {Name: "message", Type: nettrace.TypeString}},
+}
+
+// writeFakeEvents writes n Hello events with a Writer and flushes them.
+func writeFakeEvents(t *testing.T, w *nettrace.Writer, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		p, err := nettrace.AppendPayload(nil, fakeHelloMeta.Fields, nettrace.Object{{Name: "index", Value: int32(i)}, {Name: "message", Value: fmt.Sprintf("hello %d", i)}})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ev := nettrace.Event{Metadata: fakeHelloMeta, ThreadID: 10, CaptureThreadID: 10, SequenceNumber: uint32(i + 1), Timestamp: int64(1000 + i), Payload: p}
+		if err := w.WriteEvent(&ev); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Error(err)
+	}
+}
+
+// countHello decodes a trace file and counts the Hello events.
+func countHello(t *testing.T, path string) int {
+	t.Helper()
+	evs, stats := readTrace(t, path)
+	if !stats.Complete {
+		t.Fatalf("%s is not terminated: %+v", path, stats)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.name == "Hello" {
+			n++
+		}
+	}
+	return n
+}
+
+func collectingServer(t *testing.T, rt ipctest.Runtime, fault func(set, id uint8) ipctest.Fault, body func(t *testing.T, s *ipctest.TracingSession)) (*ipctest.Server, string) {
+	t.Helper()
+	return fakeRuntime(t, ipctest.Config{Runtime: rt, Fault: fault, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		body(t, s)
+		return nil
+	}})
+}
+
+// wellBehaved streams 5 events, waits for the stop, then writes 3 more
+// (standing in for the rundown) and ends the stream.
+func wellBehaved(t *testing.T, s *ipctest.TracingSession) {
+	w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{ProcessID: 4242})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if err := w.AddMetadata(fakeHelloMeta); err != nil {
+		t.Error(err)
+		return
+	}
+	writeFakeEvents(t, w, 0, 5)
+	<-s.Stopped
+	writeFakeEvents(t, w, 5, 3)
+	if err := w.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestFakeCollectCommandSelection(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rt       ipctest.Runtime
+		args     []string
+		versions []int
+		warn     string
+	}{
+		{"3.1 default", ipctest.NET3_1, nil, []int{2}, ""},
+		{".NET 8 no stackwalk", ipctest.NET8, []string{"--stackwalk=false"}, []int{3}, ""},
+		{".NET 9 custom rundown", ipctest.NET9, []string{"--rundown", "0x1"}, []int{4}, ""},
+		{".NET 8 custom rundown falls back", ipctest.NET8, []string{"--rundown", "0x1", "--stackwalk=false"}, []int{4, 3}, "custom rundown keyword"},
+		{"3.1 gc-collect drops rundown", ipctest.NET3_1, []string{"--profile", "gc-collect"}, []int{4, 2}, "without rundown"},
+		{"3.1 no stackwalk collects stacks", ipctest.NET3_1, []string{"--stackwalk=false"}, []int{3, 2}, "stacks will be collected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, port := collectingServer(t, tc.rt, nil, wellBehaved)
+			out := filepath.Join(t.TempDir(), "x.nettrace")
+			args := append([]string{"trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--duration", "200ms", "-o", out}, tc.args...)
+			code, _, errOut := run(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, errOut)
+			}
+			var versions []int
+			for _, r := range srv.Requests() {
+				if req, ok := r.Request.(*ipc.CollectTracingRequest); ok {
+					versions = append(versions, req.Version)
+				}
+			}
+			if fmt.Sprint(versions) != fmt.Sprint(tc.versions) {
+				t.Errorf("CollectTracing versions sent = %v, want %v", versions, tc.versions)
+			}
+			if tc.warn != "" && !strings.Contains(errOut, tc.warn) {
+				t.Errorf("no warning %q:\n%s", tc.warn, errOut)
+			}
+			if n := countHello(t, out); n != 8 {
+				t.Errorf("%d events in the file, want 8 (5 + 3 after the stop)", n)
+			}
+		})
+	}
+}
+
+func TestFakeCollectStopNeverAnswered(t *testing.T) {
+	_, port := collectingServer(t, ipctest.NET8,
+		func(set, id uint8) ipctest.Fault {
+			if set == ipc.SetEventPipe && id == ipc.CmdStopTracing {
+				return ipctest.FaultNeverAnswer
+			}
+			return ipctest.FaultNone
+		},
+		func(t *testing.T, s *ipctest.TracingSession) {
+			w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = w.AddMetadata(fakeHelloMeta)
+			writeFakeEvents(t, w, 0, 4)
+			<-s.Stopped // only when the server closes: the stop is never served
+		})
+	out := filepath.Join(t.TempDir(), "x.nettrace")
+	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--duration", "200ms", "--stop-timeout", "500ms", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "did not acknowledge the stop") {
+		t.Errorf("the user is not told:\n%s", errOut)
+	}
+	if n := countHello(t, out); n != 4 {
+		t.Fatalf("%d events kept, want 4", n)
+	}
+}
+
+func TestFakeCollectRundownNeverEnds(t *testing.T) {
+	_, port := collectingServer(t, ipctest.NET8, nil, func(t *testing.T, s *ipctest.TracingSession) {
+		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = w.AddMetadata(fakeHelloMeta)
+		writeFakeEvents(t, w, 0, 6)
+		<-s.Stopped
+		time.Sleep(5 * time.Second) // a rundown that never finishes in time
+	})
+	out := filepath.Join(t.TempDir(), "x.nettrace")
+	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--duration", "200ms", "--rundown-timeout", "500ms", "-o", out)
+	if code != 0 || !strings.Contains(errOut, "no end of the rundown") || !strings.Contains(errOut, "rundown abandoned") {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	if n := countHello(t, out); n != 6 {
+		t.Fatalf("%d events kept, want 6", n)
+	}
+}
+
+func TestFakeCollectStreamCutMidBlock(t *testing.T) {
+	_, port := collectingServer(t, ipctest.NET8, nil, func(t *testing.T, s *ipctest.TracingSession) {
+		var buf bytes.Buffer
+		w, err := nettrace.NewWriter(&buf, nettrace.WriterConfig{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = w.AddMetadata(fakeHelloMeta)
+		writeFakeEvents(t, w, 0, 10)
+		whole := buf.Len()
+		writeFakeEvents(t, w, 10, 10)
+		// Send the complete blocks and half of the next one, then die.
+		cut := whole + (buf.Len()-whole)/2
+		if _, err := s.Stream.Write(buf.Bytes()[:cut]); err != nil {
+			t.Error(err)
+		}
+	})
+	out := filepath.Join(t.TempDir(), "x.nettrace")
+	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "cut to its last complete block") || !strings.Contains(errOut, "target ended the session") {
+		t.Errorf("the user is not told:\n%s", errOut)
+	}
+	if n := countHello(t, out); n != 10 {
+		t.Fatalf("%d events kept, want the 10 of the complete block", n)
+	}
+}
