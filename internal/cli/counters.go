@@ -1,0 +1,397 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/clrdiag/clrdiag/counters"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newCountersCmd) }
+
+func newCountersCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "counters",
+		Short: "Watch or record live metrics: EventCounters and System.Diagnostics.Metrics",
+		Long: "counters reads live metrics from a .NET process as dotnet-counters does: the EventCounters of any\n" +
+			"EventSource (System.Runtime by default) and, on .NET 6 and later, System.Diagnostics.Metrics instruments.",
+	}
+	cmd.AddCommand(newCountersMonitorCmd(e), newCountersCollectCmd(e), newCountersListCmd(e))
+	return cmd
+}
+
+// countersFlags are the options monitor and collect share.
+type countersFlags struct {
+	counters      string
+	refresh       float64
+	duration      string
+	maxHistograms int
+	maxTimeSeries int
+}
+
+func (f *countersFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.counters, "counters", "", `counters to read: "Provider[counter,...],Provider,EventCounters\Provider" (default System.Runtime); a provider is read both as a Meter and as an EventSource unless prefixed with EventCounters\`)
+	fl.Float64Var(&f.refresh, "refresh-interval", 1, "seconds between updates")
+	fl.StringVar(&f.duration, "duration", "", "stop after this long: a Go duration (30s, 5m) or dd:hh:mm:ss")
+	fl.IntVar(&f.maxHistograms, "max-histograms", counters.DefaultMaxHistograms, "most histograms the target's MetricsEventSource tracks")
+	fl.IntVar(&f.maxTimeSeries, "max-time-series", counters.DefaultMaxTimeSeries, "most time series (tag combinations) the target's MetricsEventSource tracks")
+	fl.IntVar(&f.maxHistograms, "maxHistograms", counters.DefaultMaxHistograms, "alias of --max-histograms")
+	fl.IntVar(&f.maxTimeSeries, "maxTimeSeries", counters.DefaultMaxTimeSeries, "alias of --max-time-series")
+	_ = fl.MarkHidden("maxHistograms")
+	_ = fl.MarkHidden("maxTimeSeries")
+}
+
+// config checks the flags; errors are usage errors (exit status 3).
+func (f *countersFlags) config() (counters.Config, time.Duration, error) {
+	usage := func(err error) (counters.Config, time.Duration, error) {
+		return counters.Config{}, 0, &ExitError{Code: 3, Err: err}
+	}
+	specs, err := counters.ParseSpecs(f.counters)
+	if err != nil {
+		return usage(err)
+	}
+	if math.IsNaN(f.refresh) || f.refresh < 0.001 || f.refresh > 86400 {
+		return usage(fmt.Errorf("--refresh-interval %v: give seconds between 0.001 and 86400", f.refresh))
+	}
+	if f.maxHistograms <= 0 || f.maxTimeSeries <= 0 {
+		return usage(fmt.Errorf("--max-histograms %d and --max-time-series %d must be positive", f.maxHistograms, f.maxTimeSeries))
+	}
+	dur, err := parseCountersDuration(f.duration)
+	if err != nil {
+		return usage(fmt.Errorf("--duration: %w", err))
+	}
+	cfg := counters.Config{
+		Specs:           specs,
+		RefreshInterval: time.Duration(math.Round(f.refresh*1000)) * time.Millisecond,
+		MaxHistograms:   f.maxHistograms,
+		MaxTimeSeries:   f.maxTimeSeries,
+	}
+	if _, err := counters.NewPlan(cfg); err != nil {
+		return usage(err)
+	}
+	return cfg, dur, nil
+}
+
+// parseCountersDuration accepts Go durations ("30s", "1m30s") and
+// dotnet-trace's "dd:hh:mm:ss" (or "hh:mm:ss", "mm:ss"); "" means no limit.
+func parseCountersDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if !strings.Contains(s, ":") {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%q: use a positive Go duration such as 30s or 5m, or dd:hh:mm:ss", s)
+		}
+		return d, nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) > 4 {
+		return 0, fmt.Errorf("%q: use dd:hh:mm:ss", s)
+	}
+	units := []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour}
+	var d time.Duration
+	for i := range parts {
+		p := parts[len(parts)-1-i]
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q: %q is not a number; use dd:hh:mm:ss", s, p)
+		}
+		d += time.Duration(n) * units[i]
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q is zero", s)
+	}
+	return d, nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminalFd(f.Fd())
+}
+
+// countersSession resolves the target and starts a session; ctx carries
+// the --duration limit.
+func countersSession(ctx context.Context, tf *targetFlags, cfg counters.Config) (*target, *counters.Session, error) {
+	t, err := tf.resolve(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := counters.Start(ctx, t.Client, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, s, nil
+}
+
+// finished turns the end of a session into the command's result: the
+// user's Ctrl-C and the end of --duration are normal ends.
+func finished(err error) error {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil
+	case errors.Is(err, counters.ErrStreamCut):
+		return fmt.Errorf("the session ended: the target process exited or closed the connection (%w)", err)
+	}
+	return err
+}
+
+func processLabel(t *target) string {
+	switch {
+	case t.PID != 0 && t.Name != "":
+		return fmt.Sprintf("%d (%s)", t.PID, t.Name)
+	case t.PID != 0:
+		return strconv.Itoa(t.PID)
+	case t.Name != "":
+		return t.Name
+	}
+	return t.Endpoint.String()
+}
+
+func newCountersMonitorCmd(e *env) *cobra.Command {
+	tf := e.targetFlags()
+	var f countersFlags
+	cmd := &cobra.Command{
+		Use:   "monitor (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC]",
+		Short: "Show live counter values, refreshed in place",
+		Long: "monitor shows the latest value of each counter. On a terminal the table is redrawn in place;\n" +
+			"otherwise each changed value is printed as a line. Ctrl-C stops.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, dur, err := f.config()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if dur > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, dur)
+				defer cancel()
+			}
+			t, s, err := countersSession(ctx, tf, cfg)
+			if err != nil {
+				return finishedStart(err)
+			}
+			defer s.Close()
+			return monitor(ctx, e, s, &counters.View{
+				Terminal: isTerminal(e.stdout),
+				Title:    "Press Ctrl-C to quit. Process " + processLabel(t),
+				Status:   "Running",
+			}, cfg.RefreshInterval)
+		},
+	}
+	tf.register(cmd)
+	f.register(cmd)
+	return cmd
+}
+
+// finishedStart reports a failed start; a start cut short by Ctrl-C or
+// --duration is not an error.
+func finishedStart(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// monitor runs the session into the view, rendering every refresh.
+func monitor(ctx context.Context, e *env, s *counters.Session, v *counters.View, refresh time.Duration) error {
+	var mu sync.Mutex
+	var werr error
+	render := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := v.Render(e.stdout); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", w)
+	}
+	render()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(refresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				render()
+			}
+		}
+	}()
+	err := s.Run(ctx, func(u counters.Update) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if werr != nil {
+			return werr
+		}
+		if u.Sample != nil {
+			v.Update(u.Sample)
+			return nil
+		}
+		if v.Terminal {
+			v.Status = "Running. Warning: " + u.Warning.String()
+		} else {
+			fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", u.Warning)
+		}
+		return nil
+	})
+	close(done)
+	wg.Wait()
+	mu.Lock()
+	if v.Terminal {
+		v.Status = "Stopped"
+	}
+	mu.Unlock()
+	render()
+	if werr != nil {
+		return fmt.Errorf("write the view: %w", werr)
+	}
+	return finished(err)
+}
+
+func newCountersCollectCmd(e *env) *cobra.Command {
+	tf := e.targetFlags()
+	var f countersFlags
+	var format, output string
+	cmd := &cobra.Command{
+		Use:   "collect (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC] [--format csv|json] [-o FILE]",
+		Short: "Record counter values to a CSV or JSON file",
+		Long: "collect writes every counter value to a file in dotnet-counters' CSV or JSON format until Ctrl-C\n" +
+			"or --duration. The file is complete and valid however the collection ends.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, dur, err := f.config()
+			if err != nil {
+				return err
+			}
+			format = strings.ToLower(format)
+			if format != "csv" && format != "json" {
+				return &ExitError{Code: 3, Err: fmt.Errorf("--format %q: use csv or json", format)}
+			}
+			if output == "" {
+				output = "counter." + format
+			}
+			ctx := cmd.Context()
+			if dur > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, dur)
+				defer cancel()
+			}
+			t, s, err := countersSession(ctx, tf, cfg)
+			if err != nil {
+				return finishedStart(err)
+			}
+			defer s.Close()
+			return collect(ctx, e, s, t, format, output)
+		},
+	}
+	tf.register(cmd)
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&format, "format", "csv", "file format: csv or json")
+	fl.StringVarP(&output, "output", "o", "", "output file (default counter.csv or counter.json)")
+	return cmd
+}
+
+// collect writes the session's samples to output and always finishes the
+// file, also when the session is cut short.
+func collect(ctx context.Context, e *env, s *counters.Session, t *target, format, output string) (err error) {
+	file, err := os.Create(output)
+	if err != nil {
+		return fmt.Errorf("create the output file: %w", err)
+	}
+	var exp counters.Exporter
+	if format == "json" {
+		name := t.Name
+		if name == "" {
+			name = processLabel(t)
+		}
+		exp = counters.NewJSONExporter(file, name, time.Now())
+	} else {
+		exp = counters.NewCSVExporter(file)
+	}
+	defer func() {
+		cerr := exp.Close()
+		if ferr := file.Close(); cerr == nil {
+			cerr = ferr
+		}
+		if cerr != nil && err == nil {
+			err = fmt.Errorf("finish %s: %w", output, cerr)
+		}
+	}()
+	for _, w := range s.Warnings {
+		fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", w)
+	}
+	abs, _ := filepath.Abs(output)
+	fmt.Fprintf(e.stderr, "Collecting counters of process %s into %s. Press Ctrl-C to stop.\n", processLabel(t), abs)
+	n := 0
+	runErr := s.Run(ctx, func(u counters.Update) error {
+		if u.Warning != nil {
+			fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", u.Warning)
+			return nil
+		}
+		n++
+		if err := exp.Write(u.Sample); err != nil {
+			return fmt.Errorf("write %s: %w", output, err)
+		}
+		return nil
+	})
+	fmt.Fprintf(e.stdout, "Wrote %d samples to %s\n", n, output)
+	return finished(runErr)
+}
+
+func newCountersListCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the well-known counters of System.Runtime",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			known := counters.KnownCounters()
+			if asJSON {
+				return writeJSON(e.stdout, known)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			for _, group := range []struct {
+				title string
+				meter bool
+			}{
+				{"System.Runtime EventCounters (.NET Core 3.0 and later; read with --counters EventCounters\\System.Runtime on .NET 9+)", false},
+				{"System.Runtime Meter (.NET 9 and later; read with --counters System.Runtime)", true},
+			} {
+				fmt.Fprintf(tw, "%s\n", group.title)
+				fmt.Fprintf(tw, "    Name\tUnit\tSince\tDescription\n")
+				for _, k := range known {
+					if k.Meter == group.meter {
+						fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", k.Name, k.Unit, k.Since, k.Description)
+					}
+				}
+				fmt.Fprintln(tw)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	return cmd
+}

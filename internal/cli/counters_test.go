@@ -1,0 +1,232 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// metricsStream writes what a .NET 8 target publishes for the Meter "Shop"
+// and the System.Runtime EventCounters, for the given Metrics session id.
+func metricsStream(t *testing.T, sid string) []byte {
+	var buf bytes.Buffer
+	w, err := nettrace.NewWriter(&buf, nettrace.WriterConfig{SyncTimeUTC: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	s := func(n string) nettrace.Field { return nettrace.Field{Name: n, Type: nettrace.TypeString} }
+	head := []nettrace.Field{s("sessionId"), s("meterName"), s("meterVersion"), s("instrumentName"), s("unit"), s("tags")}
+	rate := &nettrace.Metadata{ID: 1, ProviderName: "System.Diagnostics.Metrics", EventID: 4, EventName: "CounterRateValuePublished", Version: 2,
+		Fields: append(append([]nettrace.Field(nil), head...), s("rate"), s("value"), nettrace.Field{Name: "instrumentId", Type: nettrace.TypeInt32})}
+	hist := &nettrace.Metadata{ID: 2, ProviderName: "System.Diagnostics.Metrics", EventID: 6, EventName: "HistogramValuePublished", Version: 1,
+		Fields: append(append([]nettrace.Field(nil), head...), s("quantiles"), nettrace.Field{Name: "count", Type: nettrace.TypeInt32}, nettrace.Field{Name: "sum", Type: nettrace.TypeDouble})}
+	mean := []nettrace.Field{s("Name"), s("DisplayName"), {Name: "Mean", Type: nettrace.TypeDouble}, {Name: "Count", Type: nettrace.TypeInt32},
+		s("Series"), s("CounterType"), s("DisplayUnits")}
+	ec := &nettrace.Metadata{ID: 3, ProviderName: "System.Runtime", EventID: 2, EventName: "EventCounters",
+		Fields: []nettrace.Field{{Type: nettrace.TypeObject, Fields: []nettrace.Field{{Name: "Payload", Type: nettrace.TypeObject, Fields: mean}}}}}
+	events := []struct {
+		md *nettrace.Metadata
+		v  []any
+	}{
+		{rate, []any{sid, "Shop", "", "orders", "", "route=/a", "3", "10", int32(1)}},
+		{rate, []any{"another-session", "Shop", "", "orders", "", "", "99", "99", int32(1)}},
+		{hist, []any{sid, "Shop", "", "latency", "ms", "", "0.5=1;0.95=2;0.99=4", int32(9), 20.0}},
+		{ec, []any{nettrace.Object{{Name: "Payload", Value: nettrace.Object{{Name: "Name", Value: "cpu-usage"}, {Name: "DisplayName", Value: "CPU Usage"},
+			{Name: "Mean", Value: 12.5}, {Name: "Count", Value: int32(1)}, {Name: "Series", Value: "Interval=1000"}, {Name: "CounterType", Value: "Mean"}, {Name: "DisplayUnits", Value: "%"}}}}}},
+	}
+	for _, md := range []*nettrace.Metadata{rate, hist, ec} {
+		if err := w.AddMetadata(md); err != nil {
+			t.Error(err)
+		}
+	}
+	for i, e := range events {
+		obj := make(nettrace.Object, len(e.v))
+		for j, v := range e.v {
+			obj[j] = nettrace.NamedValue{Name: e.md.Fields[j].Name, Value: v}
+		}
+		p, err := nettrace.AppendPayload(nil, e.md.Fields, obj)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if err := w.WriteEvent(&nettrace.Event{Metadata: e.md, SequenceNumber: uint32(i + 1), ThreadID: 1, CaptureThreadID: 1, Timestamp: int64(i+1) * 1e8, Payload: p}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Error(err)
+	}
+	return buf.Bytes()
+}
+
+// countersRuntime is a fake .NET 8 process that streams metricsStream for
+// the session id the client asked for and keeps the session open until
+// StopTracing; sessions receives the Metrics provider arguments.
+func countersRuntime(t *testing.T) (port string, sessions chan string) {
+	sessions = make(chan string, 4)
+	_, port = fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		var args string
+		for _, p := range s.Request.Providers {
+			if p.Name == "System.Diagnostics.Metrics" {
+				args = p.Args
+			}
+		}
+		sessions <- args
+		sid := ""
+		for _, kv := range strings.Split(args, ";") {
+			if v, ok := strings.CutPrefix(kv, "SessionId="); ok {
+				sid = v
+			}
+		}
+		if _, err := s.Stream.Write(metricsStream(t, sid)); err != nil {
+			return err
+		}
+		select {
+		case <-s.Stopped:
+		case <-ctx.Done():
+		}
+		return nil
+	}})
+	return port, sessions
+}
+
+func TestCountersCollectFake(t *testing.T) {
+	port, sessions := countersRuntime(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.csv")
+	code, stdout, stderr := run(t, "counters", "collect", "--diagnostic-port", port, "--counters", "Shop,System.Runtime[cpu-usage]", "--duration", "1s", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if args := <-sessions; !strings.Contains(args, "SessionId=SHARED;Metrics=Shop,System.Runtime;RefreshInterval=1;MaxTimeSeries=1000;MaxHistograms=10;ClientId=") {
+		t.Errorf(".NET 8 Metrics arguments %q", args)
+	}
+	if !strings.Contains(stdout, "Wrote 3 samples to "+out) {
+		t.Errorf("stdout %q", stdout)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse: %v\n%s", err, data)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, strings.Join(r[1:], "|"))
+	}
+	want := []string{
+		"Provider|Counter Name|Counter Type|Mean/Increment",
+		"Shop|orders (Count / 1 sec)[route=/a]|Rate|3",
+		"Shop|latency (ms)[Percentile=50]|Metric|1",
+		"Shop|latency (ms)[Percentile=95]|Metric|2",
+		"Shop|latency (ms)[Percentile=99]|Metric|4",
+		"System.Runtime|CPU Usage (%)|Metric|12.5",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CSV rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// JSON, stopped by --duration in dd:hh:mm:ss form.
+	jout := filepath.Join(dir, "c.json")
+	code, _, stderr = run(t, "counters", "collect", "--diagnostic-port", port, "--counters", "Shop[orders]", "--format", "json", "--duration", "00:00:00:01", "-o", jout)
+	if code != 0 {
+		t.Fatalf("json exit %d: %s", code, stderr)
+	}
+	data, _ = os.ReadFile(jout)
+	var doc struct {
+		TargetProcess string
+		Events        []struct {
+			Provider, Name, Tags, CounterType string
+			Value                             float64
+		}
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("JSON does not parse: %v\n%s", err, data)
+	}
+	if len(doc.Events) != 1 || doc.Events[0].Name != "orders (Count / 1 sec)" || doc.Events[0].Tags != "route=/a" || doc.Events[0].Value != 3 || doc.Events[0].CounterType != "Rate" {
+		t.Errorf("JSON %s", data)
+	}
+}
+
+func TestCountersMonitorFakePlain(t *testing.T) {
+	port, _ := countersRuntime(t)
+	code, stdout, stderr := run(t, "counters", "monitor", "--diagnostic-port", port, "--counters", "Shop", "--duration", "1500ms", "--refresh-interval", "0.5")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.ContainsRune(stdout, '\x1b') {
+		t.Errorf("escape sequences when stdout is not a terminal:\n%q", stdout)
+	}
+	for _, want := range []string{"  Shop  orders (Count / 500ms)[route=/a]  3\n", "  Shop  latency (ms)[Percentile=99]  4\n"} {
+		if strings.Count(stdout, want) != 1 {
+			t.Errorf("want one line ending %q in:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "  99\n") {
+		t.Errorf("another session's value shown:\n%s", stdout)
+	}
+}
+
+func TestCountersUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"counters", "monitor", "-p", "1", "--counters", "A[x"}, "never closed"},
+		{[]string{"counters", "monitor", "-p", "1", "--duration", "soon"}, "--duration"},
+		{[]string{"counters", "monitor", "-p", "1", "--duration", "1:x"}, "not a number"},
+		{[]string{"counters", "collect", "-p", "1", "--refresh-interval", "0"}, "--refresh-interval"},
+		{[]string{"counters", "collect", "-p", "1", "--format", "xml"}, "use csv or json"},
+		{[]string{"counters", "collect", "-p", "1", "--max-histograms", "-1"}, "must be positive"},
+		{[]string{"counters", "monitor"}, "no target process"},
+	} {
+		code, _, stderr := run(t, tt.args...)
+		if code != 3 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 3 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+func TestCountersList(t *testing.T) {
+	code, out, _ := run(t, "counters", "list")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	legacy, meter, ok := strings.Cut(out, "System.Runtime Meter")
+	if !ok || !strings.Contains(legacy, "    cpu-usage ") || strings.Contains(legacy, "dotnet.gc.collections") ||
+		!strings.Contains(meter, "    dotnet.gc.collections ") || strings.Contains(meter, "cpu-usage") {
+		t.Fatalf("list not grouped:\n%s", out)
+	}
+	code, out, _ = run(t, "counters", "list", "--json")
+	var known []struct{ Name string }
+	if err := json.Unmarshal([]byte(out), &known); code != 0 || err != nil || len(known) < 40 {
+		t.Fatalf("list --json: %d %v %d", code, err, len(known))
+	}
+}
+
+func TestParseCountersDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "30s": 30 * time.Second, "1:02:03:04": 26*time.Hour + 3*time.Minute + 4*time.Second, "00:00:05": 5 * time.Second, "2:00": 2 * time.Minute} {
+		if got, err := parseCountersDuration(in); err != nil || got != want {
+			t.Errorf("%q = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-5s", "0s", "00:00:00", "1:2:3:4:5", "a:b", "1h:2"} {
+		if _, err := parseCountersDuration(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
