@@ -26,6 +26,9 @@ type Stats struct {
 	Metadata       int64 // metadata records
 	Stacks         int64 // stack records (interned stacks; inline NetPerf stacks count too)
 	SequencePoints int64
+	// LastSequencePoint is the timestamp (ticks) of the latest sequence
+	// point: no event read after it is older.
+	LastSequencePoint int64
 	// DroppedEvents is the number of events the runtime assigned a sequence
 	// number to but never wrote (buffers full), found from gaps in the
 	// per-thread sequence numbers and from sequence points.
@@ -1223,6 +1226,7 @@ func (r *Reader) parseSPBlockV4(b []byte, off int64) error {
 		r.checkpoint(binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint32(e[8:]))
 	}
 	r.stats.SequencePoints++
+	r.stats.LastSequencePoint = int64(binary.LittleEndian.Uint64(b))
 	r.resetStacks()
 	return nil
 }

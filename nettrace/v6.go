@@ -35,7 +35,7 @@ func (r *Reader) parseMetadataBlockV6(b []byte, off int64) error {
 
 func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 	c := cursor{b: b}
-	c.u64() // timestamp
+	ts := c.u64()
 	flags := c.u32()
 	n := c.u32()
 	if c.err == nil && int64(n)*2 > int64(c.remaining()) {
@@ -52,6 +52,7 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 		return r.errAt(off+int64(c.p), nil, "sequence point block: %v", c.err)
 	}
 	r.stats.SequencePoints++
+	r.stats.LastSequencePoint = int64(ts)
 	r.resetStacks()
 	clear(r.labels)
 	if flags&spFlushThreads != 0 {

@@ -328,7 +328,7 @@ func TestWriterRoundTrip(t *testing.T) {
 				t.Errorf("read %d events, wrote %d", i, len(want))
 			}
 			st := r.Stats()
-			if !st.Complete || st.DroppedEvents != dropped || st.SequencePoints != 1 || st.Events != int64(len(want)) {
+			if !st.Complete || st.DroppedEvents != dropped || st.SequencePoints != 1 || st.Events != int64(len(want)) || st.LastSequencePoint != 5000 {
 				t.Errorf("stats %+v; want complete, %d dropped, 1 sequence point", st, dropped)
 			}
 			if st.Bytes != int64(len(data)) {
