@@ -184,13 +184,13 @@ func Start(ctx context.Context, t Tracer, cfg Config) (*Session, error) {
 			return &Session{ID: id, Version: req.Version, Warnings: warnings, Config: cfg, t: t, conn: conn}, nil
 		}
 		if !errors.Is(err, ipc.ErrUnknownCommand) || req.Version <= 2 {
-			if req.Version == 5 && errors.Is(err, ipc.ErrUnknownCommand) {
-				return nil, fmt.Errorf("event id filters need .NET 10 or later (CollectTracing5); remove them to trace this runtime: %w", err)
-			}
 			return nil, err
 		}
 		w, ok := cfg.fallback(req.Version)
 		if !ok {
+			if req.Version == 5 {
+				return nil, fmt.Errorf("event id filters need .NET 10 or later (CollectTracing5); remove them to trace this runtime: %w", err)
+			}
 			return nil, err
 		}
 		warnings = append(warnings, w)

@@ -34,6 +34,8 @@ type sessionFlags struct {
 	rundown       string
 	stackwalk     bool
 	duration      string
+	buffering     string
+	eventIDs      []string
 }
 
 func (f *sessionFlags) register(cmd *cobra.Command) {
@@ -46,6 +48,41 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.rundown, "rundown", "", "rundown at the end: true, false, or a hex keyword such as 0x80020139 (default: the profiles decide)")
 	fl.BoolVar(&f.stackwalk, "stackwalk", true, "collect stacks (--stackwalk=false needs .NET 8; older runtimes collect them anyway)")
 	fl.StringVar(&f.duration, "duration", "", "stop after this long: a Go duration (30s, 5m) or dd:hh:mm:ss")
+	fl.StringVar(&f.buffering, "buffering-mode", "drop", "when the buffer is full: drop events, or block the writing threads (block needs .NET 11; older runtimes fall back to drop with a warning)")
+	fl.StringArrayVar(&f.eventIDs, "event-ids", nil, "only these event ids of a provider: Provider:1,2,3 (repeatable; needs .NET 10); Provider:-1,2 excludes them instead")
+}
+
+// applyEventIDs adds the --event-ids filters to the providers.
+func (f *sessionFlags) applyEventIDs(ps []eventpipe.Provider) error {
+	for _, spec := range f.eventIDs {
+		name, list, ok := strings.Cut(spec, ":")
+		if !ok || name == "" {
+			return fmt.Errorf("--event-ids %q: use Provider:1,2,3 or Provider:-1,2", spec)
+		}
+		deny := strings.HasPrefix(list, "-")
+		list = strings.TrimPrefix(list, "-")
+		ids := []uint32{}
+		for _, s := range strings.Split(list, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			id, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return fmt.Errorf("--event-ids %q: %q is not an event id", spec, s)
+			}
+			ids = append(ids, uint32(id))
+		}
+		found := false
+		for i := range ps {
+			if strings.EqualFold(ps[i].Name, name) {
+				ps[i].EventIDs, ps[i].EventIDsDeny, found = ids, deny, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--event-ids %q: provider %s is not enabled; add it with --providers", spec, name)
+		}
+	}
+	return nil
 }
 
 // plan composes the providers and returns the session configuration.
@@ -64,8 +101,21 @@ func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration,
 	if f.bufferSizeMB == 0 {
 		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: errors.New("--buffersize must be at least 1 MB")}
 	}
+	var buffering eventpipe.BufferingMode
+	switch strings.ToLower(f.buffering) {
+	case "", "drop":
+	case "block":
+		buffering = eventpipe.Block
+	default:
+		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: fmt.Errorf("--buffering-mode %q: use drop or block", f.buffering)}
+	}
+	providers := plan.ProviderList()
+	if err := f.applyEventIDs(providers); err != nil {
+		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: err}
+	}
 	cfg := eventpipe.Config{
-		Providers:             plan.ProviderList(),
+		Buffering:             buffering,
+		Providers:             providers,
 		BufferSizeMB:          f.bufferSizeMB,
 		RundownKeyword:        plan.RundownKeyword,
 		NoRundown:             plan.RundownKeyword == 0,

@@ -99,6 +99,9 @@ func TestFakeCollectCommandSelection(t *testing.T) {
 		{".NET 8 custom rundown falls back", ipctest.NET8, []string{"--rundown", "0x1", "--stackwalk=false"}, []int{4, 3}, "custom rundown keyword"},
 		{"3.1 gc-collect drops rundown", ipctest.NET3_1, []string{"--profile", "gc-collect"}, []int{4, 2}, "without rundown"},
 		{"3.1 no stackwalk collects stacks", ipctest.NET3_1, []string{"--stackwalk=false"}, []int{3, 2}, "stacks will be collected"},
+		{".NET 10 event filter", ipctest.NET10, []string{"--event-ids", "Fake-Source:1,2"}, []int{5}, ""},
+		{".NET 11 block buffering", ipctest.NET11, []string{"--buffering-mode", "block"}, []int{6}, ""},
+		{".NET 10 block falls back to drop", ipctest.NET10, []string{"--buffering-mode", "block", "--rundown", "0x8"}, []int{6, 4}, "falling back to Drop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := collectingServer(t, tc.rt, nil, wellBehaved)
@@ -124,6 +127,26 @@ func TestFakeCollectCommandSelection(t *testing.T) {
 				t.Errorf("%d events in the file, want 8 (5 + 3 after the stop)", n)
 			}
 		})
+	}
+}
+
+func TestFakeCollectEventFilterNeedsNET10(t *testing.T) {
+	srv, port := collectingServer(t, ipctest.NET9, nil, wellBehaved)
+	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--event-ids", "Fake-Source:1", "--duration", "100ms", "-o", filepath.Join(t.TempDir(), "x"))
+	if code == 0 || !strings.Contains(errOut, "event id filters need .NET 10 or later") {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	// The filter reached the wire as an allow list.
+	reqs := srv.Requests()
+	req, ok := reqs[len(reqs)-1].Request.(*ipc.CollectTracingRequest)
+	if !ok || req.Version != 5 || req.Providers[0].Filter == nil || !req.Providers[0].Filter.Enable || fmt.Sprint(req.Providers[0].Filter.EventIDs) != "[1]" {
+		t.Fatalf("request = %+v", reqs[len(reqs)-1].Request)
+	}
+	for _, bad := range [][]string{{"--event-ids", "Other:1"}, {"--event-ids", "Fake-Source:x"}, {"--event-ids", "nocolon"}, {"--buffering-mode", "maybe"}} {
+		code, _, errOut := run(t, append([]string{"trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source"}, bad...)...)
+		if code != 3 {
+			t.Errorf("%v: exit %d %s", bad, code, errOut)
+		}
 	}
 }
 
