@@ -270,7 +270,7 @@ func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, c *diag
 		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown dump type %q (want full, heap, mini or triage)", q.Get("type")))
 		return
 	}
-	if len(q) > 0 && !(len(q) == 1 && q.Has("type")) {
+	if len(q) > 1 || len(q["type"]) > 1 || (len(q) == 1 && !q.Has("type")) {
 		writeError(w, http.StatusBadRequest, errors.New("only ?type= is accepted: the server chooses where dumps go"))
 		return
 	}

@@ -1,0 +1,45 @@
+//go:build unix
+
+package monitor_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/monitor"
+)
+
+// A monitor over one (fake) .NET 8 process, queried with its API key.
+func Example() {
+	app, err := ipctest.NewServer(ipctest.Config{PID: 4242, Environment: []string{"GREETING=hi"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer app.Close()
+	m, err := monitor.New(monitor.Config{APIKey: "secret", Source: monitor.StaticSource{{PID: 4242, Name: "app", Dialer: app}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hs := httptest.NewServer(m)
+	defer hs.Close()
+
+	req, _ := http.NewRequest("GET", hs.URL+"/processes/4242/env", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(resp.StatusCode, " ", string(body))
+	// Output:
+	// 200 {
+	//   "GREETING": "hi"
+	// }
+}

@@ -1,0 +1,331 @@
+//go:build unix
+
+package monitor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/monitor"
+	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/transport"
+)
+
+const key = "test-key"
+
+func fake(t *testing.T, cfg ipctest.Config) *ipctest.Server {
+	t.Helper()
+	srv, err := ipctest.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func serve(t *testing.T, cfg monitor.Config) *httptest.Server {
+	t.Helper()
+	if cfg.APIKey == "" && !cfg.NoAuth {
+		cfg.APIKey = key
+	}
+	m, err := monitor.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(m)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+func do(t *testing.T, hs *httptest.Server, method, path string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, hs.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func TestAuth(t *testing.T) {
+	if _, err := monitor.New(monitor.Config{}); !errors.Is(err, monitor.ErrNoAPIKey) {
+		t.Fatalf("New without a key: %v", err)
+	}
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{}})
+	for _, h := range []string{"", "Bearer wrong", "Basic " + key, "Bearer " + key + "x", "Bearer"} {
+		req, _ := http.NewRequest("GET", hs.URL+"/processes", nil)
+		if h != "" {
+			req.Header.Set("Authorization", h)
+		}
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: status %d, want 401", h, resp.StatusCode)
+		}
+	}
+	if code, body := do(t, hs, "GET", "/processes"); code != 200 || strings.TrimSpace(string(body)) != "[]" {
+		t.Fatalf("with the key: %d %s", code, body)
+	}
+	open := serve(t, monitor.Config{NoAuth: true, Source: monitor.StaticSource{}})
+	resp, err := open.Client().Get(open.URL + "/processes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("NoAuth: %d", resp.StatusCode)
+	}
+}
+
+func TestProcessRoutes(t *testing.T) {
+	f8 := fake(t, ipctest.Config{PID: 801, Environment: []string{"A=1", "B=x=y"}})
+	f31 := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 301})
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{
+		{PID: 801, Name: "app8", Dialer: f8},
+		{PID: 301, Name: "app31", CommandLine: "dotnet old.dll", Dialer: f31},
+	}})
+	code, body := do(t, hs, "GET", "/processes")
+	var procs []monitor.Process
+	if err := json.Unmarshal(body, &procs); err != nil || code != 200 || len(procs) != 2 || procs[0].Name != "app8" {
+		t.Fatalf("/processes: %d %s (%v)", code, body, err)
+	}
+	var info map[string]any
+	code, body = do(t, hs, "GET", "/processes/801")
+	if err := json.Unmarshal(body, &info); err != nil || code != 200 || info["source"] != "ProcessInfo" || info["clrProductVersion"] == "" {
+		t.Fatalf("info .NET 8: %d %s", code, body)
+	}
+	code, body = do(t, hs, "GET", "/processes/301")
+	if err := json.Unmarshal(body, &info); err != nil || code != 200 || info["source"] != "os" || info["commandLine"] != "dotnet old.dll" {
+		t.Fatalf("info 3.1: %d %s", code, body)
+	}
+	var env map[string]string
+	code, body = do(t, hs, "GET", "/processes/801/env")
+	if err := json.Unmarshal(body, &env); err != nil || code != 200 || env["A"] != "1" || env["B"] != "x=y" {
+		t.Fatalf("env: %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		want         string
+	}{
+		{"GET", "/processes/301/env", 501, "ProcessEnvironment"},
+		{"GET", "/processes/999", 404, "no .NET process with pid 999"},
+		{"GET", "/processes/abc", 400, "bad process id"},
+		{"GET", "/processes/801/stacks", 501, "not available"},
+		{"POST", "/processes/801/dump", 501, "--dump-dir"},
+		{"GET", "/processes/801/trace?duration=forever", 400, "bad duration"},
+		{"GET", "/processes/801/trace?duration=100h", 400, "out of range"},
+		{"GET", "/processes/801/trace?providers=:::", 400, ""},
+	} {
+		code, body := do(t, hs, tc.method, tc.path)
+		if code != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s %s: %d %s; want %d and %q", tc.method, tc.path, code, body, tc.code, tc.want)
+		}
+	}
+}
+
+func TestDumpConfined(t *testing.T) {
+	f := fake(t, ipctest.Config{PID: 55})
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	hs := serve(t, monitor.Config{DumpDir: dir, Now: func() time.Time { return now }, Source: monitor.StaticSource{{PID: 55, Dialer: f}}})
+	code, body := do(t, hs, "POST", "/processes/55/dump?type=mini")
+	if code != 201 {
+		t.Fatalf("dump: %d %s", code, body)
+	}
+	for _, bad := range []string{
+		"?path=/etc/passwd", "?type=full&path=/tmp/x", "?type=../../etc/x", "?name=../x", "?type=mini&type=../x",
+	} {
+		code, body := do(t, hs, "POST", "/processes/55/dump"+bad)
+		if code != 400 {
+			t.Errorf("dump%s: %d %s, want 400", bad, code, body)
+		}
+	}
+	if code, _ := do(t, hs, "POST", "/processes/55/dump/../../x"); code == 201 {
+		t.Error("a path in the URL reached the dump route")
+	}
+	if code, _ := do(t, hs, "GET", "/processes/55/dump"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET dump: %d", code)
+	}
+	dumps := f.Dumps()
+	if len(dumps) != 1 {
+		t.Fatalf("%d dumps requested, want 1: %+v", len(dumps), dumps)
+	}
+	want := filepath.Join(dir, "dump_55_20260102_030405.000.dmp")
+	if dumps[0].Path != want || dumps[0].Type != 1 {
+		t.Fatalf("dump %+v, want path %s type mini", dumps[0], want)
+	}
+}
+
+// countingDialer records how many connections to one process are open at
+// once; each connection lingers a little on Close so that overlapping
+// requests would show.
+type countingDialer struct {
+	d        *ipctest.Server
+	open     atomic.Int32
+	maxOpen  atomic.Int32
+	lingerOn time.Duration
+}
+
+type countedConn struct {
+	net.Conn
+	d    *countingDialer
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		time.Sleep(c.d.lingerOn)
+		c.d.open.Add(-1)
+	})
+	return err
+}
+
+func (d *countingDialer) Dial(ctx context.Context) (net.Conn, error) {
+	c, err := d.d.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := d.open.Add(1)
+	for {
+		m := d.maxOpen.Load()
+		if n <= m || d.maxOpen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return &countedConn{Conn: c, d: d}, nil
+}
+
+func TestRequestsToOneProcessSerialized(t *testing.T) {
+	f := fake(t, ipctest.Config{PID: 66, Environment: []string{"A=1"}})
+	cd := &countingDialer{d: f, lingerOn: 20 * time.Millisecond}
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{{PID: 66, Dialer: cd}}})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			path := "/processes/66/env"
+			if i%2 == 0 {
+				path = "/processes/66"
+			}
+			if code, body := do(t, hs, "GET", path); code != 200 {
+				t.Errorf("%s: %d %s", path, code, body)
+			}
+		})
+	}
+	wg.Wait()
+	if got := cd.maxOpen.Load(); got != 1 {
+		t.Fatalf("%d connections to one process open at once, want 1", got)
+	}
+}
+
+func TestTraceStreamed(t *testing.T) {
+	root, err := dotnettest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture, err := os.ReadFile(filepath.Join(root, "..", "shared", "captures", "zetslief", "perf.nettrace"))
+	if err != nil {
+		dotnettest.Unavailable(t, "shared capture: %v", err)
+	}
+	var stopped atomic.Bool
+	f := fake(t, ipctest.Config{PID: 77, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		half := len(capture) / 2
+		if _, err := s.Stream.Write(capture[:half]); err != nil {
+			return err
+		}
+		<-s.Stopped
+		stopped.Store(true)
+		_, err := s.Stream.Write(capture[half:]) // "rundown"
+		return err
+	}})
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{{PID: 77, Dialer: f}}})
+	req, _ := http.NewRequest("GET", hs.URL+"/processes/77/trace?duration=300ms&profile=cpu-sampling", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Disposition"), ".nettrace") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("trace: %d %s", resp.StatusCode, b)
+	}
+	r, err := nettrace.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var ev nettrace.Event
+	for {
+		err := r.ReadEvent(&ev)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d events: %v", n, err)
+		}
+		n++
+	}
+	if n == 0 || !stopped.Load() {
+		t.Fatalf("%d events, stopped %v", n, stopped.Load())
+	}
+	reqs := f.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("requests %+v: want CollectTracing and StopTracing", reqs)
+	}
+}
+
+// A real .NET Core 3.1 process: its System.Runtime counters over JSON and
+// through /metrics.
+func TestRealRuntimeCountersAndMetrics(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Basic"), nil, nil)
+	p := monitor.Process{PID: tg.PID, Name: "dotnet", Dialer: transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: tg.PID}}
+	hs := serve(t, monitor.Config{MetricsWindow: 3 * time.Second, Source: monitor.StaticSource{p}})
+
+	code, body := do(t, hs, "GET", fmt.Sprintf("/processes/%d/counters?duration=3s", tg.PID))
+	var samples []map[string]any
+	if err := json.Unmarshal(body, &samples); err != nil || code != 200 || len(samples) == 0 {
+		t.Fatalf("counters: %d %s (%v)", code, body, err)
+	}
+	if samples[0]["provider"] != "System.Runtime" {
+		t.Fatalf("first sample %v", samples[0])
+	}
+	code, body = do(t, hs, "GET", "/metrics")
+	text := string(body)
+	wantLabel := fmt.Sprintf(`pid="%d",process_name="dotnet"`, tg.PID)
+	if code != 200 || !strings.Contains(text, "systemruntime_") || !strings.Contains(text, wantLabel) {
+		t.Fatalf("/metrics: %d\n%s", code, text)
+	}
+	if !strings.Contains(text, "clrdiag_scrape_errors 0") {
+		t.Fatalf("scrape errors:\n%s", text)
+	}
+}
