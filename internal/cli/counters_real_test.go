@@ -1,0 +1,146 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
+)
+
+// TestRealCountersCollect records a real 3.1 process to CSV while it
+// writes 1..20 to an EventCounter and 20 increments of 5, then to JSON,
+// and parses both files.
+func TestRealCountersCollect(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Events"), nil, nil)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "counters.csv")
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var o, e bytes.Buffer
+		code := Main([]string{"counters", "collect", "-p", fmt.Sprint(tg.PID), "--duration", "6s", "-o", out,
+			"--counters", "System.Runtime[cpu-usage,working-set,exception-count],Clrdiag-Test[seq-value,seq-increments]"}, strings.NewReader(""), &o, &e)
+		done <- result{code, o.String(), e.String()}
+	}()
+	// Start the sequence once the session publishes (earlier values would
+	// be reset when the counters are enabled).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		data, _ := os.ReadFile(out)
+		if bytes.Contains(data, []byte("Sequence Value")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Clrdiag-Test row after 5s:\n%s", data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tg.Send(t, "seq 20")
+	tg.Expect(t, "SEQ done 20", 10*time.Second)
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("collect exit %d: %s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse: %v\n%s", err, data)
+	}
+	if strings.Join(recs[0], ",") != "Timestamp,Provider,Counter Name,Counter Type,Mean/Increment" {
+		t.Fatalf("header %q", recs[0])
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("Wrote %d samples", len(recs)-1)) {
+		t.Errorf("stdout %q for %d rows", r.stdout, len(recs)-1)
+	}
+	var increments float64
+	rows := map[string]int{}
+	for _, rec := range recs[1:] {
+		if _, err := time.Parse("01/02/2006 15:04:05", rec[0]); err != nil {
+			t.Errorf("timestamp %q", rec[0])
+		}
+		v, err := strconv.ParseFloat(rec[4], 64)
+		if err != nil {
+			t.Fatalf("value %q", rec[4])
+		}
+		rows[rec[2]]++
+		switch rec[2] {
+		case "Sequence Increments (Count / 1 sec)":
+			if rec[3] != "Rate" || v != float64(int(v)/5*5) {
+				t.Errorf("increment row %q", rec)
+			}
+			increments += v
+		case "Working Set (MB)":
+			if rec[3] != "Metric" || v < 5 {
+				t.Errorf("working set row %q", rec)
+			}
+		}
+	}
+	if increments != 100 {
+		t.Errorf("increments sum to %v, want 100 (20 x 5)", increments)
+	}
+	for _, name := range []string{"CPU Usage (%)", "Working Set (MB)", "Exception Count (Count / 1 sec)", "Sequence Value", "Sequence Increments (Count / 1 sec)"} {
+		if rows[name] < 4 {
+			t.Errorf("%d rows of %q in 6 s", rows[name], name)
+		}
+	}
+	if len(rows) != 5 {
+		t.Errorf("rows of counters not asked for: %v", rows)
+	}
+
+	jout := filepath.Join(dir, "counters.json")
+	code, _, stderr := run(t, "counters", "collect", "-p", fmt.Sprint(tg.PID), "--format", "json", "--duration", "00:00:00:03", "-o", jout)
+	if code != 0 {
+		t.Fatalf("json exit %d: %s", code, stderr)
+	}
+	data, _ = os.ReadFile(jout)
+	var doc struct {
+		TargetProcess string
+		Events        []struct {
+			Provider, Name, CounterType string
+			Value                       float64
+		}
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("JSON does not parse: %v\n%s", err, data)
+	}
+	names := map[string]bool{}
+	for _, e := range doc.Events {
+		if e.Provider != "System.Runtime" {
+			t.Errorf("event of %s with the default counters", e.Provider)
+		}
+		names[e.Name] = true
+	}
+	if !names["CPU Usage (%)"] || !names["GC Heap Size (MB)"] || !names["Gen 0 GC Count (Count / 60 sec)"] || len(names) < 15 {
+		t.Errorf("System.Runtime counters in JSON: %v", names)
+	}
+}
+
+// TestRealCountersMonitor checks the plain-line monitor on a real process.
+func TestRealCountersMonitor(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Events"), nil, nil)
+	code, out, stderr := run(t, "counters", "monitor", "-p", fmt.Sprint(tg.PID), "--counters", "System.Runtime[cpu-usage,assembly-count]", "--duration", "3s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "  System.Runtime  CPU Usage (%)  ") || !strings.Contains(out, "  System.Runtime  Number of Assemblies Loaded  ") {
+		t.Fatalf("monitor output:\n%s", out)
+	}
+}
