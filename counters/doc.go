@@ -3,5 +3,22 @@
 // into a stream of typed samples for display, CSV/JSON export and the
 // monitor's Prometheus endpoint.
 //
-// The --counters syntax of dotnet-counters is parsed by ParseSpecs.
+// The --counters syntax of dotnet-counters is parsed by ParseSpecs. NewPlan
+// turns specs into EventPipe providers as dotnet-counters does: each
+// EventSource with EventCounterIntervalSec, and one System.Diagnostics.Metrics
+// provider (SessionId SHARED on .NET 8+, a GUID before) for the Meters.
+// Start opens the session in a process (*diag.Client is a Target) and
+// Session.Run calls a function with every Update (a Sample or a Warning)
+// until its context ends:
+//
+//	s, err := counters.Start(ctx, client, counters.Config{})
+//	if err != nil { ... }
+//	defer s.Close()
+//	err = s.Run(ctx, func(u counters.Update) error { ...; return nil })
+//
+// ReadTrace decodes a saved session file the same way, and Decoder works
+// event by event. A provider named without the EventCounters\ prefix is
+// read both as a Meter and as an EventSource; once its Meter publishes, its
+// EventCounters are dropped. Metrics events of other sessions are ignored;
+// limit and error events become warnings, each given once.
 package counters
