@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/clrdiag/clrdiag/diag"
+	httpmon "github.com/clrdiag/clrdiag/monitor"
+	"github.com/clrdiag/clrdiag/transport"
+	"github.com/clrdiag/clrdiag/transport/reverse"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newMonitorCmd) }
+
+// monitorAddr turns --urls (http://host:port, or host:port) into a listen
+// address.
+func monitorAddr(s string) (string, error) {
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "", err
+		}
+		if u.Scheme != "http" {
+			return "", fmt.Errorf("--urls %s: only http is supported (put a TLS proxy in front)", s)
+		}
+		s = u.Host
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", fmt.Errorf("--urls %s: %w", s, err)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func newMonitorCmd(e *env) *cobra.Command {
+	var (
+		urls, apiKey, dumpDir, port string
+		noAuth                      bool
+		metricsWindow               time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "monitor",
+		Short: "Serve an HTTP API over the .NET processes (processes, info, env, dumps, traces, counters, Prometheus /metrics)",
+		Long: "Serve a REST API in the spirit of dotnet-monitor. Every request needs\n" +
+			"'Authorization: Bearer <key>': give --api-key, or one is generated and printed.\n" +
+			"With --diagnostic-port PATH the monitor serves the runtimes that connect to that socket\n" +
+			"(DOTNET_DiagnosticPorts=PATH in containers sharing a volume) instead of the local ones.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			addr, err := monitorAddr(urls)
+			if err != nil {
+				return &ExitError{Code: 3, Err: err}
+			}
+			if noAuth {
+				apiKey = ""
+				fmt.Fprintln(e.stderr, "warning: --no-auth: anyone who can reach "+addr+" can read environments and write dumps")
+			} else if apiKey == "" {
+				apiKey = rand.Text()
+				fmt.Fprintf(e.stderr, "API key (send 'Authorization: Bearer <key>'): %s\n", apiKey)
+			}
+			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir, MetricsWindow: metricsWindow}
+			if port != "" {
+				dp, err := transport.ParseDiagnosticPort(port)
+				if err != nil {
+					return &ExitError{Code: 3, Err: err}
+				}
+				if dp.Mode != transport.PortListen {
+					return &ExitError{Code: 3, Err: errors.New("--diagnostic-port: the monitor listens for runtimes; give a path without ,connect")}
+				}
+				path, err := reverseAddress(dp.Address)
+				if err != nil {
+					return &ExitError{Code: 3, Err: err}
+				}
+				srv, err := reverse.Listen(path, nil)
+				if err != nil {
+					return &ExitError{Code: 3, Err: err}
+				}
+				defer srv.Close()
+				fmt.Fprintf(e.stderr, "Waiting for runtimes to connect. Start applications with DOTNET_DiagnosticPorts=%s\n", path)
+				go resumeArrivals(ctx, srv, !dp.NoSuspend)
+				cfg.Source = httpmon.ReverseSource{Server: srv}
+			}
+			m, err := httpmon.New(cfg)
+			if err != nil {
+				return &ExitError{Code: 3, Err: err}
+			}
+			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+			if err != nil {
+				return err
+			}
+			hs := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(e.stderr, "Listening on http://%s\n", ln.Addr())
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&urls, "urls", "http://127.0.0.1:52323", "address to serve the API on")
+	fl.StringVar(&apiKey, "api-key", "", "API key clients must send as 'Authorization: Bearer <key>' (default: generated and printed)")
+	fl.BoolVar(&noAuth, "no-auth", false, "serve without authentication (dangerous outside a private network)")
+	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets); dumps are disabled without it")
+	fl.StringVar(&port, "diagnostic-port", "", "serve the runtimes that connect to this socket (DOTNET_DiagnosticPorts=PATH) instead of the local processes")
+	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "how long /metrics listens to each process's counters")
+	return cmd
+}
+
+// resumeArrivals resumes each runtime that connects to the monitor's socket,
+// as dotnet-monitor does in listen mode: a runtime with the default suspend
+// waits for it.
+func resumeArrivals(ctx context.Context, srv *reverse.Server, suspends bool) {
+	for {
+		rt, err := srv.Accept(ctx)
+		if err != nil {
+			return
+		}
+		if !suspends {
+			continue
+		}
+		go func() {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_ = diag.NewClient(rt, nil).ResumeRuntime(rctx)
+		}()
+	}
+}
