@@ -27,7 +27,7 @@ func fuzzSeeds(f *testing.F) [][]byte {
 			seeds = append(seeds, loadCapture(f, rel))
 		}
 	}
-	local, _ := filepath.Glob("testdata/*.nettrace")
+	local, _ := filepath.Glob("testdata/*.net*")
 	for _, p := range local {
 		if b, err := os.ReadFile(p); err == nil {
 			seeds = append(seeds, b)

@@ -2,7 +2,9 @@ package nettrace
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -71,5 +73,57 @@ func TestCompleteLengthCapture(t *testing.T) {
 	}
 	if err != io.EOF || r.Stats().Events < 19000 {
 		t.Errorf("repaired capture: %v after %d events", err, r.Stats().Events)
+	}
+}
+
+// TestNetPerfV3TruncatedEverywhere cuts a real NetPerf V3 trace (fixed
+// headers, inline stacks and metadata) at every byte.
+func TestNetPerfV3TruncatedEverywhere(t *testing.T) {
+	data, err := os.ReadFile("testdata/netperf-v3-tracelogging.netperf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Header(); h.Format != FormatNetPerf || h.Version != 3 {
+		t.Fatalf("header %+v", h)
+	}
+	var ends []int64
+	var ev Event
+	for r.ReadEvent(&ev) == nil {
+		ends = append(ends, r.InputOffset())
+		if ev.StackLen() == 0 {
+			t.Errorf("event at %d has no inline stack", r.InputOffset())
+		}
+	}
+	if len(ends) != 12 || !r.Stats().Complete {
+		t.Fatalf("%d events, complete %v", len(ends), r.Stats().Complete)
+	}
+	for n := 0; n < len(data); n++ {
+		r, err := NewReaderConfig(bytes.NewReader(data[:n]), ReaderConfig{BufferSize: 64})
+		if err != nil {
+			continue
+		}
+		got := 0
+		for err == nil {
+			if err = r.ReadEvent(&ev); err == nil {
+				got++
+			}
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || !fe.Truncated() {
+			t.Fatalf("cut at %d: %v, want a truncation error", n, err)
+		}
+		want := 0
+		for _, e := range ends {
+			if e <= int64(n) {
+				want++
+			}
+		}
+		if got != want {
+			t.Fatalf("cut at %d: %d events, %d were complete", n, got, want)
+		}
 	}
 }
