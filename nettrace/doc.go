@@ -90,6 +90,17 @@
 // A Reader or Writer must be used by one goroutine at a time. Distinct
 // Readers share nothing. The package has no global mutable state.
 //
+// # Debugging
+//
+// A *FormatError gives the byte offset of the problem; Reader.InputOffset gives
+// the offset just past the last event returned, so a suspicious event can be
+// found in a hex dump. "clrdiag trace stats FILE" and "clrdiag trace events
+// FILE --json" show what the reader sees. Tests: "go test -run
+// TestCapturesGolden ./nettrace -args -update" regenerates the golden
+// summaries of the shared captures; fuzz with "go test -fuzz FuzzReader
+// -fuzzminimizetime 5s ./nettrace" (the seeds are whole traces, and the default
+// minimisation time makes the fuzzer look stalled while it shrinks them).
+//
 // # Format notes
 //
 // The V6 layout follows the published format description. Where it leaves a
