@@ -92,6 +92,11 @@ type threadAcc struct {
 	// it; runLast is the tick of the last sample of the current run.
 	timeline []Run
 	runLast  int64
+	// firstStack is the stack of the earliest kept sample (at firstTS), -1
+	// until one is kept.
+	firstStack int
+	firstKind  SampleKind
+	firstTS    int64
 }
 
 func sampleKey(stack int, kind SampleKind) int64 {
@@ -413,7 +418,7 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		t = b.threads[ev.ThreadID]
 	}
 	if t == nil {
-		t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp}
+		t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp, firstStack: -1}
 		b.threads[ev.ThreadID] = t
 		b.order = append(b.order, t)
 	}
@@ -429,6 +434,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	}
 	stack := b.intern(ev)
 	t.counts[sampleKey(stack, kind)]++
+	if t.firstStack < 0 || ev.Timestamp < t.firstTS {
+		t.firstStack, t.firstKind, t.firstTS = stack, kind, ev.Timestamp
+	}
 	if kind == clrevents.SampleManaged {
 		t.managed++
 	} else {
@@ -549,7 +557,8 @@ func (b *Builder) Finish() *Profile {
 			continue // every sample of the thread was filtered out
 		}
 		th := &Thread{ID: t.id, Managed: t.managed, External: t.external,
-			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS)}
+			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS),
+			FirstStack: t.firstStack, FirstKind: t.firstKind}
 		if t.all > 1 {
 			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
 		}

@@ -90,6 +90,11 @@ type Thread struct {
 	// Period is this thread's own mean sampling interval (0 with fewer than
 	// two samples).
 	Period time.Duration
+	// FirstStack (a Stacks index) and FirstKind describe the thread's
+	// earliest kept sample: what it was doing when sampling began, as
+	// dotnet-stack shows it.
+	FirstStack int
+	FirstKind  SampleKind
 	// Timeline is the thread's samples in time order, consecutive samples
 	// with the same stack merged; only with Config.Timeline.
 	Timeline []Run
