@@ -77,7 +77,7 @@ func parseFieldsV1(c *cursor, depth int) []Field {
 		c.fail("field count %d does not fit in %d bytes", n, c.remaining())
 		return nil
 	}
-	fields := make([]Field, 0, n)
+	fields := make([]Field, 0, min(int(n), 16)) // grows with what is parsed
 	for i := uint32(0); i < n && c.err == nil; i++ {
 		var f Field
 		f.Type = TypeCode(c.u32())
@@ -106,7 +106,7 @@ func parseFieldsV2(c *cursor, depth int) []Field {
 		c.fail("field count %d does not fit in %d bytes", n, c.remaining())
 		return nil
 	}
-	fields := make([]Field, 0, n)
+	fields := make([]Field, 0, min(int(n), 16)) // grows with what is parsed
 	for i := uint32(0); i < n && c.err == nil; i++ {
 		start := c.p
 		size := c.u32()
@@ -216,7 +216,7 @@ func parseFieldsV6(c *cursor, depth int) []Field {
 		c.fail("field count %d does not fit in %d bytes", n, c.remaining())
 		return nil
 	}
-	fields := make([]Field, 0, n)
+	fields := make([]Field, 0, min(int(n), 16)) // grows with what is parsed
 	for i := 0; i < n && c.err == nil; i++ {
 		size := int(c.u16())
 		body := c.bytes(size)

@@ -521,10 +521,10 @@ func (r *Reader) parseV6Trace(b []byte, off int64) error {
 		c.p = 36
 	}
 	n := c.u32()
-	if c.err == nil && int64(n) > int64(len(b)) {
-		return r.errAt(off+36, nil, "trace block claims %d key/value pairs in %d bytes", n, len(b))
+	if c.err == nil && int64(n)*2 > int64(c.remaining()) {
+		return r.errAt(off+36, nil, "trace block claims %d key/value pairs in %d bytes", n, c.remaining())
 	}
-	kv := make(map[string]string, n)
+	kv := make(map[string]string, min(n, 64)) // grows with what is parsed
 	for i := uint32(0); i < n && c.err == nil; i++ {
 		k := c.str8()
 		v := c.str8()
