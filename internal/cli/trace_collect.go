@@ -219,6 +219,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 		stopProv, stopEv, stopPay string
 		stopTimeout               time.Duration
 		rundownTimeout            time.Duration
+		format                    string
 	)
 	cmd := &cobra.Command{
 		Use:   "collect",
@@ -240,6 +241,12 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return &ExitError{Code: 3, Err: err}
 			}
+			if format = strings.ToLower(format); format == "nettrace" {
+				format = ""
+			}
+			if _, ok := convertFormats[format]; format != "" && !ok {
+				return &ExitError{Code: 3, Err: fmt.Errorf("unknown --format %q: use nettrace, speedscope, chromium, pprof or folded", format)}
+			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
 			if err != nil {
@@ -256,7 +263,17 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if !quiet {
 				printPlan(e.stderr, plan)
 			}
-			return c.run(ctx)
+			if err := c.run(ctx); err != nil || format == "" {
+				return err
+			}
+			summary, err := convertTrace(e, output, convertedName(output, format), format, &profileFlags{})
+			if err != nil {
+				return fmt.Errorf("convert the trace to %s (the .nettrace file is kept): %w", format, err)
+			}
+			if !quiet {
+				fmt.Fprintf(e.stderr, "Converted: %s\n", summary)
+			}
+			return nil
 		},
 	}
 	tf.register(cmd)
@@ -264,6 +281,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
 	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
+	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: speedscope, chromium, pprof or folded (the .nettrace file is kept)")
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
 	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
 	fl.StringVar(&stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")

@@ -86,6 +86,60 @@ func symbolSummary(p *profile.Profile) string {
 	return msg
 }
 
+// convertedName is the default output of converting the trace in to format:
+// in without its .nettrace suffix, plus the format's suffix.
+func convertedName(in, format string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(in, ".nettrace"), ".netperf") + convertFormats[format]
+}
+
+// convertTrace converts the samples of the trace in ("-" for standard input)
+// to format (a convertFormats key), written to out ("-" for standard
+// output), and returns a one-line summary of what it wrote.
+func convertTrace(e *env, in, out, format string, pf *profileFlags) (string, error) {
+	if _, ok := convertFormats[format]; !ok {
+		return "", &ExitError{Code: 2, Err: fmt.Errorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)}
+	}
+	p, err := readProfile(e, in, pf.config(format == "chromium" || format == "speedscope"))
+	if err != nil {
+		return "", err
+	}
+	if p.TimelineTruncated {
+		fmt.Fprintln(e.stderr, "clrdiag: warning: timeline too long; later samples are aggregated only")
+	}
+	var w io.Writer = e.stdout
+	var f *os.File
+	if out != "-" {
+		if f, err = os.Create(out); err != nil {
+			return "", err
+		}
+		w = f
+	}
+	switch format {
+	case "speedscope":
+		err = profile.WriteSpeedscope(w, p, in)
+	case "chromium":
+		err = profile.WriteChromium(w, p)
+	case "pprof":
+		err = profile.WritePprof(w, p)
+	case "folded":
+		err = profile.WriteFolded(w, p)
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", out, err)
+	}
+	var samples int64
+	for _, t := range p.Threads {
+		samples += t.Managed + t.External
+	}
+	return fmt.Sprintf("wrote %s: %d samples on %d threads, period %s; %s",
+		out, samples, len(p.Threads), p.Period, symbolSummary(p)), nil
+}
+
 func newTraceConvertCmd(e *env) *cobra.Command {
 	var (
 		format string
@@ -104,58 +158,22 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 			"The output goes to FILE with the format's suffix, or to -o (\"-\" for standard output).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			suffix, ok := convertFormats[format]
-			if !ok {
+			if _, ok := convertFormats[format]; !ok {
 				return &ExitError{Code: 2, Err: fmt.Errorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)}
 			}
 			in := args[0]
 			if out == "" {
 				out = "-"
 				if in != "-" {
-					out = strings.TrimSuffix(strings.TrimSuffix(in, ".nettrace"), ".netperf") + suffix
+					out = convertedName(in, format)
 				}
 			}
-			cfg := pf.config(format == "chromium" || format == "speedscope")
-			p, err := readProfile(e, in, cfg)
+			summary, err := convertTrace(e, in, out, format, &pf)
 			if err != nil {
 				return err
 			}
-			if p.TimelineTruncated {
-				fmt.Fprintln(e.stderr, "clrdiag: warning: timeline too long; later samples are aggregated only")
-			}
-			var w io.Writer = e.stdout
-			var f *os.File
 			if out != "-" {
-				if f, err = os.Create(out); err != nil {
-					return err
-				}
-				w = f
-			}
-			switch format {
-			case "speedscope":
-				err = profile.WriteSpeedscope(w, p, in)
-			case "chromium":
-				err = profile.WriteChromium(w, p)
-			case "pprof":
-				err = profile.WritePprof(w, p)
-			case "folded":
-				err = profile.WriteFolded(w, p)
-			}
-			if f != nil {
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("write %s: %w", out, err)
-			}
-			var samples int64
-			for _, t := range p.Threads {
-				samples += t.Managed + t.External
-			}
-			if out != "-" {
-				fmt.Fprintf(e.stderr, "wrote %s: %d samples on %d threads, period %s; %s\n",
-					out, samples, len(p.Threads), p.Period, symbolSummary(p))
+				fmt.Fprintln(e.stderr, summary)
 			}
 			return nil
 		},
