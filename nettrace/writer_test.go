@@ -2,6 +2,7 @@ package nettrace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -502,5 +503,22 @@ func TestHostileLengths(t *testing.T) {
 	ms2.read()
 	if d := ms2.total - ms1.total; d > 8<<20 {
 		t.Errorf("reading a stream that claims a 60 MiB block allocated %d bytes", d)
+	}
+
+	// A V6 trace block claiming 2^31 key/value pairs in a few bytes.
+	v6 := append([]byte(magicNettrace), 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0)
+	body := append(make([]byte, 36), 0xff, 0xff, 0xff, 0x7f, 1, 'a', 1, 'b')
+	binary.LittleEndian.PutUint32(body[32:], 8) // pointer size
+	v6 = binary.LittleEndian.AppendUint32(v6, uint32(v6Trace)<<24|uint32(len(body)))
+	v6 = append(v6, body...)
+	ms1.read()
+	_, err = NewReader(bytes.NewReader(v6))
+	ms2.read()
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Errorf("V6 trace block with 2^31 pairs: error %v, want a FormatError", err)
+	}
+	if d := ms2.total - ms1.total; d > 1<<20 {
+		t.Errorf("V6 trace block with 2^31 pairs allocated %d bytes", d)
 	}
 }
