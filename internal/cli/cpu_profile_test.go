@@ -1,0 +1,140 @@
+//go:build linux
+
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pprofile "github.com/google/pprof/profile"
+
+	"github.com/clrdiag/clrdiag/profile"
+)
+
+// TestRealCPUProfileHot collects 4 s of SampleProfiler samples from the Hot
+// target, whose worker thread spends 3/4 of its time in MostlyHot and 1/4 in
+// SometimesHot, and checks that the report, the pprof conversion done by
+// trace collect --format and go tool pprof all say so.
+func TestRealCPUProfileHot(t *testing.T) {
+	tg := startHot(t)
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "hot.nettrace")
+	code, _, errOut := run(t, "trace", "collect", "-p", fmt.Sprint(tg.PID), "--profile", "dotnet-sampled-thread-time",
+		"--duration", "4s", "-o", trace, "--format", "pprof")
+	if code != 0 {
+		t.Fatalf("collect: exit %d\n%s", code, errOut)
+	}
+	pb := filepath.Join(dir, "hot.pb.gz")
+	if !strings.Contains(errOut, "Converted: wrote "+pb) || !strings.Contains(errOut, "rundown completed") {
+		t.Errorf("collect did not report the conversion:\n%s", errOut)
+	}
+	if _, err := os.Stat(trace); err != nil {
+		t.Fatalf("the .nettrace was not kept: %v", err)
+	}
+
+	// pprof: parse it, find the worker thread by its stacks, and rank the
+	// leaves of its samples. All samples count, not only Managed ones:
+	// .NET Core 3.1's sampler suspends the runtime to take a sample, so it
+	// labels nearly every sample External, even the worker's, which never
+	// leaves managed code.
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := pprofile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("%s does not parse as pprof: %v", pb, err)
+	}
+	workers := map[int64]bool{}
+	for _, s := range pp.Sample {
+		for _, loc := range s.Location {
+			if len(loc.Line) > 0 && loc.Line[0].Function.Name == "Hot.Burner.Loop" {
+				workers[s.NumLabel["thread"][0]] = true
+			}
+		}
+	}
+	if len(workers) != 1 {
+		t.Fatalf("threads with Hot.Burner.Loop on their stacks: %v, want exactly the HotWorker thread", workers)
+	}
+	var worker int64
+	for id := range workers {
+		worker = id
+	}
+	if worker == int64(tg.PID) {
+		t.Errorf("the worker thread is the main thread %d", worker)
+	}
+	flat := map[string]int64{}
+	kinds := map[string]int{}
+	for _, s := range pp.Sample {
+		if s.NumLabel["thread"][0] != worker || len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
+			continue
+		}
+		flat[s.Location[0].Line[0].Function.Name] += s.Value[1]
+		kinds[strings.Join(s.Label["kind"], ",")]++
+	}
+	top, topV := "", int64(-1)
+	for name, v := range flat {
+		if v > topV {
+			top, topV = name, v
+		}
+	}
+	if top != "Hot.Burner.MostlyHot" || flat["Hot.Burner.SometimesHot"] == 0 {
+		t.Errorf("worker's largest flat value: %s (%d); SometimesHot %d; all %v", top, topV, flat["Hot.Burner.SometimesHot"], flat)
+	}
+	t.Logf("worker sample stacks by kind: %v", kinds)
+
+	// The report of the worker thread's samples: 3/4 and 1/4.
+	code, out, errOut := run(t, "trace", "report", trace, "--json", "--thread", fmt.Sprint(worker))
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, errOut)
+	}
+	var rep profile.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	rank := map[string]int{}
+	pct := map[string]float64{}
+	for i, m := range rep.Methods {
+		rank[m.Method], pct[m.Method] = i+1, m.ExclusivePct
+	}
+	mostly, sometimes := "Hot.Burner.MostlyHot", "Hot.Burner.SometimesHot"
+	t.Logf("worker 0x%X: %d samples (%d managed), period %v; MostlyHot %.1f%% (rank %d), SometimesHot %.1f%% (rank %d); %s",
+		worker, rep.Samples, rep.Managed, rep.Period, pct[mostly], rank[mostly], pct[sometimes], rank[sometimes], fmt.Sprintf("%d/%d sample frames resolved", rep.Symbols.ResolvedSampleFrames, rep.Symbols.SampleFrames))
+	if rep.Samples < 500 {
+		t.Errorf("only %d samples of the worker in 4 s", rep.Samples)
+	}
+	if rank[mostly] != 1 || rank[sometimes] == 0 || rank[sometimes] < rank[mostly] {
+		t.Errorf("ranks: MostlyHot %d, SometimesHot %d; methods %+v", rank[mostly], rank[sometimes], rep.Methods)
+	}
+	if p := pct[mostly]; p < 60 || p > 90 {
+		t.Errorf("MostlyHot has %.1f%% of the worker's samples, want about 75%%", p)
+	}
+	if p := pct[sometimes]; p < 10 || p > 40 {
+		t.Errorf("SometimesHot has %.1f%% of the worker's samples, want about 25%%", p)
+	}
+
+	// go tool pprof -top lists the hot methods.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("go not on PATH (CI=true): %v", err)
+		}
+		t.Logf("skipping go tool pprof: %v", err)
+		return
+	}
+	cmd := exec.Command(goTool, "tool", "pprof", "-top", pb)
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+dir)
+	txt, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, txt)
+	}
+	if !strings.Contains(string(txt), mostly) || !strings.Contains(string(txt), sometimes) {
+		t.Errorf("go tool pprof -top does not list the hot methods:\n%s", txt)
+	}
+}
