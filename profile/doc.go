@@ -17,7 +17,10 @@
 // once per millisecond; each sample says whether the thread was running
 // managed code (Managed) or not (External: blocked, waiting, in native
 // code), so the full profile measures wall-clock thread time and the
-// ManagedOnly profile approximates CPU time. The period is derived from the
+// ManagedOnly profile approximates CPU time. (Not on .NET Core 3.1: its
+// sampler suspends the runtime to take each sample, which labels nearly every
+// sample External, even a thread that never leaves managed code; there only
+// the full profile, per thread, says where time went.) The period is derived from the
 // trace (the median over threads of the mean interval between a thread's
 // samples; Windows runtimes often sample every 10-15 ms), and every sample
 // weighs one period.
