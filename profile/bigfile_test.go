@@ -8,9 +8,10 @@ import (
 // BenchmarkLargeFile measures decoding a large trace against converting it
 // to each format (decode + profile + export), to check that a conversion
 // costs at most a few decodes. The trace is the file named by the
-// environment variable PROFILE_BENCH_FILE; the benchmark skips without it.
+// environment variable PROFILE_BENCH_FILE (absolute, or relative to this
+// package's directory); the benchmark skips without it.
 //
-//	PROFILE_BENCH_FILE=.cache/hot-60s.nettrace go test ./profile -run '^$' -bench LargeFile -benchtime 3x
+//	PROFILE_BENCH_FILE=$PWD/.cache/hot-60s.nettrace go test ./profile -run '^$' -bench LargeFile -benchtime 3x
 func BenchmarkLargeFile(b *testing.B) {
 	name := os.Getenv("PROFILE_BENCH_FILE")
 	if name == "" {

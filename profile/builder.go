@@ -97,6 +97,21 @@ type threadAcc struct {
 	firstStack int
 	firstKind  SampleKind
 	firstTS    int64
+	// lastKey/lastStack is the thread's previous stack, and pendKey/pendN
+	// samples not yet added to counts: a thread usually repeats its stack,
+	// and comparing with the last one is cheaper than hashing.
+	lastKey   string
+	lastStack int
+	pendKey   int64
+	pendN     int64
+}
+
+// flush adds the pending samples to counts.
+func (t *threadAcc) flush() {
+	if t.pendN > 0 {
+		t.counts[t.pendKey] += t.pendN
+		t.pendN = 0
+	}
 }
 
 func sampleKey(stack int, kind SampleKind) int64 {
@@ -408,17 +423,22 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if b.keep != nil && !b.keep[ev.ThreadID] {
 		return
 	}
-	s, err := clrevents.DecodeThreadSample(ev.Payload, version)
-	if err != nil {
-		b.decodeFailed(err)
-		return
+	var s clrevents.ThreadSample
+	if len(ev.Payload) == 4 { // the whole payload: a u32 Type
+		s.Type = SampleKind(binary.LittleEndian.Uint32(ev.Payload))
+	} else {
+		var err error
+		if s, err = clrevents.DecodeThreadSample(ev.Payload, version); err != nil {
+			b.decodeFailed(err)
+			return
+		}
 	}
 	t := b.lastT
 	if t == nil || t.id != ev.ThreadID {
 		t = b.threads[ev.ThreadID]
 	}
 	if t == nil {
-		t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp, firstStack: -1}
+		t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp, firstStack: -1, lastStack: -1}
 		b.threads[ev.ThreadID] = t
 		b.order = append(b.order, t)
 	}
@@ -432,8 +452,18 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if kind == clrevents.SampleExternal && b.cfg.ManagedOnly {
 		return
 	}
-	stack := b.intern(ev)
-	t.counts[sampleKey(stack, kind)]++
+	b.stackKey(ev)
+	stack := t.lastStack
+	if stack < 0 || string(b.keyBuf) != t.lastKey {
+		stack = b.internKey()
+		t.lastStack, t.lastKey = stack, b.stackKeys[stack]
+	}
+	if key := sampleKey(stack, kind); key == t.pendKey && t.pendN > 0 {
+		t.pendN++
+	} else {
+		t.flush()
+		t.pendKey, t.pendN = key, 1
+	}
 	if t.firstStack < 0 || ev.Timestamp < t.firstTS {
 		t.firstStack, t.firstKind, t.firstTS = stack, kind, ev.Timestamp
 	}
@@ -478,10 +508,20 @@ func (b *Builder) touched(start, end uint64) bool {
 // intern returns the index of the event's stack among the distinct stacks
 // seen so far. Looking up a known stack does not allocate.
 func (b *Builder) intern(ev *nettrace.Event) int {
+	b.stackKey(ev)
+	return b.internKey()
+}
+
+// stackKey puts the event's stack, as bytes, in b.keyBuf.
+func (b *Builder) stackKey(ev *nettrace.Event) {
 	b.keyBuf = b.keyBuf[:0]
 	for a := range ev.Frames() {
 		b.keyBuf = binary.LittleEndian.AppendUint64(b.keyBuf, a)
 	}
+}
+
+// internKey interns the stack in b.keyBuf.
+func (b *Builder) internKey() int {
 	if i, ok := b.stackIndex[string(b.keyBuf)]; ok {
 		return i
 	}
@@ -553,6 +593,7 @@ func (b *Builder) Finish() *Profile {
 	}
 
 	for _, t := range b.order {
+		t.flush()
 		if t.managed+t.external == 0 {
 			continue // every sample of the thread was filtered out
 		}
