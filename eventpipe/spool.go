@@ -3,7 +3,6 @@ package eventpipe
 import (
 	"errors"
 	"io"
-	"net"
 	"os"
 	"sync"
 )
@@ -35,20 +34,12 @@ func NewSpool(f *os.File) *Spool {
 const spoolChunk = 1 << 20
 
 // Copy reads r until it ends or fails and appends everything to the file.
-// A *Session or a socket is copied with File.ReadFrom, so that Linux splices
-// the data into the file.
+// Each chunk is published to the readers as soon as it is written (a
+// splice-based copy was tried and dropped: it only returns once a whole
+// chunk has arrived, which hides a slow stream's events from the readers).
 // It returns the bytes copied and the error that ended the copy (nil for
 // io.EOF). Readers are woken after every chunk and when Copy returns.
 func (s *Spool) Copy(r io.Reader) (int64, error) {
-	if src, ok := r.(interface{ Stream() net.Conn }); ok {
-		r = src.Stream()
-	}
-	switch r.(type) {
-	case *net.UnixConn, *net.TCPConn:
-		// The kernel can move socket data into the file (splice on
-		// Linux) without copying it through user space.
-		return s.copyFrom(r)
-	}
 	buf := make([]byte, spoolChunk)
 	var total int64
 	var err error
@@ -70,36 +61,6 @@ func (s *Spool) Copy(r io.Reader) (int64, error) {
 				err = rerr
 			}
 			break
-		}
-	}
-	s.finish(err)
-	return total, err
-}
-
-// copyFrom copies a socket chunk by chunk with File.ReadFrom, which lets the
-// operating system move the bytes without a user-space copy where it can.
-func (s *Spool) copyFrom(r io.Reader) (int64, error) {
-	lr := &io.LimitedReader{R: r}
-	var total int64
-	var err error
-	for {
-		lr.N = spoolChunk
-		n, rerr := s.f.ReadFrom(lr)
-		if n > 0 {
-			total += n
-			s.mu.Lock()
-			s.written = total
-			s.mu.Unlock()
-			s.cond.Broadcast()
-		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				err = rerr
-			}
-			break
-		}
-		if n == 0 {
-			break // end of stream
 		}
 	}
 	s.finish(err)

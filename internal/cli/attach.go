@@ -152,6 +152,7 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 	if err != nil {
 		return err
 	}
+	defer t.close()
 	if t.PID != 0 && runtime.GOOS == "linux" {
 		// /proc/PID/root is the target's view of the file system (it differs
 		// inside a container). Only a definite "not there" is worth a warning.

@@ -68,7 +68,7 @@ func (f *countersFlags) config() (counters.Config, time.Duration, error) {
 	if f.maxHistograms <= 0 || f.maxTimeSeries <= 0 {
 		return usage(fmt.Errorf("--max-histograms %d and --max-time-series %d must be positive", f.maxHistograms, f.maxTimeSeries))
 	}
-	dur, err := parseCountersDuration(f.duration)
+	dur, err := parseDuration(f.duration)
 	if err != nil {
 		return usage(fmt.Errorf("--duration: %w", err))
 	}
@@ -82,40 +82,6 @@ func (f *countersFlags) config() (counters.Config, time.Duration, error) {
 		return usage(err)
 	}
 	return cfg, dur, nil
-}
-
-// parseCountersDuration accepts Go durations ("30s", "1m30s") and
-// dotnet-trace's "dd:hh:mm:ss" (or "hh:mm:ss", "mm:ss"); "" means no limit.
-func parseCountersDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, nil
-	}
-	if !strings.Contains(s, ":") {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return 0, fmt.Errorf("%q: use a positive Go duration such as 30s or 5m, or dd:hh:mm:ss", s)
-		}
-		return d, nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) > 4 {
-		return 0, fmt.Errorf("%q: use dd:hh:mm:ss", s)
-	}
-	units := []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour}
-	var d time.Duration
-	for i := range parts {
-		p := parts[len(parts)-1-i]
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return 0, fmt.Errorf("%q: %q is not a number; use dd:hh:mm:ss", s, p)
-		}
-		d += time.Duration(n) * units[i]
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q is zero", s)
-	}
-	return d, nil
 }
 
 // isTerminal reports whether w is a terminal.
@@ -133,9 +99,30 @@ func countersSession(ctx context.Context, tf *targetFlags, cfg counters.Config) 
 	}
 	s, err := counters.Start(ctx, t.Client, cfg)
 	if err != nil {
+		t.close()
 		return nil, nil, err
 	}
+	if err := t.started(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "clrdiag: warning: resuming the runtime: %v\n", err)
+	}
 	return t, s, nil
+}
+
+// childResult passes a launched child's exit status through once the
+// session has ended; otherwise it returns err.
+func childResult(t *target, err error) error {
+	if t.Exited == nil || t.ExitCode == nil {
+		return err
+	}
+	select {
+	case <-t.Exited:
+		if code := t.ExitCode(); code != 0 {
+			return &ExitError{Code: code}
+		}
+		return nil
+	case <-time.After(2 * time.Second):
+		return err
+	}
 }
 
 // finished turns the end of a session into the command's result: the
@@ -186,15 +173,17 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 			if err != nil {
 				return finishedStart(err)
 			}
+			defer t.close()
 			defer s.Close()
-			return monitor(ctx, e, s, &counters.View{
+			return childResult(t, monitor(ctx, e, s, &counters.View{
 				Terminal: isTerminal(e.stdout),
 				Title:    "Press Ctrl-C to quit. Process " + processLabel(t),
 				Status:   "Running",
-			}, cfg.RefreshInterval)
+			}, cfg.RefreshInterval))
 		},
 	}
 	tf.register(cmd)
+	tf.registerLaunch(cmd)
 	f.register(cmd)
 	return cmd
 }
@@ -302,11 +291,13 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return finishedStart(err)
 			}
+			defer t.close()
 			defer s.Close()
-			return collect(ctx, e, s, t, format, output)
+			return childResult(t, collect(ctx, e, s, t, format, output))
 		},
 	}
 	tf.register(cmd)
+	tf.registerLaunch(cmd)
 	f.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "csv", "file format: csv or json")

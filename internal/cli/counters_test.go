@@ -217,16 +217,3 @@ func TestCountersList(t *testing.T) {
 		t.Fatalf("list --json: %d %v %d", code, err, len(known))
 	}
 }
-
-func TestParseCountersDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"": 0, "30s": 30 * time.Second, "1:02:03:04": 26*time.Hour + 3*time.Minute + 4*time.Second, "00:00:05": 5 * time.Second, "2:00": 2 * time.Minute} {
-		if got, err := parseCountersDuration(in); err != nil || got != want {
-			t.Errorf("%q = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"-5s", "0s", "00:00:00", "1:2:3:4:5", "a:b", "1h:2"} {
-		if _, err := parseCountersDuration(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}

@@ -46,6 +46,7 @@ func newDumpCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if out == "" {
 				out = "core_" + time.Now().Format("20060102_150405")
 				if runtime.GOOS == "windows" {

@@ -24,6 +24,7 @@ func newEnvCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			vars, err := t.Client.Environment(ctx)
 			if err != nil {
 				return err
@@ -66,6 +67,7 @@ func newEnvSetCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if err := t.Client.SetEnvironmentVariable(ctx, name, value); err != nil {
 				return err
 			}

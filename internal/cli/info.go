@@ -40,6 +40,7 @@ func newInfoCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			pi, err := t.Client.ProcessInfo(ctx)
 			if err != nil {
 				if errors.Is(err, ipc.ErrUnknownCommand) {

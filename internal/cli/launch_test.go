@@ -16,6 +16,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,31 @@ func fakeChild() int {
 		fmt.Fprintln(os.Stderr, "fake child: no connect-mode DOTNET_DiagnosticPorts")
 		return 90
 	}
-	srv, err := ipctest.NewServer(ipctest.Config{PID: os.Getpid(), Suspended: !strings.Contains(tags, "nosuspend")})
+	cfg := ipctest.Config{PID: os.Getpid(), Suspended: !strings.Contains(tags, "nosuspend")}
+	if os.Getenv("CLRDIAG_TEST_FAKE_CHILD_TRACE") != "" {
+		// Sessions get a stream of Hello events, as a traced app would send.
+		cfg.Tracing = func(ctx context.Context, s *ipctest.TracingSession) error {
+			w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{ProcessID: os.Getpid()})
+			if err != nil {
+				return err
+			}
+			if err := w.AddMetadata(fakeHelloMeta); err != nil {
+				return err
+			}
+			for i := 0; i < 12; i++ {
+				p, _ := nettrace.AppendPayload(nil, fakeHelloMeta.Fields, nettrace.Object{{Name: "index", Value: int32(i)}, {Name: "message", Value: fmt.Sprintf("hello %d", i)}})
+				if err := w.WriteEvent(&nettrace.Event{Metadata: fakeHelloMeta, ThreadID: 1, CaptureThreadID: 1, SequenceNumber: uint32(i + 1), Timestamp: int64(i), Payload: p}); err != nil {
+					return err
+				}
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			<-s.Stopped
+			return w.Close()
+		}
+	}
+	srv, err := ipctest.NewServer(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake child:", err)
 		return 91
@@ -143,6 +168,27 @@ func TestLaunchFakeChild(t *testing.T) {
 	}
 	if _, err := os.Lstat(res.socket); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("socket not removed: %v", err)
+	}
+}
+
+func TestLaunchTraceCollect(t *testing.T) {
+	t.Setenv("CLRDIAG_TEST_FAKE_CHILD", "1")
+	t.Setenv("CLRDIAG_TEST_FAKE_CHILD_EXIT", "5")
+	t.Setenv("CLRDIAG_TEST_FAKE_CHILD_TRACE", "1")
+	out := t.TempDir() + "/child.nettrace"
+	code, _, errOut := run(t, "trace", "collect", "--providers", "Fake-Source", "-o", out, "--", os.Args[0], "-test.run=^$")
+	if code != 5 {
+		t.Fatalf("exit %d, want the child's 5:\n%s", code, errOut)
+	}
+	if n := countHello(t, out); n != 12 {
+		t.Fatalf("%d events in the child's trace, want 12", n)
+	}
+}
+
+func TestLaunchCountersNeedsArgsAfterDash(t *testing.T) {
+	code, _, errOut := run(t, "counters", "collect", "stray")
+	if code != 3 || !strings.Contains(errOut, "after --") {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
 

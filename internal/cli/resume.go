@@ -23,6 +23,7 @@ func newResumeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if err := t.Client.ResumeRuntime(ctx); err != nil {
 				return err
 			}

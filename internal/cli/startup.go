@@ -47,6 +47,7 @@ func newStartupProfilerCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if err := t.Client.SetStartupProfiler(ctx, g, path); err != nil {
 				return suspendedHint(err, "startup-profiler")
 			}
@@ -81,6 +82,7 @@ func newStartupHookCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if err := t.Client.ApplyStartupHook(ctx, path); err != nil {
 				return suspendedHint(err, "startup-hook")
 			}
@@ -119,6 +121,7 @@ func newPerfMapCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if err := t.Client.EnablePerfMap(ctx, pt); err != nil {
 				return err
 			}
@@ -139,6 +142,7 @@ func newPerfMapCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.close()
 			if err := t.Client.DisablePerfMap(ctx); err != nil {
 				return err
 			}

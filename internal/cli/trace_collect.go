@@ -230,8 +230,10 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			"After the stop the runtime sends the rundown (method names for stacks), which can\n" +
 			"take a while in a large application; a second Ctrl-C abandons it.\n\n" +
 			"Providers: --providers Name[:Keywords[:Level[:Key=Value;...]]], --profile and\n" +
-			"--clrevents, merged as dotnet-trace does. With none: dotnet-common + dotnet-sampled-thread-time.",
-		Args: cobra.NoArgs,
+			"--clrevents, merged as dotnet-trace does. With none: dotnet-common + dotnet-sampled-thread-time.\n\n" +
+			"To trace an application from its start, give its command after --: clrdiag starts it\n" +
+			"paused on a private diagnostic port, starts the session, resumes it, and exits with\n" +
+			"its exit status (needs .NET 5 or later).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			plan, cfg, duration, err := sf.plan()
 			if err != nil {
@@ -277,6 +279,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 		},
 	}
 	tf.register(cmd)
+	tf.registerLaunch(cmd)
 	sf.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
@@ -477,21 +480,12 @@ func (c *collector) run(ctx context.Context) error {
 		}
 	}
 	if reason == "target exited" || reason == "target ended the session" {
-		if c.t.ExitCode != nil && c.t.Exited != nil {
-			select {
-			case <-c.t.Exited:
-				if code := c.t.ExitCode(); code != 0 {
-					return &ExitError{Code: code}
-				}
-				return nil
-			default:
-			}
-		}
 		if !c.quiet {
 			fmt.Fprintln(c.e.stderr, "  the target ended the session (it exited or was killed); the file holds everything it sent")
 		}
 	}
-	return nil
+	// A launched child's exit status becomes ours.
+	return childResult(c.t, nil)
 }
 
 func rundownState(done, abandoned, none bool, reason string) string {
