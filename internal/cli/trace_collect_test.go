@@ -3,121 +3,16 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
-	"github.com/clrdiag/clrdiag/nettrace"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// collectAsync runs clrdiag with args in the background.
-type asyncRun struct {
-	done   chan struct{}
-	code   int
-	stdout syncBuffer
-	stderr syncBuffer
-}
-
-func startCLI(args ...string) *asyncRun {
-	r := &asyncRun{done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.code = Main(args, strings.NewReader(""), &r.stdout, &r.stderr)
-	}()
-	return r
-}
-
-// waitSession waits until the CLI says the session is running.
-func (r *asyncRun) waitSession(t *testing.T) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for !strings.Contains(r.stderr.String(), "Session        :") {
-		select {
-		case <-r.done:
-			t.Fatalf("collect ended before the session started (exit %d):\n%s", r.code, r.stderr.String())
-		case <-deadline:
-			t.Fatalf("session not started after 30s:\n%s", r.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func (r *asyncRun) wait(t *testing.T, d time.Duration) {
-	t.Helper()
-	select {
-	case <-r.done:
-	case <-time.After(d):
-		t.Fatalf("command did not end within %v:\n%s", d, r.stderr.String())
-	}
-}
-
-type decodedEvent struct {
-	provider string
-	name     string
-	id       uint32
-	fields   nettrace.Object
-}
-
-// readTrace decodes a whole file and fails the test on any error.
-func readTrace(t *testing.T, path string) ([]decodedEvent, nettrace.Stats) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := nettrace.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var out []decodedEvent
-	var ev nettrace.Event
-	for {
-		err := rd.ReadEvent(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s does not decode: %v", path, err)
-		}
-		de := decodedEvent{provider: ev.Metadata.ProviderName, name: ev.Metadata.EventName, id: ev.Metadata.EventID}
-		if len(ev.Metadata.Fields) > 0 {
-			if de.fields, err = ev.Fields(); err != nil {
-				t.Fatalf("payload of %s/%d: %v", de.provider, de.id, err)
-			}
-		}
-		out = append(out, de)
-	}
-	return out, rd.Stats()
-}
 
 func startEvents(t *testing.T) *dotnettest.Target {
 	t.Helper()
