@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 	"unicode/utf16"
 
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/procmaps"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/spf13/cobra"
 )
@@ -272,7 +270,7 @@ func waitDetached(ctx context.Context, e *env, pid int, lib string, limit time.D
 	defer tick.Stop()
 	seen := false
 	for {
-		m, err := libMapped(pid, want)
+		m, err := procmaps.Mapped(pid, want)
 		if err != nil {
 			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %w", err)}
 		}
@@ -293,35 +291,4 @@ func waitDetached(ctx context.Context, e *env, pid int, lib string, limit time.D
 		case <-tick.C:
 		}
 	}
-}
-
-// libMapped reports whether path is mapped into process pid.
-func libMapped(pid int, path string) (bool, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return false, fmt.Errorf("process %d has exited", pid)
-		}
-		return false, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// address perms offset dev inode pathname; the pathname may hold spaces.
-		f := sc.Text()
-		for range 5 {
-			f = strings.TrimLeft(f, " ")
-			i := strings.IndexByte(f, ' ')
-			if i < 0 {
-				f = ""
-				break
-			}
-			f = f[i:]
-		}
-		f = strings.TrimSuffix(strings.TrimLeft(f, " "), " (deleted)")
-		if f == path {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
 }

@@ -1,14 +1,12 @@
 package profilertest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/procmaps"
 )
 
 // Mapped reports whether the library at lib is mapped into process pid, by
@@ -24,36 +22,11 @@ func Mapped(pid int, lib string) (bool, error) {
 	if r, err := filepath.EvalSymlinks(want); err == nil {
 		want = r
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	m, err := procmaps.Mapped(pid, want)
 	if err != nil {
 		return false, fmt.Errorf("mapped: %w", err)
 	}
-	return mapsHas(b, want), nil
-}
-
-// mapsHas reports whether a /proc/PID/maps text maps the file path.
-func mapsHas(maps []byte, path string) bool {
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// address perms offset dev inode pathname; the pathname may hold spaces.
-		f := sc.Text()
-		for range 5 {
-			f = strings.TrimLeft(f, " ")
-			i := strings.IndexByte(f, ' ')
-			if i < 0 {
-				f = ""
-				break
-			}
-			f = f[i:]
-		}
-		f = strings.TrimLeft(f, " ")
-		f = strings.TrimSuffix(f, " (deleted)")
-		if f == path {
-			return true
-		}
-	}
-	return false
+	return m, nil
 }
 
 // WaitUnmapped polls until lib has left the maps of process pid.

@@ -1,4 +1,4 @@
-package profilertest
+package procmaps
 
 import "testing"
 
@@ -20,8 +20,8 @@ func TestMapsHas(t *testing.T) {
 		{"/tmp/libx.so", false},
 		{"[stack]", true},
 	} {
-		if got := mapsHas([]byte(maps), c.path); got != c.want {
-			t.Errorf("mapsHas(%q) = %v, want %v", c.path, got, c.want)
+		if got := Has([]byte(maps), c.path); got != c.want {
+			t.Errorf("Has(%q) = %v, want %v", c.path, got, c.want)
 		}
 	}
 }
