@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -88,9 +89,10 @@ type threadAcc struct {
 	external    int64
 	all         int64 // samples of any kind, for the period estimate
 	first, last int64
-	// timeline holds runs with Start in raw ticks until Finish converts
-	// it; runLast is the tick of the last sample of the current run.
-	timeline []Run
+	// timeline holds runs with their start in raw ticks until Finish
+	// converts it; runLast is the tick of the last sample of the current
+	// run.
+	timeline Timeline
 	runLast  int64
 	// firstStack is the stack of the earliest kept sample (at firstTS), -1
 	// until one is kept.
@@ -442,7 +444,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		b.threads[ev.ThreadID] = t
 		b.order = append(b.order, t)
 	}
-	b.lastT = t
+	if b.lastT != t {
+		b.lastT = t
+	}
 	t.all++
 	t.first, t.last = min(t.first, ev.Timestamp), max(t.last, ev.Timestamp)
 	kind := s.Type
@@ -452,9 +456,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if kind == clrevents.SampleExternal && b.cfg.ManagedOnly {
 		return
 	}
-	b.stackKey(ev)
 	stack := t.lastStack
-	if stack < 0 || string(b.keyBuf) != t.lastKey {
+	if stack < 0 || !sameStack(ev, t.lastKey) {
+		b.stackKey(ev)
 		stack = b.internKey()
 		t.lastStack, t.lastKey = stack, b.stackKeys[stack]
 	}
@@ -475,21 +479,35 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if !b.cfg.Timeline || b.truncated {
 		return
 	}
-	if n := len(t.timeline); n > 0 {
-		r := &t.timeline[n-1]
-		if r.Stack == stack && r.Kind == kind && ev.Timestamp-t.runLast <= b.gapTicks && ev.Timestamp >= t.runLast {
-			t.runLast = ev.Timestamp
-			r.Count++
-			return
-		}
+	sk := uint32(sampleKey(stack, kind))
+	if r := t.timeline.last(); r != nil && r.stackKind == sk && r.count < math.MaxUint32 &&
+		ev.Timestamp-t.runLast <= b.gapTicks && ev.Timestamp >= t.runLast {
+		t.runLast = ev.Timestamp
+		r.count++
+		return
 	}
-	if b.runs >= b.cfg.MaxTimelineRuns {
+	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>1 {
 		b.truncated = true
 		return
 	}
 	b.runs++
 	t.runLast = ev.Timestamp
-	t.timeline = append(t.timeline, Run{Stack: stack, Kind: kind, Start: time.Duration(ev.Timestamp), Count: 1})
+	t.timeline.add(timelineRun{stackKind: sk, count: 1, start: ev.Timestamp})
+}
+
+// sameStack reports whether the event's stack is key, a stack as stackKey
+// encodes it.
+func sameStack(ev *nettrace.Event, key string) bool {
+	n := ev.StackLen()
+	if len(key) != 8*n {
+		return false
+	}
+	for i := range n {
+		if ev.Frame(i) != stringUint64(key[8*i:]) {
+			return false
+		}
+	}
+	return true
 }
 
 // touched reports whether a stack address seen so far lies in [start, end]
@@ -514,10 +532,12 @@ func (b *Builder) intern(ev *nettrace.Event) int {
 
 // stackKey puts the event's stack, as bytes, in b.keyBuf.
 func (b *Builder) stackKey(ev *nettrace.Event) {
-	b.keyBuf = b.keyBuf[:0]
-	for a := range ev.Frames() {
-		b.keyBuf = binary.LittleEndian.AppendUint64(b.keyBuf, a)
+	n := ev.StackLen()
+	buf := slices.Grow(b.keyBuf[:0], 8*n)[:8*n]
+	for i := range n {
+		binary.LittleEndian.PutUint64(buf[8*i:], ev.Frame(i))
 	}
+	b.keyBuf = buf
 }
 
 // internKey interns the stack in b.keyBuf.
@@ -626,8 +646,10 @@ func (b *Builder) Finish() *Profile {
 			return a.Kind < c.Kind
 		})
 		th.Timeline = t.timeline
-		for i := range th.Timeline {
-			th.Timeline[i].Start = b.hdr.DurationOf(int64(th.Timeline[i].Start) - b.minTS)
+		for _, c := range th.Timeline.chunks {
+			for i := range c {
+				c[i].start = int64(b.hdr.DurationOf(c[i].start - b.minTS))
+			}
 		}
 		p.Threads = append(p.Threads, th)
 	}
@@ -732,9 +754,7 @@ func Read(r io.Reader, cfg Config) (*Profile, error) {
 
 // stringUint64 reads a little-endian uint64 from the start of s.
 func stringUint64(s string) uint64 {
-	var v uint64
-	for i := 7; i >= 0; i-- {
-		v = v<<8 | uint64(s[i])
-	}
-	return v
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

@@ -144,16 +144,19 @@ func (p *Profile) Pprof() (*profile.Profile, error) {
 // SpeedscopeSchema is the $schema value of speedscope files.
 const SpeedscopeSchema = "https://www.speedscope.app/file-format-schema.json"
 
+// flushAt is the size at which the exporters hand their buffer to the
+// writer.
+const flushAt = 64 << 10
+
 // WriteSpeedscope writes the profile in speedscope's JSON format
 // (https://www.speedscope.app/file-format-schema.json): one "sampled"
 // profile per thread, stacks root first, weights in nanoseconds. With a
 // timeline the samples are in time order (speedscope's Time Order view is
 // then a timeline); without one each distinct stack appears once.
 func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	b := make([]byte, 0, 4096)
+	b := make([]byte, 0, flushAt+4096)
 	flush := func() error {
-		_, err := bw.Write(b)
+		_, err := w.Write(b)
 		b = b[:0]
 		return err
 	}
@@ -162,7 +165,6 @@ func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
 	b = append(b, `,"exporter":"clrdiag","name":`...)
 	b = appendJSONString(b, name)
 	b = append(b, `,"activeProfileIndex":0,"shared":{"frames":[`...)
-	emptyFrame := len(p.Frames) // index of the pseudo-frame for empty stacks
 	for i, fr := range p.Frames {
 		if i > 0 {
 			b = append(b, ',')
@@ -174,7 +176,7 @@ func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
 			b = appendJSONString(b, fr.Module)
 		}
 		b = append(b, '}')
-		if len(b) > 32<<10 {
+		if len(b) >= flushAt {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -187,75 +189,126 @@ func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
 	b = appendJSONString(b, noFrames)
 	b = append(b, `}]},"profiles":[`...)
 	period := int64(p.Period)
-	appendStack := func(b []byte, s int) []byte {
-		frames := p.Stacks[s].Frames
-		b = append(b, '[')
-		if len(frames) == 0 {
-			b = strconv.AppendInt(b, int64(emptyFrame), 10)
-		}
-		for i := len(frames) - 1; i >= 0; i-- {
-			b = strconv.AppendInt(b, int64(frames[i]), 10)
-			if i > 0 {
-				b = append(b, ',')
-			}
-		}
-		return append(b, ']')
-	}
+	// Each stack's JSON array is encoded once, when first needed.
+	stacks := stackArrays{p: p}
 	for ti, t := range p.Threads {
 		if ti > 0 {
 			b = append(b, ',')
 		}
 		// Time-ordered runs when there is a timeline, else one entry per
 		// distinct stack.
-		n := len(t.Samples)
-		at := func(i int) (stack int, weight int64) {
-			return t.Samples[i].Stack, t.Samples[i].Count * period
+		var start, end int64
+		if t.Timeline.n > 0 {
+			start = t.Timeline.chunks[0][0].start
+			end = start
+			for _, c := range t.Timeline.chunks {
+				for _, r := range c {
+					end += int64(r.count) * period
+				}
+			}
+		} else {
+			for _, s := range t.Samples {
+				end += s.Count * period
+			}
 		}
-		var start int64
-		if len(t.Timeline) > 0 {
-			n = len(t.Timeline)
-			at = func(i int) (int, int64) { return t.Timeline[i].Stack, t.Timeline[i].Count * period }
-			start = int64(t.Timeline[0].Start)
-		}
-		end := start
-		for i := range n {
-			_, w := at(i)
-			end += w
-		}
-		b = append(b, `{"type":"sampled","name":`...)
-		b = appendJSONString(b, "Thread "+strconv.FormatUint(t.ID, 10))
-		b = append(b, `,"unit":"nanoseconds","startValue":`...)
+		b = append(b, `{"type":"sampled","name":"Thread `...)
+		b = strconv.AppendUint(b, t.ID, 10)
+		b = append(b, `","unit":"nanoseconds","startValue":`...)
 		b = strconv.AppendInt(b, start, 10)
 		b = append(b, `,"endValue":`...)
 		b = strconv.AppendInt(b, end, 10)
 		b = append(b, `,"samples":[`...)
-		for i := range n {
-			if i > 0 {
+		sep := false
+		sample := func(stack int) error {
+			if sep {
 				b = append(b, ',')
 			}
-			stack, _ := at(i)
-			b = appendStack(b, stack)
-			if len(b) > 32<<10 {
-				if err := flush(); err != nil {
+			sep = true
+			b = append(b, stacks.get(stack)...)
+			if len(b) >= flushAt {
+				return flush()
+			}
+			return nil
+		}
+		weight := func(w int64) error {
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			b = strconv.AppendInt(b, w, 10)
+			if len(b) >= flushAt {
+				return flush()
+			}
+			return nil
+		}
+		if t.Timeline.n > 0 {
+			for _, c := range t.Timeline.chunks {
+				for _, r := range c {
+					if err := sample(int(r.stackKind >> 1)); err != nil {
+						return err
+					}
+				}
+			}
+			b = append(b, `],"weights":[`...)
+			sep = false
+			for _, c := range t.Timeline.chunks {
+				for _, r := range c {
+					if err := weight(int64(r.count) * period); err != nil {
+						return err
+					}
+				}
+			}
+		} else {
+			for _, s := range t.Samples {
+				if err := sample(s.Stack); err != nil {
+					return err
+				}
+			}
+			b = append(b, `],"weights":[`...)
+			sep = false
+			for _, s := range t.Samples {
+				if err := weight(s.Count * period); err != nil {
 					return err
 				}
 			}
 		}
-		b = append(b, `],"weights":[`...)
-		for i := range n {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			_, w := at(i)
-			b = strconv.AppendInt(b, w, 10)
-		}
 		b = append(b, "]}"...)
 	}
 	b = append(b, "]}\n"...)
-	if err := flush(); err != nil {
-		return err
+	return flush()
+}
+
+// stackArrays encodes stacks as speedscope sample arrays (frame indexes,
+// root first; the pseudo-frame after the last frame for an empty stack),
+// each once.
+type stackArrays struct {
+	p    *Profile
+	enc  []byte
+	span [][2]int32 // enc[lo:hi] of each stack; hi 0 until encoded
+}
+
+func (s *stackArrays) get(stack int) []byte {
+	if s.span == nil {
+		s.span = make([][2]int32, len(s.p.Stacks))
 	}
-	return bw.Flush()
+	if sp := s.span[stack]; sp[1] > 0 {
+		return s.enc[sp[0]:sp[1]]
+	}
+	lo := len(s.enc)
+	frames := s.p.Stacks[stack].Frames
+	s.enc = append(s.enc, '[')
+	if len(frames) == 0 {
+		s.enc = strconv.AppendInt(s.enc, int64(len(s.p.Frames)), 10)
+	}
+	for i := len(frames) - 1; i >= 0; i-- {
+		s.enc = strconv.AppendInt(s.enc, int64(frames[i]), 10)
+		if i > 0 {
+			s.enc = append(s.enc, ',')
+		}
+	}
+	s.enc = append(s.enc, ']')
+	s.span[stack] = [2]int32{int32(lo), int32(len(s.enc))}
+	return s.enc[lo:]
 }
 
 // WriteChromium writes the profile's timeline as Chromium trace-event JSON
@@ -267,50 +320,39 @@ func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
 func WriteChromium(w io.Writer, p *Profile) error {
 	hasTimeline := false
 	for _, t := range p.Threads {
-		hasTimeline = hasTimeline || len(t.Timeline) > 0
+		hasTimeline = hasTimeline || t.Timeline.n > 0
 	}
 	if !hasTimeline && len(p.Threads) > 0 {
 		return ErrNoTimeline
 	}
-	// Frame names and categories are encoded once.
-	names := make([][]byte, len(p.Frames))
-	cats := make([][]byte, len(p.Frames))
+	// Each frame's B and E events up to the timestamp are encoded once:
+	// enc[begin[i]:end[i]] opens frame i, enc[end[i]:begin[i+1]] closes it.
+	var enc []byte
+	begin := make([]int, len(p.Frames)+1)
+	end := make([]int, len(p.Frames))
 	for i, f := range p.Frames {
-		names[i] = appendJSONString(nil, f.Name)
-		cats[i] = appendJSONString(nil, f.Module)
+		begin[i] = len(enc)
+		enc = append(enc, ",\n{\"ph\":\"B\",\"name\":"...)
+		enc = appendJSONString(enc, f.Name)
+		enc = append(enc, `,"cat":`...)
+		enc = appendJSONString(enc, f.Module)
+		enc = append(enc, `,"ts":`...)
+		end[i] = len(enc)
+		enc = append(enc, ",\n{\"ph\":\"E\",\"name\":"...)
+		enc = appendJSONString(enc, f.Name)
+		enc = append(enc, `,"ts":`...)
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	b := make([]byte, 0, 4096)
+	begin[len(p.Frames)] = len(enc)
+	b := make([]byte, 0, flushAt+4096)
 	b = append(b, `{"displayTimeUnit":"ms","traceEvents":[`...)
 	pid := strconv.Itoa(p.ProcessID)
-	first := true
-	event := func(ph byte, fr int, ts time.Duration, tid string) {
-		if !first {
-			b = append(b, ',', '\n')
-		}
-		first = false
-		b = append(b, `{"ph":"`...)
-		b = append(b, ph)
-		b = append(b, `","name":`...)
-		b = append(b, names[fr]...)
-		if ph == 'B' {
-			b = append(b, `,"cat":`...)
-			b = append(b, cats[fr]...)
-		}
-		b = append(b, `,"ts":`...)
-		b = appendMicros(b, int64(ts))
-		b = append(b, `,"pid":`...)
-		b = append(b, pid...)
-		b = append(b, `,"tid":`...)
-		b = append(b, tid...)
-		b = append(b, '}')
-	}
-	for _, t := range p.Threads {
+	var suffix, ts []byte // ,"pid":..,"tid":..} and the current timestamp
+	var open []int        // frames, root first
+	for ti, t := range p.Threads {
 		tid := strconv.FormatUint(t.ID, 10)
-		if !first {
+		if ti > 0 {
 			b = append(b, ',', '\n')
 		}
-		first = false
 		b = append(b, `{"ph":"M","name":"thread_name","pid":`...)
 		b = append(b, pid...)
 		b = append(b, `,"tid":`...)
@@ -318,42 +360,68 @@ func WriteChromium(w io.Writer, p *Profile) error {
 		b = append(b, `,"args":{"name":"Thread `...)
 		b = append(b, tid...)
 		b = append(b, `"}}`...)
-		var open []int // frames, root first
+		suffix = append(append(append(append(suffix[:0], `,"pid":`...), pid...), `,"tid":`...), tid...)
+		suffix = append(suffix, '}')
+		open = open[:0]
+		openStack := -1 // the stack whose frames are open, -1 for none
 		var at time.Duration
-		closeTo := func(n int, ts time.Duration) {
+		// closeTo ends the open frames beyond the first n; ts is set.
+		closeTo := func(n int) {
 			for len(open) > n {
-				event('E', open[len(open)-1], ts, tid)
+				f := open[len(open)-1]
 				open = open[:len(open)-1]
+				b = append(b, enc[end[f]:begin[f+1]]...)
+				b = append(b, ts...)
+				b = append(b, suffix...)
 			}
 		}
-		for _, r := range t.Timeline {
-			r.Start = max(r.Start, at) // keep each thread's timestamps monotonic
-			if r.Start > at+4*p.Period {
-				closeTo(0, at)
-			}
-			frames := p.Stacks[r.Stack].Frames
-			common := 0
-			for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
-				common++
-			}
-			closeTo(common, r.Start)
-			for i := len(frames) - 1 - common; i >= 0; i-- {
-				open = append(open, frames[i])
-				event('B', frames[i], r.Start, tid)
-			}
-			at = r.Start + time.Duration(r.Count)*p.Period
-			if len(b) > 32<<10 {
-				if _, err := bw.Write(b); err != nil {
-					return err
+		for _, c := range t.Timeline.chunks {
+			for _, r := range c {
+				if len(b) >= flushAt {
+					if _, err := w.Write(b); err != nil {
+						return err
+					}
+					b = b[:0]
 				}
-				b = b[:0]
+				rs := max(time.Duration(r.start), at) // keep each thread's timestamps monotonic
+				stack := int(r.stackKind >> 1)
+				if rs > at+4*p.Period {
+					if len(open) > 0 {
+						ts = appendMicros(ts[:0], int64(at))
+						closeTo(0)
+					}
+					openStack = -1
+				}
+				at = rs + time.Duration(r.count)*p.Period
+				if stack == openStack {
+					continue // no frame starts or ends
+				}
+				openStack = stack
+				frames := p.Stacks[stack].Frames
+				common := 0
+				for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
+					common++
+				}
+				if len(open) == common && len(frames) == common {
+					continue
+				}
+				ts = appendMicros(ts[:0], int64(rs))
+				closeTo(common)
+				for i := len(frames) - 1 - common; i >= 0; i-- {
+					f := frames[i]
+					open = append(open, f)
+					b = append(b, enc[begin[f]:end[f]]...)
+					b = append(b, ts...)
+					b = append(b, suffix...)
+				}
 			}
 		}
-		closeTo(0, at)
+		if len(open) > 0 {
+			ts = appendMicros(ts[:0], int64(at))
+			closeTo(0)
+		}
 	}
 	b = append(b, "]}\n"...)
-	if _, err := bw.Write(b); err != nil {
-		return err
-	}
-	return bw.Flush()
+	_, err := w.Write(b)
+	return err
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"iter"
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
@@ -97,7 +98,7 @@ type Thread struct {
 	FirstKind  SampleKind
 	// Timeline is the thread's samples in time order, consecutive samples
 	// with the same stack merged; only with Config.Timeline.
-	Timeline []Run
+	Timeline Timeline
 }
 
 // Total is the thread's sampled time: its sample count times the period.
@@ -119,6 +120,81 @@ type Run struct {
 	Kind  SampleKind
 	Start time.Duration
 	Count int64
+}
+
+// Timeline is a thread's samples in time order as Runs. It is stored
+// compactly (16 bytes a run, in chunks that are never copied as it grows);
+// All yields the runs.
+type Timeline struct {
+	chunks [][]timelineRun
+	n      int
+}
+
+// timelineRun is a Run as stored: the Stacks index shifted left once with
+// the low bit set for Managed, the sample count, and the start (ticks while
+// a Builder records it, then the offset from Profile.Start in nanoseconds).
+type timelineRun struct {
+	stackKind uint32
+	count     uint32
+	start     int64
+}
+
+// Timeline chunk sizes: the first chunk holds minTimelineChunk runs, each
+// next one twice as many, up to maxTimelineChunk.
+const (
+	minTimelineChunk = 64
+	maxTimelineChunk = 8192
+)
+
+// Len is the number of runs.
+func (tl *Timeline) Len() int { return tl.n }
+
+// All yields the runs in time order.
+func (tl *Timeline) All() iter.Seq[Run] {
+	return func(yield func(Run) bool) {
+		for _, c := range tl.chunks {
+			for _, r := range c {
+				if !yield(r.run()) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (r *timelineRun) run() Run {
+	return Run{Stack: int(r.stackKind >> 1), Kind: r.kind(), Start: time.Duration(r.start), Count: int64(r.count)}
+}
+
+func (r *timelineRun) kind() SampleKind {
+	if r.stackKind&1 != 0 {
+		return clrevents.SampleManaged
+	}
+	return clrevents.SampleExternal
+}
+
+// last returns the last run, nil when there is none.
+func (tl *Timeline) last() *timelineRun {
+	if tl.n == 0 {
+		return nil
+	}
+	c := tl.chunks[len(tl.chunks)-1]
+	return &c[len(c)-1]
+}
+
+// add appends a run.
+func (tl *Timeline) add(r timelineRun) {
+	k := len(tl.chunks) - 1
+	if k < 0 || len(tl.chunks[k]) == cap(tl.chunks[k]) {
+		size := minTimelineChunk
+		if k >= 0 {
+			size = min(2*cap(tl.chunks[k]), maxTimelineChunk)
+		}
+		tl.chunks = append(tl.chunks, make([]timelineRun, 0, size))
+		k++
+	}
+	tl.chunks[k] = append(tl.chunks[k], r)
+	tl.n++
 }
 
 // SymbolStats says how well stacks were resolved. Frame counts are frame
