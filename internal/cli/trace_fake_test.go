@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,5 +233,57 @@ func TestFakeCollectStreamCutMidBlock(t *testing.T) {
 	}
 	if n := countHello(t, out); n != 10 {
 		t.Fatalf("%d events kept, want the 10 of the complete block", n)
+	}
+}
+
+// waitStderr waits until the running command printed want.
+func (r *asyncRun) waitStderr(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(r.stderr.String(), want) {
+		select {
+		case <-r.done:
+			t.Fatalf("command ended before printing %q (exit %d):\n%s", want, r.code, r.stderr.String())
+		case <-deadline:
+			t.Fatalf("no %q after 30s:\n%s", want, r.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestFakeCollectSIGTERMThenSecondInterrupt(t *testing.T) {
+	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
+		if err != nil {
+			return err
+		}
+		_ = w.AddMetadata(fakeHelloMeta)
+		writeFakeEvents(t, w, 0, 9)
+		<-s.Stopped
+		select { // a rundown far longer than the test waits
+		case <-ctx.Done():
+		case <-time.After(time.Minute):
+		}
+		return nil
+	}})
+	out := filepath.Join(t.TempDir(), "x.nettrace")
+	r := startCLI("trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "-o", out)
+	r.waitSession(t)
+	// SIGTERM stops the trace like Ctrl-C...
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStderr(t, "Waiting for the rundown")
+	time.Sleep(300 * time.Millisecond) // the second-interrupt handler is installed after the stop reply
+	// ...and a second interrupt abandons the rundown, keeping a valid file.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 15*time.Second)
+	if r.code != 0 || !strings.Contains(r.stderr.String(), "Abandoning the rundown") || !strings.Contains(r.stderr.String(), "rundown abandoned") {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr.String())
+	}
+	if n := countHello(t, out); n != 9 {
+		t.Fatalf("%d events kept, want 9", n)
 	}
 }
