@@ -47,9 +47,10 @@ type Builder struct {
 	kinds   map[*nettrace.Metadata]eventKind
 	// byID caches the kinds of metadata ids below maxDenseID (V6 traces
 	// may reuse an id for new metadata, hence the pointer).
-	byID    []kindCache
-	lastT   *threadAcc
-	symbols SymbolTable
+	byID []kindCache
+	// lastT and prevT are the threads of the last two samples.
+	lastT, prevT *threadAcc
+	symbols      SymbolTable
 
 	stackIndex map[string]int
 	// addrs are the distinct stack addresses seen, sorted; newAddrs those
@@ -99,21 +100,76 @@ type threadAcc struct {
 	firstStack int
 	firstKind  SampleKind
 	firstTS    int64
-	// lastKey/lastStack is the thread's previous stack, and pendKey/pendN
-	// samples not yet added to counts: a thread usually repeats its stack,
-	// and comparing with the last one is cheaper than hashing.
-	lastKey   string
-	lastStack int
-	pendKey   int64
-	pendN     int64
+	// recent are the thread's last few distinct stacks with the samples
+	// not yet added to counts: a thread mostly repeats or alternates
+	// between a few stacks, and comparing with them is cheaper than
+	// building and hashing a key. hot is the slot of the previous sample,
+	// next the slot a new stack replaces.
+	recent        [recentStacks]recentStack
+	nRecent       int
+	hot, nextSlot int
 }
 
-// flush adds the pending samples to counts.
-func (t *threadAcc) flush() {
-	if t.pendN > 0 {
-		t.counts[t.pendKey] += t.pendN
-		t.pendN = 0
+// recentStacks is the number of stacks a thread remembers.
+const recentStacks = 4
+
+type recentStack struct {
+	key   string // as stackKey encodes it
+	stack int
+	pend  [2]int64 // samples not yet in counts: External, Managed
+}
+
+// flushSlot adds the pending samples of a recent stack to counts.
+func (t *threadAcc) flushSlot(i int) {
+	r := &t.recent[i]
+	for k, n := range r.pend {
+		if n > 0 {
+			t.counts[int64(r.stack)<<1|int64(k)] += n
+			r.pend[k] = 0
+		}
 	}
+}
+
+// flush adds every pending sample to counts.
+func (t *threadAcc) flush() {
+	for i := range t.nRecent {
+		t.flushSlot(i)
+	}
+}
+
+// recentSlot returns the slot of the event's stack among the thread's
+// recent stacks, -1 when it is not one of them.
+func (t *threadAcc) recentSlot(ev *nettrace.Event) int {
+	if t.nRecent == 0 {
+		return -1
+	}
+	if sameStack(ev, t.recent[t.hot].key) {
+		return t.hot
+	}
+	for i := range t.nRecent {
+		if i != t.hot && sameStack(ev, t.recent[i].key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// remember makes stack (with key) a recent stack and returns its slot,
+// replacing (after flushing it) a stack other than the hot one.
+func (t *threadAcc) remember(stack int, key string) int {
+	i := t.nRecent
+	if i < recentStacks {
+		t.nRecent++
+	} else {
+		i = t.nextSlot
+		if i == t.hot {
+			i = (i + 1) % recentStacks
+		}
+		t.nextSlot = (i + 1) % recentStacks
+		t.flushSlot(i)
+	}
+	t.recent[i] = recentStack{key: key, stack: stack}
+	return i
 }
 
 func sampleKey(stack int, kind SampleKind) int64 {
@@ -437,15 +493,16 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	}
 	t := b.lastT
 	if t == nil || t.id != ev.ThreadID {
-		t = b.threads[ev.ThreadID]
-	}
-	if t == nil {
-		t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp, firstStack: -1, lastStack: -1}
-		b.threads[ev.ThreadID] = t
-		b.order = append(b.order, t)
-	}
-	if b.lastT != t {
-		b.lastT = t
+		// Threads sampled in turn alternate: try the one before.
+		if t = b.prevT; t == nil || t.id != ev.ThreadID {
+			t = b.threads[ev.ThreadID]
+		}
+		if t == nil {
+			t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp, firstStack: -1}
+			b.threads[ev.ThreadID] = t
+			b.order = append(b.order, t)
+		}
+		b.prevT, b.lastT = b.lastT, t
 	}
 	t.all++
 	t.first, t.last = min(t.first, ev.Timestamp), max(t.last, ev.Timestamp)
@@ -456,17 +513,18 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if kind == clrevents.SampleExternal && b.cfg.ManagedOnly {
 		return
 	}
-	stack := t.lastStack
-	if stack < 0 || !sameStack(ev, t.lastKey) {
+	slot := t.recentSlot(ev)
+	if slot < 0 {
 		b.stackKey(ev)
-		stack = b.internKey()
-		t.lastStack, t.lastKey = stack, b.stackKeys[stack]
+		stack := b.internKey()
+		slot = t.remember(stack, b.stackKeys[stack])
 	}
-	if key := sampleKey(stack, kind); key == t.pendKey && t.pendN > 0 {
-		t.pendN++
+	t.hot = slot
+	stack := t.recent[slot].stack
+	if kind == clrevents.SampleManaged {
+		t.recent[slot].pend[1]++
 	} else {
-		t.flush()
-		t.pendKey, t.pendN = key, 1
+		t.recent[slot].pend[0]++
 	}
 	if t.firstStack < 0 || ev.Timestamp < t.firstTS {
 		t.firstStack, t.firstKind, t.firstTS = stack, kind, ev.Timestamp
