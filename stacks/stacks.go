@@ -1,0 +1,322 @@
+package stacks
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/profile"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultDuration       = 10 * time.Millisecond
+	DefaultAttempts       = 3
+	DefaultStopTimeout    = 30 * time.Second
+	DefaultRundownTimeout = 5 * time.Minute
+	DefaultSlowRundown    = 5 * time.Second
+)
+
+var (
+	// ErrNoSamples is wrapped by the error of a capture whose sessions all
+	// ended without a thread sample.
+	ErrNoSamples = errors.New("the runtime sent no thread samples")
+	// ErrEndedEarly is wrapped by the error of a capture whose session
+	// stream ended before the session was stopped (the target exited, or
+	// the runtime dropped the session).
+	ErrEndedEarly = errors.New("the target ended the session before it was stopped (did it exit?)")
+	// ErrBadConfig is wrapped by the error for a negative Config field.
+	ErrBadConfig = errors.New("stacks: bad configuration")
+)
+
+// Error is a failed step of a capture.
+type Error struct {
+	// Op says what failed, e.g. "start the session".
+	Op string
+	// Local is true when the failure is on this machine (the temporary
+	// file), not in the target or the session.
+	Local bool
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Config configures Capture. The zero value takes a 10 ms snapshot with the
+// defaults above, without thread names.
+type Config struct {
+	// Duration is how long the first session samples before it is
+	// stopped; 0 means DefaultDuration.
+	Duration time.Duration
+	// Attempts is how many sessions to try, each ten times longer than
+	// the one before, until one has samples; 0 means DefaultAttempts.
+	Attempts int
+	// StopTimeout bounds the StopTracing command; 0 means
+	// DefaultStopTimeout.
+	StopTimeout time.Duration
+	// RundownTimeout bounds the wait for the rundown after the stop; when
+	// it passes, what arrived is used (frames may stay addresses). 0 means
+	// DefaultRundownTimeout.
+	RundownTimeout time.Duration
+	// SlowRundown is how long after the stop a NoteSlowRundown is sent if
+	// the rundown has not ended; 0 means DefaultSlowRundown, a negative
+	// value sends none.
+	SlowRundown time.Duration
+	// PID is the target's process id as this machine's /proc sees it, for
+	// thread names on Linux; 0 means no names. Leave it 0 for a target in
+	// another PID namespace reached through a reverse connection.
+	PID int
+	// TempDir is where the session is spooled; "" means os.TempDir().
+	TempDir string
+	// Started, when set, is called once each session has started (to
+	// resume a runtime paused at startup). An error is reported as
+	// NoteResumeFailed and the capture goes on.
+	Started func(ctx context.Context) error
+	// Notify, when set, receives progress and warnings as they happen,
+	// on the capturing goroutine.
+	Notify func(Note)
+}
+
+// NoteKind says what a Note reports.
+type NoteKind int
+
+// The kinds of Note.
+const (
+	// NoteFallback: the runtime is older and a session feature was given
+	// up (Text says which).
+	NoteFallback NoteKind = iota + 1
+	// NoteResumeFailed: Config.Started failed (Err).
+	NoteResumeFailed
+	// NoteRetry: no samples arrived; sampling again for Duration.
+	NoteRetry
+	// NoteSlowRundown: the rundown has not ended Duration after the stop.
+	NoteSlowRundown
+	// NoteRundownTimeout: no end of the rundown after Duration; the
+	// events that arrived are used.
+	NoteRundownTimeout
+	// NoteStreamError: the session stream ended with Err after the stop.
+	NoteStreamError
+	// NoteIncomplete: the stream was cut (Err); the events before the
+	// cut are used.
+	NoteIncomplete
+)
+
+// Note is progress or a recoverable problem during a capture.
+type Note struct {
+	Kind     NoteKind
+	Duration time.Duration
+	Text     string
+	Err      error
+}
+
+// Warning reports whether the note is a problem rather than progress.
+func (n Note) Warning() bool { return n.Kind != NoteRetry && n.Kind != NoteSlowRundown }
+
+// String describes the note in a sentence.
+func (n Note) String() string {
+	switch n.Kind {
+	case NoteFallback:
+		return n.Text
+	case NoteResumeFailed:
+		return fmt.Sprintf("resuming the runtime: %v", n.Err)
+	case NoteRetry:
+		return fmt.Sprintf("No samples arrived; sampling again for %v.", n.Duration)
+	case NoteSlowRundown:
+		return fmt.Sprintf("Waiting for the rundown (method names) for %v: it lists every loaded method, which takes a while in a large application.", n.Duration)
+	case NoteRundownTimeout:
+		return fmt.Sprintf("no end of the rundown after %v; using what arrived (frames may stay addresses)", n.Duration)
+	case NoteStreamError:
+		return fmt.Sprintf("the session stream ended with: %v", n.Err)
+	case NoteIncomplete:
+		return fmt.Sprintf("the session stream is incomplete (%v); using the events before the cut", n.Err)
+	}
+	return fmt.Sprintf("note %d: %s %v", n.Kind, n.Text, n.Err)
+}
+
+// SessionConfig is the session Capture runs, the one dotnet-stack runs: the
+// SampleProfiler at Informational level, with the default rundown for
+// method names.
+func SessionConfig() eventpipe.Config {
+	return eventpipe.Config{
+		Providers: []eventpipe.Provider{{Name: eventpipe.ProviderSampleProfiler, Level: eventpipe.LevelInformational}},
+	}
+}
+
+// Capture takes a snapshot of the managed stacks of the target's threads.
+func Capture(ctx context.Context, t eventpipe.Tracer, cfg Config) (*Snapshot, error) {
+	p, err := CaptureProfile(ctx, t, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return FromProfile(p, cfg.PID), nil
+}
+
+// CaptureProfile runs the sessions of Capture and returns the profile of the
+// one that had samples, for callers that want more than the first sample of
+// each thread.
+func CaptureProfile(ctx context.Context, t eventpipe.Tracer, cfg Config) (*profile.Profile, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d := c.Duration
+	for i := 1; ; i++ {
+		p, err := c.session(ctx, t, d)
+		if err == nil || !errors.Is(err, ErrNoSamples) || i >= c.Attempts {
+			return p, err
+		}
+		d *= 10
+		c.note(Note{Kind: NoteRetry, Duration: d})
+	}
+}
+
+func (c Config) withDefaults() (Config, error) {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+		def  time.Duration
+		p    *time.Duration
+	}{
+		{"Duration", c.Duration, DefaultDuration, &c.Duration},
+		{"StopTimeout", c.StopTimeout, DefaultStopTimeout, &c.StopTimeout},
+		{"RundownTimeout", c.RundownTimeout, DefaultRundownTimeout, &c.RundownTimeout},
+	} {
+		if f.v < 0 {
+			return c, fmt.Errorf("%w: negative %s %v", ErrBadConfig, f.name, f.v)
+		}
+		if f.v == 0 {
+			*f.p = f.def
+		}
+	}
+	if c.Attempts < 0 {
+		return c, fmt.Errorf("%w: negative Attempts %d", ErrBadConfig, c.Attempts)
+	}
+	if c.Attempts == 0 {
+		c.Attempts = DefaultAttempts
+	}
+	if c.SlowRundown == 0 {
+		c.SlowRundown = DefaultSlowRundown
+	}
+	return c, nil
+}
+
+func (c *Config) note(n Note) {
+	if c.Notify != nil {
+		c.Notify(n)
+	}
+}
+
+// session runs one session into a temporary file, stops it after d, drains
+// the rundown and builds the profile of the file.
+func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duration) (*profile.Profile, error) {
+	sess, err := eventpipe.Start(ctx, t, SessionConfig())
+	if err != nil {
+		return nil, &Error{Op: "start the session", Err: err}
+	}
+	defer sess.Close()
+	for _, w := range sess.Warnings {
+		c.note(Note{Kind: NoteFallback, Text: w})
+	}
+	f, err := os.CreateTemp(c.TempDir, "clrdiag-stack-*.nettrace")
+	if err != nil {
+		return nil, &Error{Op: "create the temporary trace file", Local: true, Err: err}
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	copyDone := make(chan struct{})
+	var copyErr error
+	go func() {
+		_, copyErr = io.Copy(f, sess)
+		close(copyDone)
+	}()
+	// abandon closes the session and waits for the copy to end.
+	abandon := func() {
+		sess.Close()
+		<-copyDone
+	}
+	if c.Started != nil {
+		if err := c.Started(ctx); err != nil {
+			c.note(Note{Kind: NoteResumeFailed, Err: err})
+		}
+	}
+
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		abandon()
+		return nil, &Error{Op: "sample the threads", Err: ctx.Err()}
+	case <-copyDone:
+		if copyErr != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEndedEarly, copyErr)
+		}
+		return nil, ErrEndedEarly
+	case <-timer.C:
+	}
+
+	stopStart := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, c.StopTimeout)
+	err = sess.Stop(sctx)
+	cancel()
+	if err != nil {
+		abandon()
+		return nil, &Error{Op: "stop the session", Err: err}
+	}
+	var slow <-chan time.Time
+	if c.SlowRundown > 0 {
+		note := time.NewTimer(max(c.SlowRundown-time.Since(stopStart), 0))
+		defer note.Stop()
+		slow = note.C
+	}
+	rundown := time.NewTimer(c.RundownTimeout)
+	defer rundown.Stop()
+	complete := false
+drain:
+	for {
+		select {
+		case <-copyDone:
+			complete = true
+			break drain
+		case <-slow:
+			c.note(Note{Kind: NoteSlowRundown, Duration: c.SlowRundown})
+		case <-rundown.C:
+			c.note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
+			abandon()
+			break drain
+		case <-ctx.Done():
+			abandon()
+			return nil, &Error{Op: "wait for the rundown", Err: ctx.Err()}
+		}
+	}
+	if complete && copyErr != nil {
+		c.note(Note{Kind: NoteStreamError, Err: copyErr})
+	}
+
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, &Error{Op: "read back the temporary trace", Local: true, Err: err}
+	}
+	p, err := profile.Read(bufio.NewReaderSize(f, 1<<20), profile.Config{})
+	var fe *nettrace.FormatError
+	switch {
+	case err == nil:
+	case p != nil && errors.As(err, &fe):
+		// A cut stream (an abandoned rundown) still has its samples.
+		c.note(Note{Kind: NoteIncomplete, Err: err})
+	default:
+		return nil, &Error{Op: "decode the session stream", Err: err}
+	}
+	if len(p.Threads) == 0 {
+		return nil, fmt.Errorf("%w in %v (a process with no managed threads has no stacks)", ErrNoSamples, d)
+	}
+	return p, nil
+}
