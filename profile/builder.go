@@ -143,11 +143,12 @@ func (t *threadAcc) recentSlot(ev *nettrace.Event) int {
 	if t.nRecent == 0 {
 		return -1
 	}
-	if sameStack(ev, t.recent[t.hot].key) {
+	n := ev.StackLen()
+	if sameStack(ev, n, t.recent[t.hot].key) {
 		return t.hot
 	}
 	for i := range t.nRecent {
-		if i != t.hot && sameStack(ev, t.recent[i].key) {
+		if i != t.hot && sameStack(ev, n, t.recent[i].key) {
 			return i
 		}
 	}
@@ -553,10 +554,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	t.timeline.add(timelineRun{stackKind: sk, count: 1, start: ev.Timestamp})
 }
 
-// sameStack reports whether the event's stack is key, a stack as stackKey
-// encodes it.
-func sameStack(ev *nettrace.Event, key string) bool {
-	n := ev.StackLen()
+// sameStack reports whether the event's stack, of n frames, is key, a
+// stack as stackKey encodes it.
+func sameStack(ev *nettrace.Event, n int, key string) bool {
 	if len(key) != 8*n {
 		return false
 	}
