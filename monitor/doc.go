@@ -1,7 +1,7 @@
 // Package monitor is a small HTTP API over the .NET processes clrdiag can
 // reach, in the spirit of dotnet-monitor: list them, read their information
-// and environment, write dumps, stream traces, read counters, and expose
-// System.Runtime counters to Prometheus.
+// and environment, write dumps, stream traces, read counters and thread
+// stacks, and expose System.Runtime counters to Prometheus.
 //
 // # Routes
 //
@@ -13,7 +13,8 @@
 //	                                     a nettrace file streamed as it is collected
 //	GET  /processes/{pid}/counters?duration=
 //	                                     counter samples (JSON)
-//	GET  /processes/{pid}/stacks         501: not available yet
+//	GET  /processes/{pid}/stacks?format= the managed stack of every thread (package stacks),
+//	                                     JSON or, with format=text, as dotnet-stack prints it
 //	GET  /metrics                        Prometheus exposition
 //
 // Every route requires "Authorization: Bearer <Config.APIKey>" unless
@@ -22,7 +23,14 @@
 //
 // The runtime serves one diagnostic command at a time, so requests to one
 // process are serialized (a per-process queue that honours the request's
-// context); requests to different processes run concurrently.
+// context; a stack snapshot holds its process's turn until the rundown has
+// arrived); requests to different processes run concurrently.
+//
+// A stack snapshot's warnings (an older runtime's fallbacks, a rundown that
+// did not end in DefaultRundownTimeout, a cut stream) are sent as
+// X-Clrdiag-Warning response headers. Threads are named only for processes
+// reached through a transport.Endpoint with a pid, whose /proc is this
+// machine's.
 //
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to

@@ -23,6 +23,8 @@ import (
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/stacks"
+	"github.com/clrdiag/clrdiag/stacks/stackstest"
 	"github.com/clrdiag/clrdiag/transport"
 )
 
@@ -138,7 +140,8 @@ func TestProcessRoutes(t *testing.T) {
 		{"GET", "/processes/301/env", 501, "ProcessEnvironment"},
 		{"GET", "/processes/999", 404, "no .NET process with pid 999"},
 		{"GET", "/processes/abc", 400, "bad process id"},
-		{"GET", "/processes/801/stacks", 501, "not available"},
+		{"GET", "/processes/801/stacks?format=xml", 400, "unknown format"},
+		{"GET", "/processes/999/stacks", 404, "no .NET process"},
 		{"POST", "/processes/801/dump", 501, "--dump-dir"},
 		{"GET", "/processes/801/trace?duration=forever", 400, "bad duration"},
 		{"GET", "/processes/801/trace?duration=100h", 400, "out of range"},
@@ -300,6 +303,112 @@ func TestTraceStreamed(t *testing.T) {
 	reqs := f.Requests()
 	if len(reqs) < 2 {
 		t.Fatalf("requests %+v: want CollectTracing and StopTracing", reqs)
+	}
+}
+
+// Stack snapshots over JSON and text, serialized per process.
+func TestStacks(t *testing.T) {
+	var active, maxActive, sessions atomic.Int32
+	f := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 88, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		sessions.Add(1)
+		n := active.Add(1)
+		defer active.Add(-1)
+		for {
+			m := maxActive.Load()
+			if n <= m || maxActive.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		return stackstest.WriteSession(ctx, s, stackstest.Config{RundownDelay: 20 * time.Millisecond})
+	}})
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{{PID: 88, Dialer: f}}})
+
+	code, body := do(t, hs, "GET", "/processes/88/stacks")
+	var snap stacks.Snapshot
+	if err := json.Unmarshal(body, &snap); err != nil || code != 200 {
+		t.Fatalf("stacks: %d %s (%v)", code, body, err)
+	}
+	if snap.ProcessID != stackstest.DefaultProcessID || len(snap.Threads) != 2 || !snap.Rundown || snap.Unresolved != 1 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	if th := snap.Threads[1]; th.ID != 0x202 || len(th.Frames) != 3 || th.Frames[1].Method != "App.Worker.Spin" || th.Frames[1].Module != "App" {
+		t.Errorf("thread 0x202 = %+v", th)
+	}
+	// The fake is not reached through a local endpoint: no /proc lookup.
+	if !strings.Contains(snap.NamesNote, "process id is unknown") {
+		t.Errorf("names note %q", snap.NamesNote)
+	}
+
+	code, body = do(t, hs, "GET", "/processes/88/stacks?format=text")
+	want := "Thread (0x101):\n  App!App.Program.Wait\n  App!App.Program.Main\n\n" +
+		"Thread (0x202):\n  0xdead0000 (unresolved)\n  App!App.Worker.Spin\n  App!App.Program.Main\n"
+	if code != 200 || string(body) != want {
+		t.Errorf("text: %d\n%s\nwant:\n%s", code, body, want)
+	}
+
+	// Concurrent requests take turns: never two sessions at once.
+	sessions.Store(0)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if code, body := do(t, hs, "GET", "/processes/88/stacks"); code != 200 {
+				t.Errorf("concurrent stacks: %d %s", code, body)
+			}
+		})
+	}
+	wg.Wait()
+	if sessions.Load() != 3 || maxActive.Load() != 1 {
+		t.Errorf("%d sessions, at most %d at once; want 3 and 1", sessions.Load(), maxActive.Load())
+	}
+}
+
+// A process whose sessions never carry samples: a clear error, not a hang.
+func TestStacksNoSamples(t *testing.T) {
+	f := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 89, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		return stackstest.WriteSession(ctx, s, stackstest.Config{NoSamples: true})
+	}})
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{{PID: 89, Dialer: f}}})
+	code, body := do(t, hs, "GET", "/processes/89/stacks")
+	if code != http.StatusBadGateway || !strings.Contains(string(body), "no thread samples") {
+		t.Errorf("no samples: %d %s", code, body)
+	}
+}
+
+// A real .NET Core 3.1 process running the Hot target: its worker thread is
+// in the hot loop, its main thread waits in Console.ReadLine.
+func TestRealRuntimeStacks(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Hot"), nil, nil)
+	p := monitor.Process{PID: tg.PID, Name: "dotnet", Dialer: transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: tg.PID}}
+	hs := serve(t, monitor.Config{Source: monitor.StaticSource{p}})
+
+	code, body := do(t, hs, "GET", fmt.Sprintf("/processes/%d/stacks", tg.PID))
+	var snap stacks.Snapshot
+	if err := json.Unmarshal(body, &snap); err != nil || code != 200 {
+		t.Fatalf("stacks: %d %s (%v)", code, body, err)
+	}
+	if snap.ProcessID != tg.PID || !snap.Rundown {
+		t.Errorf("process id %d (want %d), rundown %v", snap.ProcessID, tg.PID, snap.Rundown)
+	}
+	var worker, main bool
+	for _, th := range snap.Threads {
+		var fr []string
+		for _, f := range th.Frames {
+			fr = append(fr, f.Method)
+		}
+		all := strings.Join(fr, " ")
+		worker = worker || strings.Contains(all, "Hot.Burner.Loop")
+		if th.ID == uint64(tg.PID) {
+			main = strings.Contains(all, "System.Console.ReadLine") && strings.Contains(all, "Hot.Program.Main")
+		}
+	}
+	if !worker || !main {
+		t.Errorf("worker in Hot.Burner.Loop %v, main in Console.ReadLine %v: %+v", worker, main, snap.Threads)
+	}
+
+	code, body = do(t, hs, "GET", fmt.Sprintf("/processes/%d/stacks?format=text", tg.PID))
+	if code != 200 || !strings.Contains(string(body), fmt.Sprintf("Thread (0x%X):", tg.PID)) || !strings.Contains(string(body), "  Hot!Hot.Burner.Loop\n") {
+		t.Errorf("stacks text: %d\n%s", code, body)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/stacks"
+	"github.com/clrdiag/clrdiag/transport"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -103,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /processes/{pid}/dump", s.withProcess(s.dump))
 	s.mux.HandleFunc("GET /processes/{pid}/trace", s.withProcess(s.trace))
 	s.mux.HandleFunc("GET /processes/{pid}/counters", s.withProcess(s.counters))
-	s.mux.HandleFunc("GET /processes/{pid}/stacks", s.stacks)
+	s.mux.HandleFunc("GET /processes/{pid}/stacks", s.withProcess(s.stackSnapshot))
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	return s, nil
 }
@@ -378,8 +380,45 @@ func (f flushWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (s *Server) stacks(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotImplemented, errors.New("stacks are not available yet: use /processes/{pid}/trace?profile=dotnet-sampled-thread-time and 'clrdiag trace report'"))
+// stackSnapshot is GET /processes/{pid}/stacks: the first sample of every
+// thread of a short SampleProfiler session, as clrdiag stack prints it.
+func (s *Server) stackSnapshot(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "text" {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown format %q (want json or text)", format))
+		return
+	}
+	cfg := stacks.Config{RundownTimeout: DefaultRundownTimeout, SlowRundown: -1}
+	// Thread names come from /proc only for a process this machine's
+	// /proc shows under that pid (not a runtime in another container).
+	if ep, ok := p.Dialer.(transport.Endpoint); ok && ep.PID > 0 {
+		cfg.PID = ep.PID
+	}
+	var warnings []string
+	cfg.Notify = func(n stacks.Note) {
+		if n.Warning() {
+			warnings = append(warnings, n.String())
+		}
+	}
+	snap, err := stacks.Capture(r.Context(), c, cfg)
+	if err != nil {
+		status := statusOf(err)
+		if se := (*stacks.Error)(nil); errors.As(err, &se) && se.Local {
+			status = http.StatusInternalServerError
+		}
+		writeError(w, status, err)
+		return
+	}
+	for _, wn := range warnings {
+		w.Header().Add("X-Clrdiag-Warning", wn)
+	}
+	if format != "text" {
+		writeJSON(w, http.StatusOK, snap)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_ = snap.WriteText(w)
 }
 
 // sampleJSON is one counter value of GET /processes/{pid}/counters.
