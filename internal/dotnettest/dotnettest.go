@@ -317,7 +317,8 @@ func (tg *Target) Stderr() string {
 // Done is closed when the target has exited.
 func (tg *Target) Done() <-chan struct{} { return tg.done }
 
-// Kill ends the target with SIGKILL and waits for it.
+// Kill ends the target with SIGKILL, waits for it and removes the socket
+// file a killed runtime leaves behind, so test runs do not litter TMPDIR.
 func (tg *Target) Kill() {
 	if tg.Cmd.Process != nil {
 		_ = syscall.Kill(-tg.PID, syscall.SIGKILL)
@@ -325,6 +326,9 @@ func (tg *Target) Kill() {
 	}
 	select {
 	case <-tg.done:
+		if tg.Socket != "" {
+			_ = os.Remove(tg.Socket)
+		}
 	case <-time.After(10 * time.Second):
 	}
 }
