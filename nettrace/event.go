@@ -124,7 +124,19 @@ type Event struct {
 	ThreadID        uint64
 	CaptureThreadID uint64
 	ProcessorNumber uint32
-	StackID         uint32
+	// StackID is the trace's id of the event's stack (0: no stack, and
+	// always 0 in NetPerf, whose stacks are inline). Ids are only
+	// meaningful within a StackRegion.
+	StackID uint32
+	// StackRegion numbers the stretch of the stream in which the reader
+	// resolved StackID: two events read by the same Reader with equal
+	// StackRegion and equal nonzero StackID have the same stack, so a
+	// consumer can cache per (StackRegion, StackID) instead of comparing
+	// frames. The reader starts a new region, with a larger number, at
+	// each sequence point (where the trace's stack ids restart) and when a
+	// stack block does not simply extend the ids defined so far (it may
+	// redefine one). It is 0 before any such change and in NetPerf.
+	StackRegion uint64
 	// Timestamp is in ticks; see Time and Header.TickFrequency.
 	Timestamp         int64
 	ActivityID        GUID

@@ -79,6 +79,9 @@ type Reader struct {
 	stackMap   map[uint32]stackRef
 	lastStack  uint32
 	lastStackB []byte
+	// stackRegion is Event.StackRegion: bumped whenever an id may change
+	// meaning.
+	stackRegion uint64
 
 	// dropped-event tracking per capture thread: a direct-mapped cache in
 	// front of a map, so interleaved threads rarely touch the map.
@@ -895,6 +898,7 @@ func (r *Reader) fill(ev *Event, payload []byte, sorted bool) error {
 	ev.CaptureThreadID = st.capThread
 	ev.ProcessorNumber = st.proc
 	ev.StackID = st.stackID
+	ev.StackRegion = r.stackRegion
 	ev.Timestamp = int64(st.ts)
 	ev.ActivityID = st.act
 	ev.RelatedActivityID = st.rel
@@ -1159,6 +1163,10 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 	if len(r.stacks) == 0 && r.stackMap == nil {
 		r.stackBase = first
 	}
+	if !contiguous || r.stackMap != nil {
+		// The block may redefine ids: start a new region.
+		r.stackRegion++
+	}
 	p := 8
 	for i := uint32(0); i < count; i++ {
 		if p+4 > len(b) {
@@ -1211,6 +1219,7 @@ func (r *Reader) resetStacks() {
 	r.stacks = r.stacks[:0]
 	r.stackMap = nil
 	r.lastStack, r.lastStackB = 0, nil
+	r.stackRegion++
 }
 
 func (r *Reader) parseSPBlockV4(b []byte, off int64) error {
