@@ -37,7 +37,9 @@ type Config struct {
 // Builder builds a Profile from a stream of events in one pass. Samples are
 // aggregated by unique stack as they arrive and symbolised by Finish, so the
 // rundown at the end of a trace resolves the samples before it, and a pipe
-// can be profiled as it is read. A Builder is not safe for concurrent use.
+// can be profiled as it is read. The events must all come from one
+// nettrace.Reader: stacks are cached by (Event.StackRegion, Event.StackID).
+// A Builder is not safe for concurrent use.
 type Builder struct {
 	cfg     Config
 	hdr     nettrace.Header
@@ -63,6 +65,16 @@ type Builder struct {
 	eventStack     map[int]int64 // stacks of all non-bookkeeping events
 	runs           int
 	truncated      bool
+
+	// idStacks and idMap map the stack ids of stack region idRegion (see
+	// nettrace.Event.StackRegion) to interned stacks, so an event whose
+	// stack id was seen before is interned without reading its frames.
+	// idStacks is indexed by id - idBase and holds stack+1 (0: not seen);
+	// ids outside its range go to idMap.
+	idRegion uint64
+	idBase   uint32
+	idStacks []int
+	idMap    map[uint32]int
 
 	haveTime       bool
 	minTS, maxTS   int64
@@ -149,6 +161,23 @@ func (t *threadAcc) recentSlot(ev *nettrace.Event) int {
 	}
 	for i := range t.nRecent {
 		if i != t.hot && sameStack(ev, n, t.recent[i].key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// recentStack returns the slot of stack among the thread's recent stacks,
+// -1 when it is not one of them.
+func (t *threadAcc) recentStack(stack int) int {
+	if t.nRecent == 0 {
+		return -1
+	}
+	if t.recent[t.hot].stack == stack {
+		return t.hot
+	}
+	for i := range t.nRecent {
+		if t.recent[i].stack == stack {
 			return i
 		}
 	}
@@ -343,7 +372,7 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	kind := b.classify(md)
 	version := uint8(min(md.Version, 255))
 	if kind == kindOther && ev.StackLen() > 0 && !b.runtimeProvider(md) {
-		b.eventStack[b.intern(ev)]++
+		b.eventStack[b.stackOf(ev)]++
 	}
 	switch kind {
 	case kindSample:
@@ -447,13 +476,13 @@ func (b *Builder) Add(ev *nettrace.Event) {
 			b.exceptions[name] = acc
 		}
 		acc.count++
-		st := b.intern(ev)
+		st := b.stackOf(ev)
 		acc.stacks[st]++
 		b.eventStack[st]++
 	case kindContentionStart:
 		b.contention.Count++
 		b.contPending[ev.ThreadID] = ts
-		st := b.intern(ev)
+		st := b.stackOf(ev)
 		b.contSites[st]++
 		b.eventStack[st]++
 	case kindContentionStop:
@@ -514,8 +543,13 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if kind == clrevents.SampleExternal && b.cfg.ManagedOnly {
 		return
 	}
-	slot := t.recentSlot(ev)
-	if slot < 0 {
+	var slot int
+	if ev.StackID != 0 {
+		stack := b.stackOf(ev)
+		if slot = t.recentStack(stack); slot < 0 {
+			slot = t.remember(stack, b.stackKeys[stack])
+		}
+	} else if slot = t.recentSlot(ev); slot < 0 {
 		b.stackKey(ev)
 		stack := b.internKey()
 		slot = t.remember(stack, b.stackKeys[stack])
@@ -586,6 +620,47 @@ func (b *Builder) touched(start, end uint64) bool {
 func (b *Builder) intern(ev *nettrace.Event) int {
 	b.stackKey(ev)
 	return b.internKey()
+}
+
+// maxIDStacks bounds the stack ids of a region that idStacks holds.
+const maxIDStacks = 1 << 16
+
+// stackOf is intern for events read by one nettrace.Reader: an event with
+// a stack id seen before in the same stack region gets the stack interned
+// then, without its frames being read.
+func (b *Builder) stackOf(ev *nettrace.Event) int {
+	id := ev.StackID
+	if id == 0 { // no stack, or NetPerf's inline stacks
+		return b.intern(ev)
+	}
+	if ev.StackRegion != b.idRegion {
+		clear(b.idStacks)
+		b.idStacks = b.idStacks[:0]
+		clear(b.idMap)
+		b.idRegion, b.idBase = ev.StackRegion, id
+	}
+	i := id - b.idBase // ids below idBase wrap around to idMap
+	if i < uint32(len(b.idStacks)) {
+		if s := b.idStacks[i]; s != 0 {
+			return s - 1
+		}
+	} else if s, ok := b.idMap[id]; ok {
+		return s
+	}
+	s := b.intern(ev)
+	switch {
+	case i < maxIDStacks:
+		if int(i) >= len(b.idStacks) {
+			b.idStacks = append(b.idStacks, make([]int, int(i)+1-len(b.idStacks))...)
+		}
+		b.idStacks[i] = s + 1
+	default:
+		if b.idMap == nil {
+			b.idMap = make(map[uint32]int)
+		}
+		b.idMap[id] = s
+	}
+	return s
 }
 
 // stackKey puts the event's stack, as bytes, in b.keyBuf.
