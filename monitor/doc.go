@@ -15,7 +15,7 @@
 //	                                     counter samples (JSON)
 //	GET  /processes/{pid}/stacks?format= the managed stack of every thread (package stacks),
 //	                                     JSON or, with format=text, as dotnet-stack prints it
-//	GET  /metrics                        Prometheus exposition
+//	GET  /metrics                        Prometheus exposition (see Metrics)
 //
 // Every route requires "Authorization: Bearer <Config.APIKey>" unless
 // Config.NoAuth is set. Dumps are written only to Config.DumpDir, under a
@@ -32,11 +32,31 @@
 // reached through a transport.Endpoint with a pid, whose /proc is this
 // machine's.
 //
+// # Metrics
+//
+// GET /metrics answers at once from the state of a background collector, as
+// dotnet-monitor does: the collector keeps one long-lived System.Runtime
+// counters session (package counters) per process, publishing every
+// Config.MetricsWindow, and keeps the latest sample of each (pid, counter,
+// tags). It re-discovers the processes every Config.DiscoveryInterval: a
+// new process gets a session, an ended one is dropped with its series.
+// Opening or stopping a session takes the process's turn like any request;
+// the open session's event stream does not hold it. Each metric is labelled
+// pid and process_name. A session that cannot be opened or breaks is
+// retried with backoff (from MetricsWindow up to a minute) and one that
+// stops publishing is reopened; meanwhile its values are withdrawn,
+// clrdiag_collector_up{pid} is 0, clrdiag_collector_errors_total{pid}
+// counts the failures and clrdiag_scrape_errors the processes currently
+// failing. clrdiag_discovery_up tells whether the last discovery
+// succeeded. Server.Close stops the sessions; Config.NoMetrics turns the
+// route and the collector off.
+//
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to
 // a reverse server (transport/reverse), for runtimes in other containers that
 // connect to a shared socket.
 //
 // The package has no package-level mutable state; its Prometheus collector
-// lives on the Server's own registry.
+// lives on the Server's own registry, and its goroutines end with
+// Server.Close.
 package monitor

@@ -25,6 +25,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	defer m.Close() // stops the background counters sessions of /metrics
 	hs := httptest.NewServer(m)
 	defer hs.Close()
 

@@ -2,101 +2,340 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// collector exposes the System.Runtime counters of every process at scrape
-// time: it listens to each process (concurrently) for Config.MetricsWindow
-// and reports the last value of each counter.
-type collector struct{ s *Server }
+// maxRetryDelay caps the backoff between two attempts to open a process's
+// counters session.
+const maxRetryDelay = time.Minute
 
-// Describe sends nothing: the metrics depend on the processes found at
-// scrape time, so the collector is unchecked.
-func (c *collector) Describe(chan<- *prometheus.Desc) {}
+// stopTurnTimeout bounds how long a session being stopped waits for its
+// process's turn to send StopTracing; after that its connection is simply
+// closed (the runtime then ends the session by itself).
+const stopTurnTimeout = 3 * time.Second
 
-var scrapeErrorsDesc = prometheus.NewDesc("clrdiag_scrape_errors", "Processes whose counters could not be read in this scrape.", nil, nil)
+// stallGrace is added to two refresh intervals to make the time after which
+// a session that publishes nothing is reopened.
+const stallGrace = 2 * time.Second
 
-// Collect implements prometheus.Collector.
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.s
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.MetricsWindow*4)
-	defer cancel()
-	procs, err := s.cfg.Source.Processes(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(scrapeErrorsDesc, err)
-		return
-	}
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed int
-	)
-	for _, p := range procs {
-		wg.Go(func() {
-			unlock, err := s.lock(ctx, p.PID)
-			if err != nil {
-				mu.Lock()
-				failed++
-				mu.Unlock()
-				return
-			}
-			defer unlock()
-			samples, err := collectCounters(ctx, diag.NewClient(p.Dialer, &diag.Config{Timeout: s.cfg.CommandTimeout}), s.cfg.MetricsWindow)
-			if err != nil && len(samples) == 0 {
-				mu.Lock()
-				failed++
-				mu.Unlock()
-				return
-			}
-			for _, m := range lastValues(samples, p) {
-				ch <- m
-			}
-		})
-	}
-	wg.Wait()
-	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, float64(failed))
+// ErrStalled is recorded for a process whose counters session stopped
+// publishing values. The session is then reopened at once. A .NET Core 3.x
+// runtime stops the EventCounters of every session when any one of them
+// ends (another tool's, or a GET /processes/{pid}/counters); a new session
+// starts them again.
+var ErrStalled = errors.New("monitor: no counter values")
+
+// ErrSessionEnded is recorded for a process whose counters session ended
+// without an error (the runtime closed the stream, as when it shuts down).
+var ErrSessionEnded = errors.New("monitor: the counters session ended")
+
+// SessionError is the error recorded for a process whose counters session
+// could not be opened or broke; it is exposed on /metrics and the session is
+// retried with backoff.
+type SessionError struct {
+	PID int
+	// Started is false when the session could not be opened, true when an
+	// open session broke.
+	Started bool
+	Err     error
 }
 
-// lastValues turns the last sample of each counter into a gauge labelled with
-// the process.
-func lastValues(samples []counters.Sample, p Process) []prometheus.Metric {
-	type key struct{ name, tags string }
-	last := map[key]counters.Sample{}
-	var order []key
-	for _, sm := range samples {
-		k := key{sm.Provider + "/" + sm.Name, sm.TagString()}
-		if _, ok := last[k]; !ok {
-			order = append(order, k)
-		}
-		last[k] = sm
+func (e *SessionError) Error() string {
+	if e.Started {
+		return fmt.Sprintf("monitor: counters session of process %d: %v", e.PID, e.Err)
 	}
-	out := make([]prometheus.Metric, 0, len(order))
-	for _, k := range order {
-		sm := last[k]
-		labels := []string{"pid", "process_name"}
-		values := []string{strconv.Itoa(p.PID), p.Name}
-		for _, t := range sm.Tags {
-			labels = append(labels, metricName(t.Key))
-			values = append(values, t.Value)
+	return fmt.Sprintf("monitor: open the counters session of process %d: %v", e.PID, e.Err)
+}
+
+func (e *SessionError) Unwrap() error { return e.Err }
+
+// seriesKey identifies one time series of a process.
+type seriesKey struct{ name, tags string }
+
+// procMetrics is the collector's state for one process.
+type procMetrics struct {
+	p      Process
+	up     bool  // a session is open
+	err    error // the last session error; nil while up or before the first attempt
+	errors int   // session errors so far
+	series map[seriesKey]counters.Sample
+	cancel context.CancelFunc
+}
+
+// collector keeps one long-lived System.Runtime counters session per
+// discovered process, re-discovers the processes every
+// Config.DiscoveryInterval and answers scrapes from the latest sample of
+// each series.
+type collector struct {
+	s      *Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu           sync.Mutex
+	procs        map[int]*procMetrics
+	discoveryErr error
+	discovered   bool // a discovery has completed
+}
+
+// start starts the background collection; stop ends it.
+func (c *collector) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.procs = map[int]*procMetrics{}
+	c.wg.Go(func() { c.run(ctx) })
+}
+
+// stop cancels every session and waits for them to end.
+func (c *collector) stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// run re-discovers the processes until ctx ends.
+func (c *collector) run(ctx context.Context) {
+	t := time.NewTicker(c.s.cfg.DiscoveryInterval)
+	defer t.Stop()
+	for {
+		c.discover(ctx)
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			for pid, pm := range c.procs {
+				pm.cancel()
+				delete(c.procs, pid)
+			}
+			c.mu.Unlock()
+			return
+		case <-t.C:
 		}
-		help := sm.DisplayName
-		if help == "" {
-			help = sm.Name
-		}
-		desc := prometheus.NewDesc(metricName(sm.Provider)+"_"+metricName(sm.Name), help, labels, nil)
-		m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, sm.Value, values...)
-		if err != nil {
-			m = prometheus.NewInvalidMetric(desc, err)
-		}
-		out = append(out, m)
 	}
-	return out
+}
+
+// discover lists the processes, starts a session worker for each new one and
+// drops the ended ones with their series. A failed listing keeps the
+// current processes.
+func (c *collector) discover(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(ctx, max(c.s.cfg.DiscoveryInterval, 10*time.Second))
+	procs, err := c.s.cfg.Source.Processes(dctx)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.discoveryErr = fmt.Errorf("monitor: discover processes: %w", err)
+		return
+	}
+	c.discoveryErr = nil
+	c.discovered = true
+	seen := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		seen[p.PID] = true
+		if pm := c.procs[p.PID]; pm != nil {
+			if pm.p.Name == p.Name && pm.p.CommandLine == p.CommandLine {
+				continue
+			}
+			pm.cancel() // the pid now names another process
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		pm := &procMetrics{p: p, series: map[seriesKey]counters.Sample{}, cancel: wcancel}
+		c.procs[p.PID] = pm
+		c.wg.Go(func() { c.work(wctx, pm) })
+	}
+	for pid, pm := range c.procs {
+		if !seen[pid] {
+			pm.cancel()
+			delete(c.procs, pid)
+		}
+	}
+}
+
+// work keeps a counters session open in one process until ctx ends,
+// reopening it with backoff (from Config.MetricsWindow up to a minute)
+// after each failure, and at once after a stall.
+func (c *collector) work(ctx context.Context, pm *procMetrics) {
+	delay := c.s.cfg.MetricsWindow
+	for {
+		sampled, err := c.session(ctx, pm)
+		if ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		pm.up = false
+		pm.err = err
+		pm.errors++
+		clear(pm.series) // stale values are not reported
+		c.mu.Unlock()
+		if sampled || errors.Is(err, ErrStalled) {
+			delay = c.s.cfg.MetricsWindow
+		}
+		if errors.Is(err, ErrStalled) {
+			continue // the stall itself spaced the attempts
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// session opens a counters session in the process, taking the process's
+// turn to do so, and records its samples until the session ends (an error)
+// or ctx ends (nil). sampled tells whether any sample arrived.
+func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool, err error) {
+	pid := pm.p.PID
+	unlock, err := c.s.lock(ctx, pid)
+	if err != nil {
+		return false, &SessionError{PID: pid, Err: err}
+	}
+	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
+	sess, err := counters.Start(ctx, client, counters.Config{RefreshInterval: c.s.cfg.MetricsWindow})
+	unlock()
+	if err != nil {
+		return false, &SessionError{PID: pid, Err: err}
+	}
+	c.mu.Lock()
+	pm.up, pm.err = true, nil
+	c.mu.Unlock()
+
+	// Run gets a context of its own: on ctx's end the session is stopped
+	// here, in the process's turn, rather than by Run.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	runDone := make(chan error, 1)
+	got := make(chan struct{}, 1)
+	go func() {
+		runDone <- sess.Run(runCtx, func(u counters.Update) error {
+			if u.Sample == nil || u.Sample.NoValue {
+				return nil
+			}
+			sm := *u.Sample
+			c.mu.Lock()
+			pm.series[seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}] = sm
+			sampled = true
+			c.mu.Unlock()
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	stallAfter := 2*c.s.cfg.MetricsWindow + stallGrace
+	stall := time.NewTimer(stallAfter)
+	defer stall.Stop()
+	for {
+		select {
+		case err := <-runDone:
+			_ = sess.Close()
+			if err == nil {
+				err = ErrSessionEnded
+			}
+			return sampled, &SessionError{PID: pid, Started: true, Err: err}
+		case <-got:
+			stall.Reset(stallAfter)
+		case <-stall.C:
+			c.end(ctx, pid, sess, runDone)
+			return sampled, &SessionError{PID: pid, Started: true, Err: fmt.Errorf("%w for %v", ErrStalled, stallAfter)}
+		case <-ctx.Done():
+			c.end(ctx, pid, sess, runDone)
+			return false, nil
+		}
+	}
+}
+
+// end stops a running session in its process's turn (or closes it when the
+// turn does not come within stopTurnTimeout) and waits for its Run.
+func (c *collector) end(ctx context.Context, pid int, sess *counters.Session, runDone <-chan error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTurnTimeout)
+	if unlock, err := c.s.lock(sctx, pid); err == nil {
+		_ = sess.Stop(sctx)
+		unlock()
+	}
+	cancel()
+	_ = sess.Close()
+	<-runDone
+}
+
+// Describe sends nothing: the metrics depend on the processes found, so the
+// collector is unchecked.
+func (c *collector) Describe(chan<- *prometheus.Desc) {}
+
+var (
+	scrapeErrorsDesc = prometheus.NewDesc("clrdiag_scrape_errors",
+		"Processes whose counters session is failing (see clrdiag_collector_up).", nil, nil)
+	collectorUpDesc = prometheus.NewDesc("clrdiag_collector_up",
+		"1 while the process's counters session is open, 0 while it is being (re)opened after an error.",
+		[]string{"pid", "process_name"}, nil)
+	collectorErrorsDesc = prometheus.NewDesc("clrdiag_collector_errors_total",
+		"Counters sessions of the process that could not be opened, broke or stalled.",
+		[]string{"pid", "process_name"}, nil)
+	discoveryUpDesc = prometheus.NewDesc("clrdiag_discovery_up",
+		"1 when the last process discovery succeeded.", nil, nil)
+)
+
+// Collect implements prometheus.Collector from the collector's state; it
+// never talks to a process.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	failed := 0
+	for _, pm := range c.procs {
+		up := 0.0
+		if pm.up {
+			up = 1
+		}
+		if pm.err != nil {
+			failed++
+		}
+		pid := strconv.Itoa(pm.p.PID)
+		ch <- prometheus.MustNewConstMetric(collectorUpDesc, prometheus.GaugeValue, up, pid, pm.p.Name)
+		ch <- prometheus.MustNewConstMetric(collectorErrorsDesc, prometheus.CounterValue, float64(pm.errors), pid, pm.p.Name)
+		for _, sm := range pm.series {
+			ch <- sampleMetric(sm, pm.p)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, float64(failed))
+	if c.discoveryErr != nil {
+		ch <- prometheus.MustNewConstMetric(discoveryUpDesc, prometheus.GaugeValue, 0)
+	} else if c.discovered {
+		ch <- prometheus.MustNewConstMetric(discoveryUpDesc, prometheus.GaugeValue, 1)
+	}
+}
+
+// sampleMetric turns a sample into a gauge labelled with the process and the
+// sample's tags.
+func sampleMetric(sm counters.Sample, p Process) prometheus.Metric {
+	labels := []string{"pid", "process_name"}
+	values := []string{strconv.Itoa(p.PID), p.Name}
+	for _, t := range sm.Tags {
+		labels = append(labels, metricName(t.Key))
+		values = append(values, t.Value)
+	}
+	help := sm.DisplayName
+	if help == "" {
+		help = sm.Name
+	}
+	desc := prometheus.NewDesc(metricName(sm.Provider)+"_"+metricName(sm.Name), help, labels, nil)
+	m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, sm.Value, values...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return m
 }
 
 // metricName maps a provider or counter name to a Prometheus name:

@@ -30,6 +30,7 @@ const (
 	DefaultCountersDuration = 5 * time.Second
 	DefaultMaxDuration      = 10 * time.Minute
 	DefaultMetricsWindow    = 2 * time.Second
+	DefaultDiscovery        = 5 * time.Second
 	DefaultRundownTimeout   = time.Minute
 )
 
@@ -52,9 +53,18 @@ type Config struct {
 	// MaxDuration caps ?duration= of traces and counters; 0 means
 	// DefaultMaxDuration.
 	MaxDuration time.Duration
-	// MetricsWindow is how long /metrics listens to each process's counters;
-	// 0 means DefaultMetricsWindow.
+	// MetricsWindow is the refresh interval of the long-lived counters
+	// sessions behind /metrics: how often each process publishes its
+	// System.Runtime counters, and the first delay before a failed session
+	// is reopened (doubling up to a minute). 0 means DefaultMetricsWindow;
+	// it must be a whole number of milliseconds.
 	MetricsWindow time.Duration
+	// DiscoveryInterval is how often /metrics' collector looks for new and
+	// ended processes; 0 means DefaultDiscovery.
+	DiscoveryInterval time.Duration
+	// NoMetrics disables GET /metrics and its background counters
+	// sessions.
+	NoMetrics bool
 	// CommandTimeout bounds each diagnostic command; 0 means diag's default.
 	CommandTimeout time.Duration
 	// Now returns the current time (for dump names); nil means time.Now.
@@ -69,6 +79,9 @@ type Server struct {
 
 	mu    sync.Mutex
 	locks map[int]chan struct{} // one-slot queues, per pid
+
+	metrics   *collector // nil with NoMetrics
+	closeOnce sync.Once
 }
 
 // New makes a Server.
@@ -85,6 +98,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MetricsWindow <= 0 {
 		cfg.MetricsWindow = DefaultMetricsWindow
 	}
+	if _, err := counters.NewPlan(counters.Config{RefreshInterval: cfg.MetricsWindow}); err != nil {
+		return nil, fmt.Errorf("monitor: metrics window: %w", err)
+	}
+	if cfg.DiscoveryInterval <= 0 {
+		cfg.DiscoveryInterval = DefaultDiscovery
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -96,9 +115,6 @@ func New(cfg Config) (*Server, error) {
 		cfg.DumpDir = abs
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}}
-	if err := s.reg.Register(&collector{s: s}); err != nil {
-		return nil, fmt.Errorf("monitor: %w", err)
-	}
 	s.mux.HandleFunc("GET /processes", s.listProcesses)
 	s.mux.HandleFunc("GET /processes/{pid}", s.withProcess(s.info))
 	s.mux.HandleFunc("GET /processes/{pid}/env", s.withProcess(s.env))
@@ -106,8 +122,29 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /processes/{pid}/trace", s.withProcess(s.trace))
 	s.mux.HandleFunc("GET /processes/{pid}/counters", s.withProcess(s.counters))
 	s.mux.HandleFunc("GET /processes/{pid}/stacks", s.withProcess(s.stackSnapshot))
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	if !cfg.NoMetrics {
+		c := &collector{s: s}
+		if err := s.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+		s.metrics = c
+		c.start()
+	}
 	return s, nil
+}
+
+// Close stops the background counters sessions of /metrics (each is
+// stopped in its process's turn, or closed when the turn does not come
+// soon) and waits for them. It does not stop requests in progress; shut the
+// http.Server down for that. Close may be called more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		if s.metrics != nil {
+			s.metrics.stop()
+		}
+	})
+	return nil
 }
 
 // ServeHTTP implements http.Handler: it checks the API key, then routes.

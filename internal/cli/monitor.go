@@ -43,8 +43,8 @@ func monitorAddr(s string) (string, error) {
 func newMonitorCmd(e *env) *cobra.Command {
 	var (
 		urls, apiKey, dumpDir, port string
-		noAuth                      bool
-		metricsWindow               time.Duration
+		noAuth, noMetrics           bool
+		metricsWindow, discovery    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
@@ -52,7 +52,10 @@ func newMonitorCmd(e *env) *cobra.Command {
 		Long: "Serve a REST API in the spirit of dotnet-monitor. Every request needs\n" +
 			"'Authorization: Bearer <key>': give --api-key, or one is generated and printed.\n" +
 			"With --diagnostic-port PATH the monitor serves the runtimes that connect to that socket\n" +
-			"(DOTNET_DiagnosticPorts=PATH in containers sharing a volume) instead of the local ones.",
+			"(DOTNET_DiagnosticPorts=PATH in containers sharing a volume) instead of the local ones.\n" +
+			"GET /metrics answers from one long-lived System.Runtime counters session per process,\n" +
+			"kept in the background (processes are re-discovered every --discovery-interval; a failing\n" +
+			"session shows as clrdiag_collector_up 0 and is retried); --no-metrics turns this off.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -67,7 +70,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 				apiKey = rand.Text()
 				fmt.Fprintf(e.stderr, "API key (send 'Authorization: Bearer <key>'): %s\n", apiKey)
 			}
-			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir, MetricsWindow: metricsWindow}
+			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir,
+				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics}
 			if port != "" {
 				dp, err := transport.ParseDiagnosticPort(port)
 				if err != nil {
@@ -93,6 +97,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			if err != nil {
 				return &ExitError{Code: 3, Err: err}
 			}
+			defer m.Close() // stops the counters sessions of /metrics
 			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 			if err != nil {
 				return err
@@ -117,7 +122,9 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without authentication (dangerous outside a private network)")
 	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets); dumps are disabled without it")
 	fl.StringVar(&port, "diagnostic-port", "", "serve the runtimes that connect to this socket (DOTNET_DiagnosticPorts=PATH) instead of the local processes")
-	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "how long /metrics listens to each process's counters")
+	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "refresh interval of the counters sessions behind /metrics (whole milliseconds)")
+	fl.DurationVar(&discovery, "discovery-interval", httpmon.DefaultDiscovery, "how often /metrics looks for new and ended processes")
+	fl.BoolVar(&noMetrics, "no-metrics", false, "disable /metrics and its background counters sessions")
 	return cmd
 }
 
