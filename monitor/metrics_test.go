@@ -240,6 +240,11 @@ func TestMetricsFollowDiscovery(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Close waited for the client side; the fake's side ends just after.
+	deadline = time.Now().Add(5 * time.Second)
+	for b.live.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := b.live.Load(); n != 0 {
 		t.Errorf("%d sessions still streaming after Close", n)
 	}
