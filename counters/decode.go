@@ -92,11 +92,28 @@ type Decoder struct {
 	plan   *Plan
 	meters map[string]bool // lower-case names of providers seen as Meters
 	warned map[string]bool
+	// instruments holds the Meter and instrument tags announced by
+	// BeginInstrumentReporting, by instrument id (v2 events) and by
+	// meter and instrument name.
+	instruments map[instrumentKey]instrumentTags
 }
+
+// instrumentKey names an instrument: by the id of version 2 events when
+// it is set, else by meter and instrument name.
+type instrumentKey struct {
+	id          int64
+	meter, name string
+}
+
+type instrumentTags struct{ meter, instrument []Tag }
+
+// maxInstruments bounds the instruments a Decoder remembers; the target
+// tracks at most MaxTimeSeries series anyway.
+const maxInstruments = 10000
 
 // NewDecoder returns a decoder for the events of a session planned by p.
 func NewDecoder(p *Plan) *Decoder {
-	return &Decoder{plan: p, meters: map[string]bool{}, warned: map[string]bool{}}
+	return &Decoder{plan: p, meters: map[string]bool{}, warned: map[string]bool{}, instruments: map[instrumentKey]instrumentTags{}}
 }
 
 // Decode looks at one event and calls fn for the samples and warnings it
@@ -217,7 +234,7 @@ func counterPayload(o nettrace.Object) (nettrace.Object, bool) {
 func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	id := ev.Metadata.EventID
 	switch id {
-	case evMessage, evCollectionStart, evCollectionStop, evInitialEnumeration, evInstrumentPublished, evEndInstrument:
+	case evMessage, evCollectionStart, evCollectionStop, evInitialEnumeration, evInstrumentPublished:
 		return nil
 	}
 	if d.plan.SessionID == "" {
@@ -267,6 +284,13 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	case evCallbackError:
 		msg, _ := str(o, "errorMessage")
 		return d.warn(ev, WarnCallbackError, "an observable instrument's callback failed: "+firstLine(msg), fn)
+	case evEndInstrument:
+		meter, _ := str(o, "meterName")
+		name, _ := str(o, "instrumentName")
+		for _, k := range d.instrumentKeys(o, meter, name) {
+			delete(d.instruments, k)
+		}
+		return nil
 	case evBeginInstrument, evCounterRate, evGauge, evHistogram, evUpDownCounterRate:
 	default:
 		return nil
@@ -277,10 +301,11 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 		return nil
 	}
 	d.meters[strings.ToLower(meter)] = true
+	name, _ := str(o, "instrumentName")
 	if id == evBeginInstrument {
+		d.beginInstrument(o, meter, name)
 		return nil
 	}
-	name, _ := str(o, "instrumentName")
 	if name == "" {
 		return d.badEvent(ev, fmt.Errorf("no instrumentName"), fn)
 	}
@@ -288,6 +313,12 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 		return nil
 	}
 	s := &Sample{Time: ev.Time(), Provider: meter, Name: name, Interval: d.plan.Interval}
+	for _, k := range d.instrumentKeys(o, meter, name) {
+		if it, ok := d.instruments[k]; ok {
+			s.MeterTags, s.InstrumentTags = it.meter, it.instrument
+			break
+		}
+	}
 	s.Unit, _ = str(o, "unit")
 	tags, _ := str(o, "tags")
 	s.Tags = ParseTags(tags)
@@ -322,6 +353,32 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 		return d.badEvent(ev, fmt.Errorf("instrument %s/%s: %w", meter, name, err), fn)
 	}
 	return fn(Update{Sample: s})
+}
+
+// beginInstrument remembers the tags of an instrument that starts
+// reporting (BeginInstrumentReporting v1+; v0 carries none).
+func (d *Decoder) beginInstrument(o nettrace.Object, meter, name string) {
+	mt, ok1 := str(o, "meterTags")
+	it, ok2 := str(o, "instrumentTags")
+	if !ok1 && !ok2 {
+		return
+	}
+	tags := instrumentTags{meter: ParseTags(mt), instrument: ParseTags(it)}
+	for _, k := range d.instrumentKeys(o, meter, name) {
+		if _, known := d.instruments[k]; known || len(d.instruments) < maxInstruments {
+			d.instruments[k] = tags
+		}
+	}
+}
+
+// instrumentKeys are the keys an instrument's tags are kept under: its id
+// (version 2 events, ids start at 1) first, then its names.
+func (d *Decoder) instrumentKeys(o nettrace.Object, meter, name string) []instrumentKey {
+	keys := make([]instrumentKey, 0, 2)
+	if id, ok := num(o, "instrumentId"); ok && id > 0 && id == math.Trunc(id) && id < 1<<53 {
+		keys = append(keys, instrumentKey{id: int64(id)})
+	}
+	return append(keys, instrumentKey{meter: meter, name: name})
 }
 
 // metricValue parses a value MetricsEventSource sends as invariant-culture

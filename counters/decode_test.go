@@ -78,9 +78,9 @@ func TestDecodeEveryMetricsEvent(t *testing.T) {
 	st.metric(6, 2, "S1", "Shop", "", "latency", "ms", "", "0.5=4;0.95=5;0.99=6", int32(2), 9.0, int32(3))
 	want = append(want, Sample{Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 4}, {0.95, 5}, {0.99, 6}}, Count: 2, Sum: 9, Interval: time.Second})
 	st.metric(16, 1, "S1", "Shop", "", "queue", "", "", "-2", "8")
-	want = append(want, Sample{Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 8, Rate: -2, Interval: time.Second})
+	want = append(want, Sample{Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 8, Rate: -2, MeterTags: []Tag{{"m", "n"}}, InstrumentTags: []Tag{{"a", "b"}}, Interval: time.Second})
 	st.metric(16, 2, "S1", "Shop", "", "queue", "", "", "1", "9", int32(2))
-	want = append(want, Sample{Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 9, Rate: 1, Interval: time.Second})
+	want = append(want, Sample{Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 9, Rate: 1, MeterTags: []Tag{{"m", "n"}}, InstrumentTags: []Tag{{"a", "b"}}, Interval: time.Second})
 	st.metric(4, 1, "S1", "Shop", "", "huge", "", "", "∞", "-Infinity")
 	want = append(want, Sample{Provider: "Shop", Name: "huge", Kind: KindRate, Value: math.Inf(1), Interval: time.Second})
 	st.metric(8, 0, "S1", "Shop", "1.0", "orders", "Counter`1", "{order}", "orders placed")
@@ -128,6 +128,45 @@ func TestDecodeEveryMetricsEvent(t *testing.T) {
 	// Times are the events' times: the stream writes one every 100 ms.
 	if first := got[0].Sample.Time; !first.After(t0) || first.Sub(t0)%(100*time.Millisecond) != 0 {
 		t.Fatalf("first sample at %v (stream starts %v)", first, t0)
+	}
+}
+
+// Meter and instrument tags come from BeginInstrumentReporting (v1+) and
+// are attached to the instrument's values: by instrument id in v2 events
+// (two meters of one name told apart by their tags), by names before.
+func TestDecodeInstrumentTags(t *testing.T) {
+	st := newStream(t)
+	st.metric(7, 2, "S1", "Shop", "", "orders", "Counter`1", "", "", "kind=web", "region=eu,tier=1", "h1", int32(1), "")
+	st.metric(7, 2, "S1", "Shop", "", "orders", "Counter`1", "", "", "kind=web", "region=us", "h2", int32(2), "")
+	st.metric(7, 1, "S1", "Old", "", "hits", "Counter`1", "", "", "i=1", "m=1", "h3")
+	st.metric(7, 2, "OTHER", "Old", "", "hits", "Counter`1", "", "", "wrong=1", "wrong=1", "h4", int32(9), "")
+	st.metric(4, 2, "S1", "Shop", "", "orders", "", "", "1", "1", int32(2))
+	st.metric(4, 2, "S1", "Shop", "", "orders", "", "", "2", "2", int32(1))
+	st.metric(4, 1, "S1", "Old", "", "hits", "", "", "3", "3")
+	st.metric(4, 2, "S1", "Shop", "", "orders", "", "", "4", "4", int32(7)) // never announced: by name, the last announced
+	st.metric(8, 2, "S1", "Shop", "", "orders", "Counter`1", "", "", "", "", "", int32(2))
+	st.metric(8, 1, "S1", "Old", "", "hits", "Counter`1", "", "", "", "", "")
+	st.metric(4, 2, "S1", "Shop", "", "orders", "", "", "5", "5", int32(1))
+	st.metric(4, 1, "S1", "Old", "", "hits", "", "", "6", "6")
+	got := collectUpdates(t, testPlan(t, "Shop,Old"), st.bytes())
+	want := []string{
+		"1 kind=web region=us",
+		"2 kind=web region=eu,tier=1",
+		"3 i=1 m=1",
+		"4 kind=web region=us",
+		"5 kind=web region=eu,tier=1",
+		"6  ",
+	}
+	var lines []string
+	for _, u := range got {
+		if u.Sample == nil {
+			t.Fatalf("unexpected %s", describe(u))
+		}
+		s := u.Sample
+		lines = append(lines, fmt.Sprintf("%v %s %s", s.Value, FormatTags(s.InstrumentTags), FormatTags(s.MeterTags)))
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("value instrumentTags meterTags:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
 

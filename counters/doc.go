@@ -20,5 +20,8 @@
 // event by event. A provider named without the EventCounters\ prefix is
 // read both as a Meter and as an EventSource; once its Meter publishes, its
 // EventCounters are dropped. Metrics events of other sessions are ignored;
-// limit and error events become warnings, each given once.
+// limit and error events become warnings, each given once. The Meter and
+// instrument tags that BeginInstrumentReporting announces (.NET 8+) are
+// kept on the instrument's samples (Sample.MeterTags, InstrumentTags) and
+// written by the JSON exporter as dotnet-counters writes them.
 package counters

@@ -119,8 +119,11 @@ func formatValue(v float64) string {
 // JSONExporter writes dotnet-counters' JSON document:
 //
 //	{"TargetProcess": "...", "StartTime": "...", "Events": [
-//	  {"timestamp": "...", "provider": "...", "name": "...", "tags": "...", "counterType": "Metric", "value": 1.5}, ...]}
+//	  {"timestamp": "...", "provider": "...", "name": "...", "tags": "...", "counterType": "Metric",
+//	   "meterTags": "...", "instrumentTags": "...", "value": 1.5}, ...]}
 //
+// meterTags and instrumentTags are the Sample's MeterTags and
+// InstrumentTags as "k=v,k=v" (empty when the target did not announce any).
 // Every event is flushed as it is written; Close writes the closing
 // brackets.
 type JSONExporter struct {
@@ -155,6 +158,8 @@ type jsonEvent struct {
 	Name        string  `json:"name"`
 	Tags        string  `json:"tags"`
 	CounterType string  `json:"counterType"`
+	MeterTags   string  `json:"meterTags"`
+	InstTags    string  `json:"instrumentTags"`
 	Value       float64 `json:"value"`
 }
 
@@ -167,7 +172,8 @@ func (e *JSONExporter) Write(s *Sample) error {
 		}
 		b, err := json.Marshal(jsonEvent{
 			Timestamp: s.Time.Format(time.RFC3339Nano), Provider: s.Provider, Name: s.Label(),
-			Tags: tags, CounterType: counterType(s.Kind), Value: v,
+			Tags: tags, CounterType: counterType(s.Kind),
+			MeterTags: FormatTags(s.MeterTags), InstTags: FormatTags(s.InstrumentTags), Value: v,
 		})
 		if err != nil {
 			return err

@@ -15,7 +15,8 @@ func testSamples() []*Sample {
 		{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Kind: KindMean, Value: 12.5},
 		{Time: t0, Provider: "System.Runtime", Name: "exception-count", DisplayName: "Exception Count", Kind: KindRate, Value: 3, Interval: time.Second},
 		{Time: t0.Add(time.Second), Provider: "Shop", Name: "req.duration", Unit: "ms", Kind: KindHistogram,
-			Tags: []Tag{{"route", "/a,b"}}, Quantiles: []Quantile{{0.5, 10}, {0.95, 20}, {0.99, 30}}},
+			Tags: []Tag{{"route", "/a,b"}}, Quantiles: []Quantile{{0.5, 10}, {0.95, 20}, {0.99, 30}},
+			MeterTags: []Tag{{"region", "eu"}, {"tier", "1"}}, InstrumentTags: []Tag{{"kind", "web"}}},
 		{Time: t0, Provider: "Shop", Name: "gone", Kind: KindGauge, NoValue: true},
 	}
 }
@@ -79,6 +80,30 @@ func TestJSONExporterValidWhenInterrupted(t *testing.T) {
 		}
 		if n >= 2 && (doc.Events[1].CounterType != "Rate" || doc.Events[1].Value != 3) {
 			t.Fatalf("rate event = %+v", doc.Events[1])
+		}
+	}
+}
+
+func TestJSONExporterKeys(t *testing.T) {
+	var buf bytes.Buffer
+	e := NewJSONExporter(&buf, "app", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for _, s := range testSamples()[:3] {
+		if err := e.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	want := map[int]string{
+		0: `{"TargetProcess": "app", "StartTime": "2026-01-02T03:04:05Z", "Events": [`,
+		1: `  {"timestamp":"2026-11-21T10:30:00Z","provider":"System.Runtime","name":"CPU Usage (%)","tags":"","counterType":"Metric","meterTags":"","instrumentTags":"","value":12.5},`,
+		3: `  {"timestamp":"2026-11-21T10:30:01Z","provider":"Shop","name":"req.duration (ms)","tags":"route=/a,b,Percentile=50","counterType":"Metric","meterTags":"region=eu,tier=1","instrumentTags":"kind=web","value":10},`,
+	}
+	for i, w := range want {
+		if i >= len(lines) || lines[i] != w {
+			t.Errorf("line %d of\n%s\nwant %s", i, buf.String(), w)
 		}
 	}
 }

@@ -64,16 +64,25 @@ type Sample struct {
 	// is 0).
 	Min, Max float64
 	Tags     []Tag
-	Interval time.Duration
+	// MeterTags and InstrumentTags are the tags given to the Meter and to
+	// the instrument when they were created (.NET 8+), as announced by
+	// MetricsEventSource's BeginInstrumentReporting event (version 1 and
+	// later); nil for EventCounters and older runtimes.
+	MeterTags      []Tag
+	InstrumentTags []Tag
+	Interval       time.Duration
 	// NoValue marks an instrument that reported no measurement (a gauge
 	// whose value string was empty, e.g. an ended instrument).
 	NoValue bool
 }
 
 // TagString renders the tags as "k=v,k=v".
-func (s *Sample) TagString() string {
+func (s *Sample) TagString() string { return FormatTags(s.Tags) }
+
+// FormatTags renders tags as "k=v,k=v", the text ParseTags reads.
+func FormatTags(tags []Tag) string {
 	var b strings.Builder
-	for i, t := range s.Tags {
+	for i, t := range tags {
 		if i > 0 {
 			b.WriteByte(',')
 		}

@@ -32,6 +32,9 @@ func metricsStream(t *testing.T, sid string) []byte {
 		Fields: append(append([]nettrace.Field(nil), head...), s("rate"), s("value"), nettrace.Field{Name: "instrumentId", Type: nettrace.TypeInt32})}
 	hist := &nettrace.Metadata{ID: 2, ProviderName: "System.Diagnostics.Metrics", EventID: 6, EventName: "HistogramValuePublished", Version: 1,
 		Fields: append(append([]nettrace.Field(nil), head...), s("quantiles"), nettrace.Field{Name: "count", Type: nettrace.TypeInt32}, nettrace.Field{Name: "sum", Type: nettrace.TypeDouble})}
+	begin := &nettrace.Metadata{ID: 4, ProviderName: "System.Diagnostics.Metrics", EventID: 7, EventName: "BeginInstrumentReporting", Version: 2,
+		Fields: []nettrace.Field{s("sessionId"), s("meterName"), s("meterVersion"), s("instrumentName"), s("instrumentType"), s("unit"), s("description"),
+			s("instrumentTags"), s("meterTags"), s("meterScopeHash"), {Name: "instrumentId", Type: nettrace.TypeInt32}, s("telemetrySchemaUrl")}}
 	mean := []nettrace.Field{s("Name"), s("DisplayName"), {Name: "Mean", Type: nettrace.TypeDouble}, {Name: "Count", Type: nettrace.TypeInt32},
 		s("Series"), s("CounterType"), s("DisplayUnits")}
 	ec := &nettrace.Metadata{ID: 3, ProviderName: "System.Runtime", EventID: 2, EventName: "EventCounters",
@@ -40,13 +43,14 @@ func metricsStream(t *testing.T, sid string) []byte {
 		md *nettrace.Metadata
 		v  []any
 	}{
+		{begin, []any{sid, "Shop", "", "orders", "Counter`1", "", "", "kind=web", "region=eu,tier=1", "1234", int32(1), ""}},
 		{rate, []any{sid, "Shop", "", "orders", "", "route=/a", "3", "10", int32(1)}},
 		{rate, []any{"another-session", "Shop", "", "orders", "", "", "99", "99", int32(1)}},
 		{hist, []any{sid, "Shop", "", "latency", "ms", "", "0.5=1;0.95=2;0.99=4", int32(9), 20.0}},
 		{ec, []any{nettrace.Object{{Name: "Payload", Value: nettrace.Object{{Name: "Name", Value: "cpu-usage"}, {Name: "DisplayName", Value: "CPU Usage"},
 			{Name: "Mean", Value: 12.5}, {Name: "Count", Value: int32(1)}, {Name: "Series", Value: "Interval=1000"}, {Name: "CounterType", Value: "Mean"}, {Name: "DisplayUnits", Value: "%"}}}}}},
 	}
-	for _, md := range []*nettrace.Metadata{rate, hist, ec} {
+	for _, md := range []*nettrace.Metadata{rate, hist, ec, begin} {
 		if err := w.AddMetadata(md); err != nil {
 			t.Error(err)
 		}
@@ -150,14 +154,15 @@ func TestCountersCollectFake(t *testing.T) {
 	var doc struct {
 		TargetProcess string
 		Events        []struct {
-			Provider, Name, Tags, CounterType string
-			Value                             float64
+			Provider, Name, Tags, CounterType, MeterTags, InstrumentTags string
+			Value                                                        float64
 		}
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("JSON does not parse: %v\n%s", err, data)
 	}
-	if len(doc.Events) != 1 || doc.Events[0].Name != "orders (Count / 1 sec)" || doc.Events[0].Tags != "route=/a" || doc.Events[0].Value != 3 || doc.Events[0].CounterType != "Rate" {
+	if len(doc.Events) != 1 || doc.Events[0].Name != "orders (Count / 1 sec)" || doc.Events[0].Tags != "route=/a" || doc.Events[0].Value != 3 || doc.Events[0].CounterType != "Rate" ||
+		doc.Events[0].MeterTags != "region=eu,tier=1" || doc.Events[0].InstrumentTags != "kind=web" {
 		t.Errorf("JSON %s", data)
 	}
 }
