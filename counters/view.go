@@ -25,6 +25,14 @@ type View struct {
 	Status string
 	// Width of the counter name column (default 64).
 	NameWidth int
+	// ShowDeltas adds a "Last Delta" column (plain mode: a "delta" field)
+	// with the change of each value since the one before it, i.e. over one
+	// refresh interval, as dotnet-counters monitor --showDeltas does.
+	ShowDeltas bool
+	// FullNumbers prints every value in full; by default values of 1e8 and
+	// more are abbreviated in scientific notation (dotnet-counters'
+	// --abbreviateLargeNumbers).
+	FullNumbers bool
 
 	providers []string
 	rows      map[string]map[string]*viewRow // provider -> row key -> row
@@ -36,9 +44,20 @@ type viewRow struct {
 	provider string
 	label    string
 	tags     string
-	value    string
-	time     time.Time
-	dirty    bool
+	value    float64
+	// prev is the value before value, when hasPrev.
+	prev    float64
+	hasPrev bool
+	time    time.Time
+	dirty   bool
+}
+
+// delta is the change since the previous value, "" before there is one.
+func (r *viewRow) delta(v *View) string {
+	if !r.hasPrev {
+		return ""
+	}
+	return v.format(r.value - r.prev)
 }
 
 // Update records a sample.
@@ -58,10 +77,12 @@ func (v *View) Update(s *Sample) {
 		key := label + "\x00" + tags
 		r := p[key]
 		if r == nil {
-			r = &viewRow{provider: s.Provider, label: label, tags: tags}
+			r = &viewRow{provider: s.Provider, label: label, tags: tags, value: val}
 			p[key] = r
+		} else {
+			r.prev, r.hasPrev = r.value, true
 		}
-		r.value = humanValue(val)
+		r.value = val
 		r.time = s.Time
 		if !r.dirty {
 			r.dirty = true
@@ -71,10 +92,12 @@ func (v *View) Update(s *Sample) {
 	})
 }
 
+func (v *View) format(x float64) string { return humanValue(x, !v.FullNumbers) }
+
 // humanValue formats like dotnet-counters: up to three decimals, and
-// scientific notation from 1e8 on.
-func humanValue(x float64) string {
-	if x >= 1e8 || x <= -1e8 {
+// scientific notation from 1e8 on when abbreviate is set.
+func humanValue(x float64, abbreviate bool) string {
+	if abbreviate && (x >= 1e8 || x <= -1e8) {
 		return strconv.FormatFloat(x, 'e', 4, 64)
 	}
 	s := strconv.FormatFloat(x, 'f', 3, 64)
@@ -96,7 +119,11 @@ func (v *View) Render(w io.Writer) error {
 			if r.tags != "" {
 				name += "[" + r.tags + "]"
 			}
-			fmt.Fprintf(&v.buf, "%s  %s  %s  %s\n", r.time.Format("15:04:05"), r.provider, name, r.value)
+			fmt.Fprintf(&v.buf, "%s  %s  %s  %s", r.time.Format("15:04:05"), r.provider, name, v.format(r.value))
+			if d := r.delta(v); v.ShowDeltas && d != "" {
+				v.buf.WriteString("  delta " + d)
+			}
+			v.buf.WriteByte('\n')
 		}
 	}
 	for _, r := range v.changed {
@@ -131,7 +158,17 @@ func (v *View) renderTable(b *bytes.Buffer) {
 		line("    Status: " + v.Status)
 	}
 	line("")
-	line(fmt.Sprintf("%-*s %16s", width, "Name", "Current Value"))
+	values := func(r *viewRow) string {
+		if !v.ShowDeltas {
+			return fmt.Sprintf(" %16s", v.format(r.value))
+		}
+		return strings.TrimRight(fmt.Sprintf(" %16s %16s", v.format(r.value), r.delta(v)), " ")
+	}
+	if v.ShowDeltas {
+		line(fmt.Sprintf("%-*s %16s %16s", width, "Name", "Current Value", "Last Delta"))
+	} else {
+		line(fmt.Sprintf("%-*s %16s", width, "Name", "Current Value"))
+	}
 	if len(v.providers) == 0 {
 		line("    Waiting for the first values...")
 	}
@@ -150,7 +187,7 @@ func (v *View) renderTable(b *bytes.Buffer) {
 		prev := ""
 		for _, r := range rs {
 			if r.tags == "" {
-				line(fmt.Sprintf("    %-*s %16s", width-4, clip(r.label, width-4), r.value))
+				line(fmt.Sprintf("    %-*s", width-4, clip(r.label, width-4)) + values(r))
 				prev = r.label
 				continue
 			}
@@ -158,7 +195,7 @@ func (v *View) renderTable(b *bytes.Buffer) {
 				line("    " + r.label)
 				prev = r.label
 			}
-			line(fmt.Sprintf("        %-*s %16s", width-8, clip(r.tags, width-8), r.value))
+			line(fmt.Sprintf("        %-*s", width-8, clip(r.tags, width-8)) + values(r))
 		}
 	}
 	b.WriteString(escClearDown)

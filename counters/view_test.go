@@ -118,3 +118,60 @@ func TestViewPlainLines(t *testing.T) {
 		t.Fatal("escape sequences in plain mode")
 	}
 }
+
+func TestViewTerminalDeltas(t *testing.T) {
+	v := &View{Terminal: true, Title: "T", Status: "Running", NameWidth: 30, ShowDeltas: true}
+	var out bytes.Buffer
+	t0 := time.Unix(0, 0)
+	cpu := []float64{10, 30, 25}
+	for i, c := range cpu {
+		v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: c})
+		v.Update(&Sample{Time: t0, Provider: "Shop", Name: "req", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, float64(i)}, {0.99, 2e9 * float64(i+1)}}})
+		if i == 2 {
+			v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "late", Value: 7})
+		}
+		if err := v.Render(&out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		"T",
+		"    Status: Running",
+		"",
+		"Name                              Current Value       Last Delta",
+		"[Shop]",
+		"    req (ms)",
+		"        Percentile=50                         2                1",
+		"        Percentile=99                6.0000e+09       2.0000e+09",
+		"[System.Runtime]",
+		"    CPU Usage (%)                            25               -5",
+		"    late                                      7",
+	}
+	if got := screen(t, out.Bytes()); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Without abbreviation large numbers are printed in full.
+	v.FullNumbers = true
+	out.Reset()
+	if err := v.Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(screen(t, out.Bytes()), "\n"); !strings.Contains(got, "        Percentile=99                6000000000       2000000000\n") {
+		t.Fatalf("full numbers:\n%s", got)
+	}
+}
+
+func TestViewPlainDeltas(t *testing.T) {
+	v := &View{ShowDeltas: true}
+	var out bytes.Buffer
+	ts := time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC)
+	for _, x := range []float64{5, 7, 6.5} {
+		v.Update(&Sample{Time: ts, Provider: "P", Name: "c", Value: x})
+		v.Render(&out)
+	}
+	want := "12:00:01  P  c  5\n12:00:01  P  c  7  delta 2\n12:00:01  P  c  6.5  delta -0.5\n"
+	if out.String() != want {
+		t.Fatalf("plain output:\n%q\nwant\n%q", out.String(), want)
+	}
+}

@@ -152,8 +152,9 @@ func processLabel(t *target) string {
 func newCountersMonitorCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()
 	var f countersFlags
+	var showDeltas, abbreviate bool
 	cmd := &cobra.Command{
-		Use:   "monitor (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC]",
+		Use:   "monitor (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC] [--show-deltas]",
 		Short: "Show live counter values, refreshed in place",
 		Long: "monitor shows the latest value of each counter. On a terminal the table is redrawn in place;\n" +
 			"otherwise each changed value is printed as a line. Ctrl-C stops.",
@@ -176,15 +177,24 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 			defer t.close()
 			defer s.Close()
 			return childResult(t, monitor(ctx, e, s, &counters.View{
-				Terminal: isTerminal(e.stdout),
-				Title:    "Press Ctrl-C to quit. Process " + processLabel(t),
-				Status:   "Running",
+				Terminal:    isTerminal(e.stdout),
+				Title:       "Press Ctrl-C to quit. Process " + processLabel(t),
+				Status:      "Running",
+				ShowDeltas:  showDeltas,
+				FullNumbers: !abbreviate,
 			}, cfg.RefreshInterval))
 		},
 	}
 	tf.register(cmd)
 	tf.registerLaunch(cmd)
 	f.register(cmd)
+	fl := cmd.Flags()
+	fl.BoolVar(&showDeltas, "show-deltas", false, "add a column with the change of each value since the previous refresh")
+	fl.BoolVar(&showDeltas, "showDeltas", false, "alias of --show-deltas")
+	fl.BoolVar(&abbreviate, "abbreviate-large-numbers", true, "show values of 1e8 and more in scientific notation (--abbreviate-large-numbers=false prints them in full)")
+	fl.BoolVar(&abbreviate, "abbreviateLargeNumbers", true, "alias of --abbreviate-large-numbers")
+	_ = fl.MarkHidden("showDeltas")
+	_ = fl.MarkHidden("abbreviateLargeNumbers")
 	return cmd
 }
 
