@@ -157,7 +157,8 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 		Use:   "monitor (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC] [--show-deltas]",
 		Short: "Show live counter values, refreshed in place",
 		Long: "monitor shows the latest value of each counter. On a terminal the table is redrawn in place;\n" +
-			"otherwise each changed value is printed as a line. Ctrl-C stops.",
+			"otherwise each changed value is printed as a line. Ctrl-C stops. When stdin and stdout are both\n" +
+			"terminals, p pauses the display, r resumes it and q quits.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, dur, err := f.config()
@@ -176,13 +177,28 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			defer s.Close()
-			return childResult(t, monitor(ctx, e, s, &counters.View{
+			v := &counters.View{
 				Terminal:    isTerminal(e.stdout),
 				Title:       "Press Ctrl-C to quit. Process " + processLabel(t),
-				Status:      "Running",
 				ShowDeltas:  showDeltas,
 				FullNumbers: !abbreviate,
-			}, cfg.RefreshInterval))
+			}
+			out, errOut := e.stdout, e.stderr
+			keys, restore, err := rawStdin(e)
+			defer restore() // also when monitor fails or panics; Ctrl-C and SIGTERM end ctx, so monitor returns
+			if err != nil {
+				fmt.Fprintf(e.stderr, "clrdiag: warning: keys p, r and q are not available: %v\n", err)
+			}
+			if keys != nil {
+				v.Title = keysTitle + " Process " + processLabel(t)
+				out = crlfWriter{out}
+				if isTerminal(errOut) {
+					errOut = crlfWriter{errOut}
+				}
+			}
+			err = monitor(ctx, out, errOut, s, v, cfg.RefreshInterval, keys)
+			restore()
+			return childResult(t, err)
 		},
 	}
 	tf.register(cmd)
@@ -207,21 +223,31 @@ func finishedStart(err error) error {
 	return err
 }
 
-// monitor runs the session into the view, rendering every refresh.
-func monitor(ctx context.Context, e *env, s *counters.Session, v *counters.View, refresh time.Duration) error {
-	var mu sync.Mutex
-	var werr error
-	render := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := v.Render(e.stdout); err != nil && werr == nil {
-			werr = err
-		}
-	}
+// monitor runs the session into the view, rendering every refresh. With
+// keys (a raw terminal) p pauses the display, r resumes it and q or Ctrl-C
+// ends the session like an interrupt; out and errOut are where the view
+// and warnings go.
+func monitor(ctx context.Context, out, errOut io.Writer, s *counters.Session, v *counters.View, refresh time.Duration, keys io.Reader) error {
+	ctx, quit := context.WithCancel(ctx)
+	defer quit()
+	m := newMonitorView(v, out)
 	for _, w := range s.Warnings {
-		fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", w)
+		fmt.Fprintf(errOut, "clrdiag: warning: %s\n", w)
 	}
-	render()
+	m.render()
+	if keys != nil {
+		// Not waited for: a Read of the terminal cannot be interrupted, and
+		// the goroutine ends with the next key or the process.
+		go func() {
+			_ = readKeys(ctx, keys, func(k monitorKey) bool {
+				if !m.key(k) {
+					quit() // as Ctrl-C: the session stops and the command succeeds
+					return false
+				}
+				return true
+			})
+		}()
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -234,37 +260,32 @@ func monitor(ctx context.Context, e *env, s *counters.Session, v *counters.View,
 			case <-done:
 				return
 			case <-tick.C:
-				render()
+				m.render()
 			}
 		}
 	}()
 	err := s.Run(ctx, func(u counters.Update) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if werr != nil {
-			return werr
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.err != nil {
+			return m.err
 		}
 		if u.Sample != nil {
 			v.Update(u.Sample)
 			return nil
 		}
 		if v.Terminal {
-			v.Status = "Running. Warning: " + u.Warning.String()
+			m.warning = u.Warning.String()
 		} else {
-			fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", u.Warning)
+			fmt.Fprintf(errOut, "clrdiag: warning: %s\n", u.Warning)
 		}
 		return nil
 	})
 	close(done)
 	wg.Wait()
-	mu.Lock()
-	if v.Terminal {
-		v.Status = "Stopped"
-	}
-	mu.Unlock()
-	render()
-	if werr != nil {
-		return fmt.Errorf("write the view: %w", werr)
+	m.stop()
+	if m.err != nil {
+		return fmt.Errorf("write the view: %w", m.err)
 	}
 	return finished(err)
 }

@@ -7,12 +7,15 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
@@ -79,8 +82,14 @@ func metricsStream(t *testing.T, sid string) []byte {
 // the session id the client asked for and keeps the session open until
 // StopTracing; sessions receives the Metrics provider arguments.
 func countersRuntime(t *testing.T) (port string, sessions chan string) {
+	_, port, sessions = countersRuntimeServer(t)
+	return port, sessions
+}
+
+// countersRuntimeServer is countersRuntime with its server.
+func countersRuntimeServer(t *testing.T) (srv *ipctest.Server, port string, sessions chan string) {
 	sessions = make(chan string, 4)
-	_, port = fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+	srv, port = fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
 		var args string
 		for _, p := range s.Request.Providers {
 			if p.Name == "System.Diagnostics.Metrics" {
@@ -103,7 +112,43 @@ func countersRuntime(t *testing.T) (port string, sessions chan string) {
 		}
 		return nil
 	}})
-	return port, sessions
+	return srv, port, sessions
+}
+
+// p pauses the redrawn view and q ends monitor as Ctrl-C does.
+func TestCountersMonitorKeys(t *testing.T) {
+	srv, _, _ := countersRuntimeServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := counters.Start(ctx, diag.NewClient(srv, nil), counters.Config{Specs: []counters.Spec{{Provider: "Shop"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	keys, typist := io.Pipe()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		typist.Write([]byte("p"))
+		time.Sleep(300 * time.Millisecond)
+		typist.Write([]byte("q"))
+	}()
+	var out, errOut bytes.Buffer
+	v := &counters.View{Terminal: true, Title: keysTitle}
+	if err := monitor(ctx, &out, &errOut, sess, v, 100*time.Millisecond, keys); err != nil {
+		t.Fatalf("monitor: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("monitor ran until its context ended: q did not quit")
+	}
+	frames := strings.Split(out.String(), "\x1b[H")
+	last := frames[len(frames)-1]
+	if !strings.Contains(out.String(), "Status: Paused") || !strings.Contains(last, "Status: Stopped") || !strings.Contains(last, "orders") {
+		t.Fatalf("frames:\n%q", out.String())
+	}
+	// Paused: no frame between the Paused one and the final one.
+	if !strings.Contains(frames[len(frames)-2], "Status: Paused") {
+		t.Fatalf("the display was redrawn while paused:\n%q", out.String())
+	}
 }
 
 func TestCountersCollectFake(t *testing.T) {
