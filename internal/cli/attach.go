@@ -93,9 +93,9 @@ func newAttachCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// attachUsageErr is a bad-arguments error (exit status 3).
+// attachUsageErr is a bad-arguments error (exitUsage).
 func attachUsageErr(format string, args ...any) error {
-	return &ExitError{Code: 3, Err: fmt.Errorf(format, args...)}
+	return usageErrorf(format, args...)
 }
 
 func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions) error {
@@ -170,9 +170,9 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return &ExitError{Code: 1, Err: fmt.Errorf("attach to %s interrupted: %w; the profiler may still be initializing in the target", who, err)}
+			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("attach to %s interrupted: %w; the profiler may still be initializing in the target", who, err)}
 		}
-		return &ExitError{Code: 1, Err: &attachError{path: o.profiler, who: who, err: err, advice: explainAttach(err, o.profiler, clsid)}}
+		return &ExitError{Code: exitRuntime, Err: &attachError{path: o.profiler, who: who, err: err, advice: explainAttach(err, o.profiler, clsid)}}
 	}
 	fmt.Fprintf(e.stdout, "Attached profiler %s (CLSID %s) to %s with %d bytes of client data.\n", o.profiler, clsid, who, len(data))
 	if !o.waitDetach {
@@ -189,14 +189,14 @@ func readDataFile(e *env, name string) ([]byte, error) {
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, &ExitError{Code: 3, Err: fmt.Errorf("--data-file: %w", err)}
+			return nil, usageErrorf("--data-file: %w", err)
 		}
 		defer f.Close()
 		r, what = f, name
 	}
 	b, err := io.ReadAll(io.LimitReader(r, ipc.MaxPayloadSize+1))
 	if err != nil {
-		return nil, &ExitError{Code: 3, Err: fmt.Errorf("--data-file: read %s: %w", what, err)}
+		return nil, usageErrorf("--data-file: read %s: %w", what, err)
 	}
 	return b, nil
 }
@@ -272,7 +272,7 @@ func waitDetached(ctx context.Context, e *env, pid int, lib string, limit time.D
 	for {
 		m, err := procmaps.Mapped(pid, want)
 		if err != nil {
-			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %w", err)}
+			return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %w", err)}
 		}
 		switch {
 		case m:
@@ -281,13 +281,13 @@ func waitDetached(ctx context.Context, e *env, pid int, lib string, limit time.D
 			fmt.Fprintf(e.stdout, "The profiler detached: %s left process %d after %v.\n", lib, pid, time.Since(startAt).Round(time.Millisecond))
 			return nil
 		default:
-			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %s does not appear in /proc/%d/maps, so its unloading cannot be observed (does the target see the file under another path, e.g. in a container?)", lib, pid)}
+			return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %s does not appear in /proc/%d/maps, so its unloading cannot be observed (does the target see the file under another path, e.g. in a container?)", lib, pid)}
 		}
 		select {
 		case <-ctx.Done():
-			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach interrupted while %s is still loaded in process %d: %w", lib, pid, ctx.Err())}
+			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("--wait-detach interrupted while %s is still loaded in process %d: %w", lib, pid, ctx.Err())}
 		case <-deadline.C:
-			return &ExitError{Code: 1, Err: fmt.Errorf("--wait-detach: %s is still loaded in process %d after %v: the profiler has not requested detach (ICorProfilerInfo3::RequestProfilerDetach), or the runtime still waits for its code to leave every thread's stack; the profiler stays attached", lib, pid, limit)}
+			return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %s is still loaded in process %d after %v: the profiler has not requested detach (ICorProfilerInfo3::RequestProfilerDetach), or the runtime still waits for its code to leave every thread's stack; the profiler stays attached", lib, pid, limit)}
 		case <-tick.C:
 		}
 	}

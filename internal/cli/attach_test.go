@@ -76,8 +76,8 @@ func TestAttachArgumentErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := runCLI(nil, append([]string{"attach"}, c.args...)...)
-			if code != 3 {
-				t.Fatalf("exit %d, want 3; stdout %q stderr %q", code, out, errs)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want exitUsage; stdout %q stderr %q", code, out, errs)
 			}
 			wantOutput(t, "stderr", errs, c.parts...)
 		})
@@ -145,8 +145,8 @@ func TestAttachCommand(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := runCLI(nil, c.args...)
 			t.Logf("stderr:\n%s", errs)
-			if code != 1 {
-				t.Fatalf("exit %d, want 1; stdout %q stderr %q", code, out, errs)
+			if code != exitRuntime {
+				t.Fatalf("exit %d, want exitRuntime; stdout %q stderr %q", code, out, errs)
 			}
 			wantOutput(t, "stderr", errs, c.parts...)
 			if strings.Contains(out, "Attached") {
@@ -162,8 +162,8 @@ func TestAttachCommand(t *testing.T) {
 	t.Run("relative path is refused before sending", func(t *testing.T) {
 		before := len(a.events(t))
 		code, _, errs := runCLI(nil, base("libclrdiagprof.so")...)
-		if code != 3 {
-			t.Fatalf("exit %d, want 3: %s", code, errs)
+		if code != exitUsage {
+			t.Fatalf("exit %d, want exitUsage: %s", code, errs)
 		}
 		wantOutput(t, "stderr", errs, "relative path", "absolute")
 		if n := len(a.events(t)); n != before {
@@ -210,8 +210,8 @@ func TestAttachCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, errs := runCLI(nil, base(lib, "--data-file", file)...)
-		if code != 3 {
-			t.Fatalf("%d bytes: exit %d, want 3: %s", room+1, code, errs)
+		if code != exitUsage {
+			t.Fatalf("%d bytes: exit %d, want exitUsage: %s", room+1, code, errs)
 		}
 		wantOutput(t, "stderr", errs, fmt.Sprintf("%d bytes is too large", room+1), fmt.Sprintf("at most %d bytes", room))
 		if err := os.WriteFile(file, data, 0o644); err != nil {
@@ -233,7 +233,7 @@ func TestAttachCommand(t *testing.T) {
 		before := len(a.events(t))
 		start := time.Now()
 		code, out, errs := runCLI(data, base(lib, "--data-file", "-", "--wait-detach", "--wait-timeout", "800ms")...)
-		if code != 1 {
+		if code != exitFailure {
 			t.Fatalf("exit %d, want 1: stdout %q stderr %q", code, out, errs)
 		}
 		if time.Since(start) < 800*time.Millisecond {
@@ -250,8 +250,8 @@ func TestAttachCommand(t *testing.T) {
 
 	t.Run("second profiler is refused", func(t *testing.T) {
 		code, out, errs := runCLI(nil, base(lib, "--data", "detach")...)
-		if code != 1 {
-			t.Fatalf("exit %d, want 1: stdout %q stderr %q", code, out, errs)
+		if code != exitRuntime {
+			t.Fatalf("exit %d, want exitRuntime: stdout %q stderr %q", code, out, errs)
 		}
 		wantOutput(t, "stderr", errs, "CORPROF_E_PROFILER_ALREADY_ACTIVE", "0x8013136A", "Only one profiler")
 		if m, err := profilertest.Mapped(a.tg.PID, lib); err != nil || !m {

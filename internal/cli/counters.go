@@ -53,10 +53,10 @@ func (f *countersFlags) register(cmd *cobra.Command) {
 	_ = fl.MarkHidden("maxTimeSeries")
 }
 
-// config checks the flags; errors are usage errors (exit status 3).
+// config checks the flags; errors are usage errors (exitUsage).
 func (f *countersFlags) config() (counters.Config, time.Duration, error) {
 	usage := func(err error) (counters.Config, time.Duration, error) {
-		return counters.Config{}, 0, &ExitError{Code: 3, Err: err}
+		return counters.Config{}, 0, usageError(err)
 	}
 	specs, err := counters.ParseSpecs(f.counters)
 	if err != nil {
@@ -307,7 +307,7 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 			}
 			format = strings.ToLower(format)
 			if format != "csv" && format != "json" {
-				return &ExitError{Code: 3, Err: fmt.Errorf("--format %q: use csv or json", format)}
+				return usageErrorf("--format %q: use csv or json", format)
 			}
 			if output == "" {
 				output = "counter." + format

@@ -251,8 +251,8 @@ func TestCountersUsageErrors(t *testing.T) {
 		{[]string{"counters", "monitor"}, "no target process"},
 	} {
 		code, _, stderr := run(t, tt.args...)
-		if code != 3 || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%v: exit %d, stderr %q, want 3 and %q", tt.args, code, stderr, tt.want)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q, want exitUsage and %q", tt.args, code, stderr, tt.want)
 		}
 	}
 }

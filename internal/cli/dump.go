@@ -39,7 +39,7 @@ func newDumpCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dt, ok := dumpTypes[strings.ToLower(typ)]
 			if !ok {
-				return &ExitError{Code: 3, Err: fmt.Errorf("--type %q: use full, heap, mini or triage", typ)}
+				return usageErrorf("--type %q: use full, heap, mini or triage", typ)
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)

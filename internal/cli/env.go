@@ -60,7 +60,7 @@ func newEnvSetCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, value, ok := strings.Cut(args[0], "=")
 			if !ok || name == "" {
-				return &ExitError{Code: 3, Err: errors.New("env set: give NAME=VALUE (NAME= removes the variable)")}
+				return usageError(errors.New("env set: give NAME=VALUE (NAME= removes the variable)"))
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)

@@ -81,12 +81,12 @@ func TestFakeEnv(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "NEW=x=y\n") {
 		t.Fatalf("env after set: %s", out)
 	}
-	if code, _, errOut = run(t, "env", "set", "--diagnostic-port", port, "novalue"); code != 3 || !strings.Contains(errOut, "NAME=VALUE") {
+	if code, _, errOut = run(t, "env", "set", "--diagnostic-port", port, "novalue"); code != exitUsage || !strings.Contains(errOut, "NAME=VALUE") {
 		t.Fatalf("env set without '=': %d %s", code, errOut)
 	}
 	// SetEnvironmentVariable needs .NET 6.
 	_, port5 := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET5})
-	if code, _, errOut = run(t, "env", "set", "--diagnostic-port", port5, "A=1"); code == 0 || !strings.Contains(errOut, ".NET 6") {
+	if code, _, errOut = run(t, "env", "set", "--diagnostic-port", port5, "A=1"); code != exitRuntime || !strings.Contains(errOut, ".NET 6") {
 		t.Fatalf("env set on .NET 5: %d %s", code, errOut)
 	}
 }
@@ -119,10 +119,10 @@ func TestFakeResumeAndStartupCommands(t *testing.T) {
 	}
 	// Relative paths are refused before anything is sent.
 	n := len(srv.Requests())
-	if code, _, errOut = run(t, "startup-hook", "--diagnostic-port", port, "Hook.dll"); code != 3 || !strings.Contains(errOut, "absolute path") {
+	if code, _, errOut = run(t, "startup-hook", "--diagnostic-port", port, "Hook.dll"); code != exitUsage || !strings.Contains(errOut, "absolute path") {
 		t.Fatalf("relative hook: %d %s", code, errOut)
 	}
-	if code, _, _ = run(t, "startup-profiler", "--diagnostic-port", port, "--profiler", "lib.so", "--clsid", "x"); code != 3 {
+	if code, _, _ = run(t, "startup-profiler", "--diagnostic-port", port, "--profiler", "lib.so", "--clsid", "x"); code != exitUsage {
 		t.Fatalf("relative profiler: %d", code)
 	}
 	if len(srv.Requests()) != n {
@@ -138,11 +138,11 @@ func TestFakePerfMap(t *testing.T) {
 	if code, _, errOut := run(t, "perfmap", "disable", "--diagnostic-port", port); code != 0 || srv.PerfMap() != ipc.PerfMapDisabled {
 		t.Fatalf("perfmap disable: %d %s %v", code, errOut, srv.PerfMap())
 	}
-	if code, _, errOut := run(t, "perfmap", "enable", "--diagnostic-port", port, "--type", "bogus"); code != 3 || !strings.Contains(errOut, "perfmap or jitdump") {
+	if code, _, errOut := run(t, "perfmap", "enable", "--diagnostic-port", port, "--type", "bogus"); code != exitUsage || !strings.Contains(errOut, "perfmap or jitdump") {
 		t.Fatalf("bad type: %d %s", code, errOut)
 	}
 	_, port6 := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET6})
-	if code, _, errOut := run(t, "perfmap", "enable", "--diagnostic-port", port6); code == 0 || !strings.Contains(errOut, "needs .NET 8 or later") {
+	if code, _, errOut := run(t, "perfmap", "enable", "--diagnostic-port", port6); code != exitRuntime || !strings.Contains(errOut, "needs .NET 8 or later") {
 		t.Fatalf("perfmap on .NET 6: %d %s", code, errOut)
 	}
 }
@@ -161,10 +161,10 @@ func TestFakeDump(t *testing.T) {
 	// A failing createdump: the runtime's own message reaches the user.
 	_, port2 := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, DumpHRESULT: 0x80004005, DumpMessage: "Problem launching createdump (may not have execute permissions)"})
 	code, _, errOut = run(t, "dump", "--diagnostic-port", port2, "-o", out)
-	if code == 0 || !strings.Contains(errOut, "may not have execute permissions") {
+	if code != exitRuntime || !strings.Contains(errOut, "may not have execute permissions") {
 		t.Fatalf("failing dump: %d %s", code, errOut)
 	}
-	if code, _, errOut = run(t, "dump", "--diagnostic-port", port, "--type", "huge"); code != 3 || !strings.Contains(errOut, "full, heap, mini or triage") {
+	if code, _, errOut = run(t, "dump", "--diagnostic-port", port, "--type", "huge"); code != exitUsage || !strings.Contains(errOut, "full, heap, mini or triage") {
 		t.Fatalf("bad type: %d %s", code, errOut)
 	}
 }
@@ -210,8 +210,8 @@ func TestSelectionErrors(t *testing.T) {
 		{[]string{"--record-ipc", "a", "--replay-ipc", "b", "info"}, "cannot be used together"},
 	} {
 		code, _, errOut := run(t, tc.args...)
-		if code != 3 || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 3 and %q", tc.args, code, errOut, tc.want)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exitUsage and %q", tc.args, code, errOut, tc.want)
 		}
 	}
 }

@@ -83,7 +83,8 @@ func newInfoCmd(e *env) *cobra.Command {
 
 // infoFallback explains that ProcessInfo needs .NET 5 and prints what can
 // still be said from the operating system, then fails with status 4
-// (not supported by the target), as dotnet-trace's PlatformNotSupported.
+// (exitRuntime: not supported by the target), as dotnet-trace's
+// PlatformNotSupported.
 func infoFallback(ctx context.Context, e *env, t *target, cause error) error {
 	fmt.Fprintln(e.stderr, "clrdiag: the target's runtime does not support ProcessInfo: it needs .NET 5 or later (this is likely .NET Core 3.x).")
 	if t.PID != 0 {
@@ -100,5 +101,5 @@ func infoFallback(ctx context.Context, e *env, t *target, cause error) error {
 			fmt.Fprintf(e.stderr, "  Socket:       %s\n", t.Endpoint.Address)
 		}
 	}
-	return &ExitError{Code: 4, Err: cause}
+	return &ExitError{Code: exitRuntime, Err: cause}
 }

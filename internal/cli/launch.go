@@ -44,7 +44,7 @@ func (f *targetFlags) registerLaunch(cmd *cobra.Command) {
 	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
-			return &ExitError{Code: 3, Err: fmt.Errorf("unexpected argument %q: a command to launch goes after --", args[0])}
+			return usageErrorf("unexpected argument %q: a command to launch goes after --", args[0])
 		}
 		return nil
 	}
@@ -101,7 +101,7 @@ func exitStatus(ps *os.ProcessState) int {
 // --resume-runtime=false); Close kills the child if it still runs.
 func (f *targetFlags) launchTarget(ctx context.Context, args []string) (*target, error) {
 	if f.given() != 0 {
-		return nil, &ExitError{Code: 3, Err: errors.New("give either a command to launch after -- or one of -p, -n and --diagnostic-port")}
+		return nil, usageError(errors.New("give either a command to launch after -- or one of -p, -n and --diagnostic-port"))
 	}
 	timeout := f.launch.timeout
 	if timeout <= 0 {
@@ -122,7 +122,7 @@ func (f *targetFlags) launchTarget(ctx context.Context, args []string) (*target,
 	}
 	if err := cmd.Start(); err != nil {
 		srv.Close()
-		return nil, &ExitError{Code: 3, Err: fmt.Errorf("launch %s: %w", args[0], err)}
+		return nil, usageErrorf("launch %s: %w", args[0], err)
 	}
 	exited := make(chan struct{})
 	var code int
@@ -166,13 +166,13 @@ func (f *targetFlags) launchTarget(ctx context.Context, args []string) (*target,
 		if err != nil {
 			select {
 			case <-exited:
-				return fail(&ExitError{Code: 1, Err: fmt.Errorf("%s exited with status %d before its runtime connected to clrdiag (is it a .NET 5+ application?)", args[0], code)})
+				return fail(&ExitError{Code: exitNotFound, Err: fmt.Errorf("%s exited with status %d before its runtime connected to clrdiag (is it a .NET 5+ application?)", args[0], code)})
 			default:
 			}
 			if ctx.Err() != nil {
 				return fail(err)
 			}
-			return fail(&ExitError{Code: 1, Err: fmt.Errorf("the runtime did not connect within %v: launching under tracing needs .NET 5 or later (.NET Core 3.1 does not know DOTNET_DiagnosticPorts); start the application yourself and use -p", timeout)})
+			return fail(&ExitError{Code: exitNotFound, Err: fmt.Errorf("the runtime did not connect within %v: launching under tracing needs .NET 5 or later (.NET Core 3.1 does not know DOTNET_DiagnosticPorts); start the application yourself and use -p", timeout)})
 		}
 		if r.PID == cmd.Process.Pid {
 			rt = r

@@ -187,7 +187,7 @@ func TestLaunchTraceCollect(t *testing.T) {
 
 func TestLaunchCountersNeedsArgsAfterDash(t *testing.T) {
 	code, _, errOut := run(t, "counters", "collect", "stray")
-	if code != 3 || !strings.Contains(errOut, "after --") {
+	if code != exitUsage || !strings.Contains(errOut, "after --") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }

@@ -51,11 +51,11 @@ func reverseAddress(addr string) (string, error) {
 func (f *targetFlags) listenTarget(ctx context.Context, dp transport.DiagnosticPort) (*target, error) {
 	addr, err := reverseAddress(dp.Address)
 	if err != nil {
-		return nil, &ExitError{Code: 3, Err: fmt.Errorf("--diagnostic-port %s: %w", dp.Address, err)}
+		return nil, usageErrorf("--diagnostic-port %s: %w", dp.Address, err)
 	}
 	srv, err := reverse.Listen(addr, nil)
 	if err != nil {
-		return nil, &ExitError{Code: 3, Err: err}
+		return nil, usageError(err)
 	}
 	fmt.Fprintf(f.stderr(), "Waiting for a runtime to connect. Start the application with DOTNET_DiagnosticPorts=%s\n", addr)
 	rt, err := srv.Accept(ctx)

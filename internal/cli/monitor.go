@@ -61,7 +61,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			ctx := cmd.Context()
 			addr, err := monitorAddr(urls)
 			if err != nil {
-				return &ExitError{Code: 3, Err: err}
+				return usageError(err)
 			}
 			if noAuth {
 				apiKey = ""
@@ -75,18 +75,18 @@ func newMonitorCmd(e *env) *cobra.Command {
 			if port != "" {
 				dp, err := transport.ParseDiagnosticPort(port)
 				if err != nil {
-					return &ExitError{Code: 3, Err: err}
+					return usageError(err)
 				}
 				if dp.Mode != transport.PortListen {
-					return &ExitError{Code: 3, Err: errors.New("--diagnostic-port: the monitor listens for runtimes; give a path without ,connect")}
+					return usageError(errors.New("--diagnostic-port: the monitor listens for runtimes; give a path without ,connect"))
 				}
 				path, err := reverseAddress(dp.Address)
 				if err != nil {
-					return &ExitError{Code: 3, Err: err}
+					return usageError(err)
 				}
 				srv, err := reverse.Listen(path, nil)
 				if err != nil {
-					return &ExitError{Code: 3, Err: err}
+					return usageError(err)
 				}
 				defer srv.Close()
 				fmt.Fprintf(e.stderr, "Waiting for runtimes to connect. Start applications with DOTNET_DiagnosticPorts=%s\n", path)
@@ -95,7 +95,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			}
 			m, err := httpmon.New(cfg)
 			if err != nil {
-				return &ExitError{Code: 3, Err: err}
+				return usageError(err)
 			}
 			defer m.Close() // stops the counters sessions of /metrics
 			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)

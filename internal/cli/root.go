@@ -37,6 +37,12 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	global globalFlags
+	// ran is set when a command's RunE starts: an error returned before
+	// that comes from cobra's checks of the command line.
+	ran bool
+	// args is the command line, for error messages that need to look at
+	// more of it than cobra passes along.
+	args []string
 }
 
 // globalFlags are the root's persistent flags.
@@ -51,11 +57,11 @@ type globalFlags struct {
 func (e *env) targetFlags() *targetFlags { return &targetFlags{g: &e.global} }
 
 // Main runs the CLI with the given arguments and streams and returns the
-// process exit status.
+// process exit status (see exitcode.go).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, args: args}
 	root := newRootCmd(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -63,7 +69,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return 0
+		return exitOK
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
@@ -73,35 +79,44 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ee.Code
 	}
 	fmt.Fprintf(stderr, "clrdiag: %v\n", err)
-	return 1
+	if !e.ran {
+		// Cobra refused the command line before any command ran: a
+		// missing required flag, a flag group, an argument count.
+		return exitUsage
+	}
+	return exitCodeOf(err, ctx.Err() != nil)
 }
 
 func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "clrdiag",
-		Short:         "Diagnose running .NET processes without .NET installed",
-		Long:          "clrdiag speaks the .NET runtime's Diagnostic IPC protocol: it lists .NET processes,\nqueries and controls them, collects EventPipe traces and decodes nettrace files.",
+		Use:   "clrdiag",
+		Short: "Diagnose running .NET processes without .NET installed",
+		Long: "clrdiag speaks the .NET runtime's Diagnostic IPC protocol: it lists .NET processes,\n" +
+			"queries and controls them, collects EventPipe traces and decodes nettrace files.\n\n" +
+			exitCodeHelp(),
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("clrdiag {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.global.recordDir, "record-ipc", "", "save every byte exchanged with the runtime to this directory (one file per connection), for bug reports")
 	pf.StringVar(&e.global.replayDir, "replay-ipc", "", "answer from a directory saved with --record-ipc instead of a live process")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if e.global.recordDir != "" && e.global.replayDir != "" {
-			return &ExitError{Code: 3, Err: errors.New("--record-ipc and --replay-ipc cannot be used together")}
+			return usageError(errors.New("--record-ipc and --replay-ipc cannot be used together"))
 		}
 		if e.global.recordDir != "" {
 			r, err := transport.NewRecorder(e.global.recordDir)
 			if err != nil {
-				return err
+				return &ExitError{Code: exitIO, Err: fmt.Errorf("--record-ipc: %w", err)}
 			}
 			e.global.recorder = r
 		}
 		if e.global.replayDir != "" {
 			r, err := transport.Replay(e.global.replayDir)
 			if err != nil {
-				return err
+				return usageError(fmt.Errorf("--replay-ipc: %w", err))
 			}
 			e.global.replay = r
 		}
@@ -110,6 +125,7 @@ func newRootCmd(e *env) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(e))
 	}
+	setupTree(e, root)
 	return root
 }
 

@@ -27,7 +27,7 @@ func newStackCmd(e *env) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Duration <= 0 {
-				return &ExitError{Code: 3, Err: errors.New("--duration must be positive")}
+				return usageError(errors.New("--duration must be positive"))
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
@@ -40,11 +40,7 @@ func newStackCmd(e *env) *cobra.Command {
 			cfg.Notify = func(n stacks.Note) { printStackNote(e.stderr, n) }
 			snap, err := stacks.Capture(ctx, t.Client, cfg)
 			if err != nil {
-				code := 1
-				if se := (*stacks.Error)(nil); errors.As(err, &se) && se.Local {
-					code = 2 // the temporary file
-				}
-				return &ExitError{Code: code, Err: err}
+				return err // exitCodeOf: exitIO for the temporary file, exitRuntime for the runtime
 			}
 			if asJSON {
 				return writeJSON(e.stdout, snap)

@@ -68,10 +68,10 @@ func TestFakeStack(t *testing.T) {
 }
 
 func TestStackFlagErrors(t *testing.T) {
-	if code, _, errOut := run(t, "stack"); code != 3 || !strings.Contains(errOut, "no target process") {
+	if code, _, errOut := run(t, "stack"); code != exitUsage || !strings.Contains(errOut, "no target process") {
 		t.Errorf("no target: %d %s", code, errOut)
 	}
-	if code, _, errOut := run(t, "stack", "-p", "1", "--duration", "0s"); code != 3 || !strings.Contains(errOut, "--duration") {
+	if code, _, errOut := run(t, "stack", "-p", "1", "--duration", "0s"); code != exitUsage || !strings.Contains(errOut, "--duration") {
 		t.Errorf("zero duration: %d %s", code, errOut)
 	}
 	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET3_1, Fault: func(set, id uint8) ipctest.Fault {
@@ -80,7 +80,7 @@ func TestStackFlagErrors(t *testing.T) {
 		}
 		return ipctest.FaultNone
 	}})
-	if code, _, errOut := run(t, "stack", "--diagnostic-port", port); code != 1 || !strings.Contains(errOut, "start the session") {
+	if code, _, errOut := run(t, "stack", "--diagnostic-port", port); code != exitRuntime || !strings.Contains(errOut, "start the session") {
 		t.Errorf("refused session: %d %s", code, errOut)
 	}
 }

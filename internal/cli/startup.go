@@ -36,11 +36,11 @@ func newStartupProfilerCmd(e *env) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !filepath.IsAbs(path) {
-				return &ExitError{Code: 3, Err: fmt.Errorf("--profiler %q: give an absolute path; the target resolves it, not clrdiag", path)}
+				return usageErrorf("--profiler %q: give an absolute path; the target resolves it, not clrdiag", path)
 			}
 			g, err := ipc.ParseGUID(clsid)
 			if err != nil {
-				return &ExitError{Code: 3, Err: fmt.Errorf("--clsid: %w", err)}
+				return usageErrorf("--clsid: %w", err)
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
@@ -75,7 +75,7 @@ func newStartupHookCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
 			if !filepath.IsAbs(path) {
-				return &ExitError{Code: 3, Err: fmt.Errorf("%q: give an absolute path; the target resolves it, not clrdiag", path)}
+				return usageErrorf("%q: give an absolute path; the target resolves it, not clrdiag", path)
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
@@ -114,7 +114,7 @@ func newPerfMapCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pt, ok := perfMapTypes[strings.ToLower(typ)]
 			if !ok {
-				return &ExitError{Code: 3, Err: fmt.Errorf("--type %q: use all, perfmap or jitdump", typ)}
+				return usageErrorf("--type %q: use all, perfmap or jitdump", typ)
 			}
 			ctx := cmd.Context()
 			t, err := on.resolve(ctx)

@@ -111,16 +111,16 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 	}
 	switch f.given() {
 	case 0:
-		return nil, &ExitError{Code: 3, Err: errNoTarget}
+		return nil, usageError(errNoTarget)
 	case 1:
 	default:
-		return nil, &ExitError{Code: 3, Err: errors.New("give only one of -p, -n and --diagnostic-port")}
+		return nil, usageError(errors.New("give only one of -p, -n and --diagnostic-port"))
 	}
 	var t target
 	switch {
 	case f.pid != 0:
 		if f.pid < 0 {
-			return nil, &ExitError{Code: 3, Err: fmt.Errorf("-p %d: a process id is a positive number", f.pid)}
+			return nil, usageErrorf("-p %d: a process id is a positive number", f.pid)
 		}
 		ep, err := transport.Resolve(ctx, f.pid, nil)
 		if err != nil {
@@ -147,14 +147,14 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 	default:
 		dp, err := transport.ParseDiagnosticPort(f.port)
 		if err != nil {
-			return nil, &ExitError{Code: 3, Err: err}
+			return nil, usageError(err)
 		}
 		if dp.Mode == transport.PortListen {
 			return f.listenTarget(ctx, dp)
 		}
 		ep, err := dp.Endpoint()
 		if err != nil {
-			return nil, &ExitError{Code: 3, Err: err}
+			return nil, usageError(err)
 		}
 		t.Endpoint = ep
 	}

@@ -92,14 +92,14 @@ func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration,
 		ClrEventLevel: f.clrEventLevel, Rundown: f.rundown,
 	})
 	if err != nil {
-		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: err}
+		return nil, eventpipe.Config{}, 0, usageError(err)
 	}
 	d, err := parseDuration(f.duration)
 	if err != nil {
-		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: fmt.Errorf("--duration: %w", err)}
+		return nil, eventpipe.Config{}, 0, usageErrorf("--duration: %w", err)
 	}
 	if f.bufferSizeMB == 0 {
-		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: errors.New("--buffersize must be at least 1 MB")}
+		return nil, eventpipe.Config{}, 0, usageError(errors.New("--buffersize must be at least 1 MB"))
 	}
 	var buffering eventpipe.BufferingMode
 	switch strings.ToLower(f.buffering) {
@@ -107,11 +107,11 @@ func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration,
 	case "block":
 		buffering = eventpipe.Block
 	default:
-		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: fmt.Errorf("--buffering-mode %q: use drop or block", f.buffering)}
+		return nil, eventpipe.Config{}, 0, usageErrorf("--buffering-mode %q: use drop or block", f.buffering)
 	}
 	providers := plan.ProviderList()
 	if err := f.applyEventIDs(providers); err != nil {
-		return nil, eventpipe.Config{}, 0, &ExitError{Code: 3, Err: err}
+		return nil, eventpipe.Config{}, 0, usageError(err)
 	}
 	cfg := eventpipe.Config{
 		Buffering:             buffering,
@@ -241,13 +241,13 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			}
 			stop, err := parseStopEvent(stopProv, stopEv, stopPay)
 			if err != nil {
-				return &ExitError{Code: 3, Err: err}
+				return usageError(err)
 			}
 			if format = strings.ToLower(format); format == "nettrace" {
 				format = ""
 			}
 			if _, ok := convertFormats[format]; format != "" && !ok {
-				return &ExitError{Code: 3, Err: fmt.Errorf("unknown --format %q: use nettrace, speedscope, chromium, pprof or folded", format)}
+				return usageErrorf("unknown --format %q: use nettrace, speedscope, chromium, pprof or folded", format)
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
@@ -331,7 +331,7 @@ func (c *collector) run(ctx context.Context) error {
 	}
 	sess, err := eventpipe.Start(ctx, c.t.Client, c.cfg)
 	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("start the session: %w", err)}
+		return fmt.Errorf("start the session: %w", err)
 	}
 	defer sess.Close()
 	for _, w := range sess.Warnings {
@@ -340,7 +340,7 @@ func (c *collector) run(ctx context.Context) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		_ = sess.Stop(context.Background())
-		return &ExitError{Code: 2, Err: fmt.Errorf("create the trace file: %w", err)}
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("create the trace file: %w", err)}
 	}
 	defer f.Close()
 	spool := eventpipe.NewSpool(f)
@@ -463,7 +463,7 @@ func (c *collector) run(ctx context.Context) error {
 		}
 	}
 	if err := f.Sync(); err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("flush the trace file: %w", err)}
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("flush the trace file: %w", err)}
 	}
 	size := int64(0)
 	if st, err := f.Stat(); err == nil {

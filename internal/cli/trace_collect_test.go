@@ -195,8 +195,8 @@ func TestCollectArgumentErrors(t *testing.T) {
 		{[]string{"trace", "collect", "-p", "1", "--buffersize", "0"}, "--buffersize"},
 	} {
 		code, _, errOut := run(t, tc.args...)
-		if code != 3 || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d %q, want 3 and %q", tc.args, code, errOut, tc.want)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d %q, want exitUsage and %q", tc.args, code, errOut, tc.want)
 		}
 	}
 }

@@ -97,7 +97,7 @@ func convertedName(in, format string) string {
 // output), and returns a one-line summary of what it wrote.
 func convertTrace(e *env, in, out, format string, pf *profileFlags) (string, error) {
 	if _, ok := convertFormats[format]; !ok {
-		return "", &ExitError{Code: 2, Err: fmt.Errorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)}
+		return "", usageErrorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)
 	}
 	p, err := readProfile(e, in, pf.config(format == "chromium" || format == "speedscope"))
 	if err != nil {
@@ -159,7 +159,7 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, ok := convertFormats[format]; !ok {
-				return &ExitError{Code: 2, Err: fmt.Errorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)}
+				return usageErrorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)
 			}
 			in := args[0]
 			if out == "" {

@@ -81,10 +81,10 @@ func TestTraceConvert(t *testing.T) {
 	if code != 0 || stdout != "" {
 		t.Errorf("--thread 1: exit %d, output %q", code, stdout)
 	}
-	if code, _, stderr := run(t, "trace", "convert", in, "-f", "svg"); code != 2 || !strings.Contains(stderr, "unknown --format") {
+	if code, _, stderr := run(t, "trace", "convert", in, "-f", "svg"); code != exitUsage || !strings.Contains(stderr, "unknown --format") {
 		t.Errorf("bad format: exit %d, %q", code, stderr)
 	}
-	if code, _, _ := run(t, "trace", "convert", filepath.Join(t.TempDir(), "missing.nettrace")); code != 1 {
+	if code, _, _ := run(t, "trace", "convert", filepath.Join(t.TempDir(), "missing.nettrace")); code != exitIO {
 		t.Errorf("missing file: exit %d", code)
 	}
 }

@@ -96,17 +96,17 @@ func newTraceEventsCmd(e *env) *cobra.Command {
 			"self-describing events (EventSource, EventCounters, TraceLogging). The runtime's\n" +
 			"own events carry no field metadata; their payload size is shown instead.\n\n" +
 			"--provider and --event may be repeated; --event takes an id or a name.\n" +
-			"A damaged or truncated trace prints every complete event, then exits with status 3.",
+			"A damaged or truncated trace prints every complete event, then exits with status 5.",
 		Example: "  clrdiag trace events app.nettrace --provider System.Runtime --event EventCounters\n" +
 			"  clrdiag trace events - --json --limit 100 < app.nettrace",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 0 {
-				return fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)
+				return usageErrorf("--limit must be 0 (no limit) or more, got %d", limit)
 			}
 			filter, err := newEventFilter(providers, events)
 			if err != nil {
-				return err
+				return usageError(err)
 			}
 			in, name, closeIn, err := openTraceInput(e, args[0])
 			if err != nil {

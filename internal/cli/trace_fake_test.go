@@ -146,7 +146,7 @@ func TestFakeCollectEventFilterNeedsNET10(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"--event-ids", "Other:1"}, {"--event-ids", "Fake-Source:x"}, {"--event-ids", "nocolon"}, {"--buffering-mode", "maybe"}} {
 		code, _, errOut := run(t, append([]string{"trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source"}, bad...)...)
-		if code != 3 {
+		if code != exitUsage {
 			t.Errorf("%v: exit %d %s", bad, code, errOut)
 		}
 	}

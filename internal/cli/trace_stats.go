@@ -15,10 +15,6 @@ import (
 
 func init() { registerTrace(newTraceStatsCmd) }
 
-// exitDamaged is the exit status of the trace file commands when the input
-// is damaged or truncated (after printing what could be read).
-const exitDamaged = 3
-
 // traceStats is the JSON form of clrdiag trace stats.
 type traceStats struct {
 	File           string         `json:"file"`
@@ -54,7 +50,7 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 			"sequence-point counts, dropped events, whether the stream ended cleanly, and the\n" +
 			"number of events per provider and per event id.\n\n" +
 			"A damaged or truncated trace still gets the statistics of what could be read;\n" +
-			"the command then exits with status 3.",
+			"the command then exits with status 5 (see 'clrdiag --help').",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, name, closeIn, err := openTraceInput(e, args[0])
@@ -158,11 +154,14 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 }
 
 // headerError turns a NewReader failure into an actionable error: damaged
-// headers exit with status 3, unsupported formats with 1.
+// headers and unsupported formats exit exitDamaged.
 func headerError(name string, err error) error {
 	var fe *nettrace.FormatError
 	if errors.As(err, &fe) {
 		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: cannot read the trace header: %w", name, err)}
+	}
+	if errors.Is(err, nettrace.ErrUnsupportedFormat) {
+		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }

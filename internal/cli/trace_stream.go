@@ -45,7 +45,7 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 			}
 			filter, err := newEventFilter(providers, events)
 			if err != nil {
-				return &ExitError{Code: 3, Err: err}
+				return usageError(err)
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
@@ -55,7 +55,7 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 			defer t.close()
 			sess, err := eventpipe.Start(ctx, t.Client, cfg)
 			if err != nil {
-				return &ExitError{Code: 1, Err: fmt.Errorf("start the session: %w", err)}
+				return fmt.Errorf("start the session: %w", err)
 			}
 			defer sess.Close()
 			for _, w := range sess.Warnings {

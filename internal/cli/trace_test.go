@@ -126,8 +126,8 @@ func TestTraceStatsText(t *testing.T) {
 
 func TestTraceStatsDamaged(t *testing.T) {
 	code, out, errOut := run(t, "trace", "stats", writeTestTrace(t, true), "--json")
-	if code != 3 {
-		t.Fatalf("exit %d, want 3 (stderr %s)", code, errOut)
+	if code != exitDamaged {
+		t.Fatalf("exit %d, want exitDamaged (stderr %s)", code, errOut)
 	}
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
@@ -148,8 +148,8 @@ func TestTraceStatsRealTruncatedCapture(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if code != 3 || m["events"] != 302.0 || m["complete"] != false || m["error"] == nil {
-		t.Errorf("exit %d stats %v; want exit 3, 302 events, incomplete, an error", code, m)
+	if code != exitDamaged || m["events"] != 302.0 || m["complete"] != false || m["error"] == nil {
+		t.Errorf("exit %d stats %v; want exitDamaged, 302 events, incomplete, an error", code, m)
 	}
 }
 
@@ -163,11 +163,11 @@ func TestTraceStatsStdinAndErrors(t *testing.T) {
 		t.Errorf("stdin: exit %d\n%s", code, out)
 	}
 	code, _, errOut := run(t, "trace", "stats", filepath.Join(t.TempDir(), "missing.nettrace"))
-	if code != 1 || !strings.Contains(errOut, "no such file") {
+	if code != exitIO || !strings.Contains(errOut, "no such file") {
 		t.Errorf("missing file: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = runIn(t, []byte("this is not a trace at all"), "trace", "stats", "-")
-	if code != 3 || !strings.Contains(errOut, "not a nettrace") {
+	if code != exitDamaged || !strings.Contains(errOut, "not a nettrace") {
 		t.Errorf("garbage: exit %d, %q", code, errOut)
 	}
 	legacy := append([]byte{20, 0, 0, 0}, "!FastSerialization.1"...)
@@ -175,7 +175,7 @@ func TestTraceStatsStdinAndErrors(t *testing.T) {
 	legacy = append(legacy, "Microsoft.DotNet.Runtime.EventPipeFile"...)
 	legacy = append(legacy, 6)
 	code, _, errOut = runIn(t, legacy, "trace", "stats", "-")
-	if code != 1 || !strings.Contains(errOut, "unsupported format") {
+	if code != exitDamaged || !strings.Contains(errOut, "unsupported format") {
 		t.Errorf("NetPerf V2: exit %d, %q", code, errOut)
 	}
 }
@@ -259,11 +259,11 @@ func TestTraceEventsDamagedAndStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runIn(t, data, "trace", "events", "-")
-	if code != 3 || strings.Count(out, "\n") != 5 || !strings.Contains(errOut, "5 matching events") {
-		t.Errorf("exit %d, %d lines, stderr %q; want 3, 5 lines and an explanation", code, strings.Count(out, "\n"), errOut)
+	if code != exitDamaged || strings.Count(out, "\n") != 5 || !strings.Contains(errOut, "5 matching events") {
+		t.Errorf("exit %d, %d lines, stderr %q; want exitDamaged, 5 lines and an explanation", code, strings.Count(out, "\n"), errOut)
 	}
 	code, _, errOut = run(t, "trace", "events", "x.nettrace", "--limit", "-1")
-	if code != 1 || !strings.Contains(errOut, "--limit") {
+	if code != exitUsage || !strings.Contains(errOut, "--limit") {
 		t.Errorf("bad limit: exit %d %q", code, errOut)
 	}
 }
@@ -272,8 +272,8 @@ func TestTraceEventsEventCounters(t *testing.T) {
 	needSharedCaptures(t)
 	path := filepath.Join(sharedCaptures, "misc/dotnet-diagnostics-3.0-counters-truncated.nettrace")
 	code, out, _ := run(t, "trace", "events", path, "--json", "--provider", "System.Runtime", "--event", "EventCounters")
-	if code != 3 {
-		t.Errorf("exit %d, want 3 for the truncated capture", code)
+	if code != exitDamaged {
+		t.Errorf("exit %d, want exitDamaged for the truncated capture", code)
 	}
 	var names []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
