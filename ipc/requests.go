@@ -15,7 +15,7 @@ type Request interface {
 // trailing reports bytes left after a request payload was decoded.
 func trailing(d *decoder) error {
 	if d.err == nil && d.remaining() != 0 {
-		d.err = &ProtocolError{What: d.what, Offset: d.off, Reason: fmt.Sprintf("%d unexpected trailing bytes", d.remaining())}
+		d.err = &ProtocolError{What: d.what, Offset: d.offset(), Reason: fmt.Sprintf("%d unexpected trailing bytes", d.remaining())}
 	}
 	return d.err
 }

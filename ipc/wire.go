@@ -2,9 +2,11 @@ package ipc
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"math"
-	"unicode/utf16"
+	"strings"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // appendU16 and friends append little-endian integers.
@@ -24,19 +26,8 @@ func appendBool(b []byte, v bool) []byte {
 // NUL. The empty string is written as count 1 (only the NUL), as the .NET
 // client does.
 func appendString(b []byte, s string) []byte {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	b = appendU32(b, uint32(n+1))
-	for _, r := range s {
-		if r1, r2 := utf16.EncodeRune(r); r1 != '\uFFFD' || r2 != '\uFFFD' {
-			b = appendU16(b, uint16(r1))
-			b = appendU16(b, uint16(r2))
-			continue
-		}
-		b = appendU16(b, uint16(r))
-	}
+	b = appendU32(b, uint32(wire.UTF16Len(s)+1))
+	b = wire.AppendUTF16(b, s)
 	return appendU16(b, 0)
 }
 
@@ -50,88 +41,108 @@ func appendOptionalString(b []byte, s string) []byte {
 	return appendString(b, s)
 }
 
-// decoder is a sticky-error cursor over a payload. Every getter checks the
-// remaining length before reading or allocating; after the first failure all
-// getters return zero values and Err reports the failure.
+// decoder is a sticky-error cursor over a payload (an internal/wire Cursor
+// whose failures become *ProtocolError). Every getter checks the remaining
+// length before reading or allocating; after the first failure all getters
+// return zero values and finish reports the failure. Code may also set err
+// directly to stop decoding.
 type decoder struct {
-	b   []byte
-	off int
+	c   wire.Cursor
 	err error
 	// what names the structure being decoded, for error messages.
 	what string
 }
 
-func newDecoder(what string, b []byte) *decoder { return &decoder{b: b, what: what} }
+func newDecoder(what string, b []byte) *decoder { return &decoder{c: wire.NewCursor(b), what: what} }
 
-func (d *decoder) remaining() int { return len(d.b) - d.off }
+func (d *decoder) remaining() int { return d.c.Remaining() }
 
-func (d *decoder) fail(field string, need int) {
-	if d.err == nil {
-		d.err = &ProtocolError{
-			What:     d.what + " " + field,
-			Offset:   d.off,
-			Expected: need,
-			Got:      d.remaining(),
-		}
+func (d *decoder) offset() int { return d.c.Offset() }
+
+// check turns a cursor failure into d.err and reports whether decoding may
+// go on.
+func (d *decoder) check() bool {
+	if d.err != nil {
+		return false
 	}
+	e := d.c.Failure()
+	if e == nil {
+		return true
+	}
+	pe := &ProtocolError{What: d.what + " " + e.Field, Offset: e.Offset, Expected: e.Need, Got: e.Have}
+	switch {
+	case errors.Is(e.Err, wire.ErrCount) && strings.HasSuffix(e.Field, " length"):
+		pe.What = d.what + " " + strings.TrimSuffix(e.Field, " length")
+		pe.Reason = fmt.Sprintf("string claims %d UTF-16 code units", e.Count)
+	case errors.Is(e.Err, wire.ErrCount):
+		pe.Reason = fmt.Sprintf("array claims %d items", e.Count)
+	case !errors.Is(e.Err, wire.ErrShort):
+		pe.Reason = e.Err.Error()
+	}
+	d.err = pe
+	return false
 }
 
+// take returns the next n bytes (aliasing the payload).
 func (d *decoder) take(field string, n int) []byte {
 	if d.err != nil {
 		return nil
 	}
-	if n < 0 || d.remaining() < n {
-		d.fail(field, n)
-		return nil
-	}
-	p := d.b[d.off : d.off+n]
-	d.off += n
+	p := d.c.Take(field, n)
+	d.check()
 	return p
 }
 
 func (d *decoder) u8(field string) uint8 {
-	p := d.take(field, 1)
-	if p == nil {
+	if d.err != nil {
 		return 0
 	}
-	return p[0]
+	v := d.c.U8(field)
+	d.check()
+	return v
 }
 
 func (d *decoder) boolean(field string) bool {
 	v := d.u8(field)
 	if d.err == nil && v > 1 {
-		d.err = &ProtocolError{What: d.what + " " + field, Offset: d.off - 1, Reason: fmt.Sprintf("bool byte is %d, want 0 or 1", v)}
+		d.err = &ProtocolError{What: d.what + " " + field, Offset: d.c.Offset() - 1, Reason: fmt.Sprintf("bool byte is %d, want 0 or 1", v)}
 	}
 	return v == 1
 }
 
 func (d *decoder) u16(field string) uint16 {
-	p := d.take(field, 2)
-	if p == nil {
+	if d.err != nil {
 		return 0
 	}
-	return binary.LittleEndian.Uint16(p)
+	v := d.c.U16(field)
+	d.check()
+	return v
 }
 
 func (d *decoder) u32(field string) uint32 {
-	p := d.take(field, 4)
-	if p == nil {
+	if d.err != nil {
 		return 0
 	}
-	return binary.LittleEndian.Uint32(p)
+	v := d.c.U32(field)
+	d.check()
+	return v
 }
 
 func (d *decoder) u64(field string) uint64 {
-	p := d.take(field, 8)
-	if p == nil {
+	if d.err != nil {
 		return 0
 	}
-	return binary.LittleEndian.Uint64(p)
+	v := d.c.U64(field)
+	d.check()
+	return v
 }
 
 func (d *decoder) guid(field string) GUID {
-	var g GUID
-	copy(g[:], d.take(field, 16))
+	if d.err != nil {
+		return GUID{}
+	}
+	g := d.c.GUID(field)
+	d.check()
 	return g
 }
 
@@ -144,25 +155,11 @@ func (d *decoder) str(field string) string {
 	if d.err != nil || n == 0 {
 		return ""
 	}
-	if uint64(n)*2 > uint64(d.remaining()) {
-		d.err = &ProtocolError{
-			What:     d.what + " " + field,
-			Offset:   d.off,
-			Expected: int(min(uint64(n)*2, math.MaxInt32)),
-			Got:      d.remaining(),
-			Reason:   fmt.Sprintf("string claims %d UTF-16 code units", n),
-		}
+	s := d.c.UTF16N(field+" length", uint64(n))
+	if !d.check() {
 		return ""
 	}
-	p := d.take(field, int(n)*2)
-	units := make([]uint16, n)
-	for i := range units {
-		units[i] = binary.LittleEndian.Uint16(p[2*i:])
-	}
-	if units[len(units)-1] == 0 {
-		units = units[:len(units)-1]
-	}
-	return string(utf16.Decode(units))
+	return s
 }
 
 // count reads an array length and checks that count items of at least
@@ -173,20 +170,9 @@ func (d *decoder) count(field string, minItem int) int {
 	if d.err != nil {
 		return 0
 	}
-	if minItem < 1 {
-		minItem = 1
-	}
-	if uint64(n)*uint64(minItem) > uint64(d.remaining()) {
-		d.err = &ProtocolError{
-			What:     d.what + " " + field,
-			Offset:   d.off,
-			Expected: int(min(uint64(n)*uint64(minItem), math.MaxInt32)),
-			Got:      d.remaining(),
-			Reason:   fmt.Sprintf("array claims %d items", n),
-		}
-		return 0
-	}
-	return int(n)
+	k := d.c.Count(field, uint64(n), minItem)
+	d.check()
+	return k
 }
 
 // finish returns the sticky error, if any.
