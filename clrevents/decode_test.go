@@ -121,6 +121,8 @@ func TestTypedDecodersMatchTable(t *testing.T) {
 	tables := map[string][]entry{
 		ProviderRuntime:        runtimeEvents[:],
 		ProviderRundown:        rundownEvents[:],
+		ProviderPrivate:        privateEvents[:],
+		ProviderStress:         stressEvents[:],
 		ProviderSampleProfiler: sampleProfilerEvents[:],
 	}
 	typed := 0
@@ -190,7 +192,8 @@ func TestTypedDecodersMatchTable(t *testing.T) {
 }
 
 func TestTablesSortedAndUnique(t *testing.T) {
-	for name, table := range map[string][]entry{"runtime": runtimeEvents[:], "rundown": rundownEvents[:], "sample": sampleProfilerEvents[:]} {
+	for name, table := range map[string][]entry{"runtime": runtimeEvents[:], "rundown": rundownEvents[:],
+		"private": privateEvents[:], "stress": stressEvents[:], "sample": sampleProfilerEvents[:]} {
 		for i := 1; i < len(table); i++ {
 			if table[i-1].id >= table[i].id {
 				t.Errorf("%s table: id %d (%s) after %d (%s)", name, table[i].id, table[i].name, table[i-1].id, table[i-1].name)
@@ -274,20 +277,6 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-func TestUTF16(t *testing.T) {
-	for _, s := range []string{"", "System.String", "Ünïcödé", "日本語", "😀x", "a\u0100b"} {
-		b := (&payload{}).str(s).b
-		if got := utf16String(b[:len(b)-2]); got != s {
-			t.Errorf("utf16String(%q) = %q", s, got)
-		}
-	}
-	// Lone surrogates become U+FFFD.
-	b := (&payload{}).u16(0xD800).u16('a').u16(0xDC00).b
-	if got := utf16String(b); got != "\uFFFDa\uFFFD" {
-		t.Errorf("lone surrogates: %q", got)
-	}
-}
-
 func TestMethodLoadVerboseAllocs(t *testing.T) {
 	p := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
 		str("System.Collections.Generic.List`1[System.Int32]").str("Add").str("void  (!0)").u16(9).u64(0)
@@ -327,5 +316,55 @@ func TestDecodeMethodRange(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = DecodeMethodRange(p.b, 1) }); n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+func TestEventNames(t *testing.T) {
+	tests := []struct {
+		provider string
+		id       uint32
+		md, want string
+	}{
+		{ProviderRuntime, 1, "", "GCStart"},
+		{ProviderRundown, 144, "", "MethodDCEndVerbose"},
+		{"microsoft-windows-dotnetruntimeprivate", 199, "", "PinPlugAtGCTime"},
+		{ProviderSampleProfiler, 0, "", "ThreadSample"},
+		{ProviderRuntime, 9999, "", ""},
+		{ProviderRuntime, 1 << 20, "", ""},
+		{"MySource", 1, "Tick", "Tick"},
+		{ProviderRuntime, 1, "FromMetadata", "FromMetadata"},
+	}
+	for _, tt := range tests {
+		if got := EventName(tt.provider, tt.id, tt.md); got != tt.want {
+			t.Errorf("EventName(%s, %d, %q) = %q, want %q", tt.provider, tt.id, tt.md, got, tt.want)
+		}
+	}
+	matches := []struct {
+		provider string
+		id       uint32
+		md, want string
+		ok       bool
+	}{
+		{ProviderRuntime, 80, "", "ExceptionThrown", true},
+		{ProviderRuntime, 80, "", "exceptionthrown_v1", true},
+		{ProviderRuntime, 80, "", "Exception/Start", true},
+		{ProviderRuntime, 80, "", "80", true},
+		{ProviderRuntime, 80, "", "81", false},
+		{ProviderRuntime, 80, "", "ExceptionThrown_Vx", false},
+		{ProviderRuntime, 80, "", "ExceptionThrownStop", false},
+		{ProviderRuntime, 145, "", "Method/JittingStarted", true},
+		{ProviderRundown, 144, "", "MethodDCEndVerbose_V2", true},
+		{ProviderRundown, 144, "", "Method/DCStopVerbose", true},
+		{ProviderRuntime, 144, "", "MethodDCEndVerbose", false},
+		{"MySource", 3, "Request/Start", "request", true},
+		{"MySource", 3, "Request/Start", "request/start", true},
+		{"MySource", 3, "Request/Start", "Response", false},
+		{"MySource", 3, "", "", false},
+		{"MySource", 3, "", "  ", false},
+	}
+	for _, tt := range matches {
+		if got := MatchEventName(tt.provider, tt.id, tt.md, tt.want); got != tt.ok {
+			t.Errorf("MatchEventName(%s, %d, %q, %q) = %v, want %v", tt.provider, tt.id, tt.md, tt.want, got, tt.ok)
+		}
 	}
 }

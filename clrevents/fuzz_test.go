@@ -21,8 +21,14 @@ func FuzzDecode(f *testing.F) {
 			f.Add(uint8(1), e.id, uint8(v), false, b)
 		}
 	}
+	for _, e := range privateEvents {
+		for v, l := range e.layouts {
+			b, _ := buildFromLayout(l, 8)
+			f.Add(uint8(3), e.id, uint8(v), true, b)
+		}
+	}
 	f.Add(uint8(2), uint16(0), uint8(0), true, []byte{2, 0, 0, 0})
-	providers := []string{ProviderRuntime, ProviderRundown, ProviderSampleProfiler}
+	providers := []string{ProviderRuntime, ProviderRundown, ProviderSampleProfiler, ProviderPrivate}
 	f.Fuzz(func(t *testing.T, prov uint8, id uint16, version uint8, ptr8 bool, payload []byte) {
 		provider := providers[int(prov)%len(providers)]
 		ptrSize := 4
