@@ -38,7 +38,22 @@ type DiscoverConfig struct {
 	// LocalOnly skips the per-process /proc scan that finds targets with
 	// another TMPDIR or in another PID/mount namespace (Linux).
 	LocalOnly bool
+
+	// TrustAnySocket turns off the ownership check (Linux): a socket named
+	// after a process is then used even when another user owns it, it
+	// predates the process, or it belongs to a process of another PID
+	// namespace, and Dial does not check the listening process. Set it
+	// only for a socket you know to be the target's.
+	TrustAnySocket bool
+
+	// Untrusted, when non-nil, is called by Discover for each socket it
+	// leaves out because it fails the ownership check (a live process
+	// whose other sockets pass is still listed). Resolve returns these as
+	// errors instead.
+	Untrusted func(*UntrustedSocketError)
 }
+
+func (c *DiscoverConfig) trustAny() bool { return c != nil && c.TrustAnySocket }
 
 // Discover lists the processes that publish a diagnostic endpoint, sorted by
 // pid. Sockets of processes that no longer exist are left out; when a process
@@ -97,6 +112,7 @@ type candidate struct {
 	path     string
 	mtime    time.Time
 	dsrouter bool
+	info     fs.FileInfo // from Lstat, for the ownership check
 }
 
 // better reports whether c should replace old: newer wins, and a dsrouter
@@ -112,6 +128,19 @@ func (c candidate) better(old candidate) bool {
 		return true
 	}
 	return c.mtime.After(old.mtime)
+}
+
+// sortCandidates orders cs best first (see better); ties keep name order.
+func sortCandidates(cs []candidate) {
+	slices.SortStableFunc(cs, func(a, b candidate) int {
+		switch {
+		case a.better(b):
+			return -1
+		case b.better(a):
+			return 1
+		}
+		return strings.Compare(a.path, b.path)
+	})
 }
 
 const (
@@ -156,10 +185,18 @@ func allDigits(s string) bool {
 	return true
 }
 
-// dirScan is the endpoints found in one directory, best per pid.
-type dirScan map[int]candidate
+// dirScan is the endpoints found in one directory per pid, best first.
+type dirScan map[int][]candidate
 
-// scanDir lists dir once and keeps the best endpoint per pid. With
+// best returns the best endpoint of pid, if any.
+func (d dirScan) best(pid int) (candidate, bool) {
+	if cs := d[pid]; len(cs) > 0 {
+		return cs[0], true
+	}
+	return candidate{}, false
+}
+
+// scanDir lists dir once and keeps every endpoint per pid, best first. With
 // wantSockets, entries that are not sockets are ignored. A missing
 // directory is an empty result.
 func scanDir(dir string, wantSockets bool) (dirScan, error) {
@@ -183,10 +220,11 @@ func scanDir(dir string, wantSockets bool) (dirScan, error) {
 		if err != nil {
 			continue // removed since ReadDir
 		}
-		c := candidate{path: filepath.Join(dir, e.Name()), mtime: info.ModTime(), dsrouter: dsr}
-		if c.better(out[pid]) {
-			out[pid] = c
-		}
+		c := candidate{path: filepath.Join(dir, e.Name()), mtime: info.ModTime(), dsrouter: dsr, info: info}
+		out[pid] = append(out[pid], c)
+	}
+	for _, cs := range out {
+		sortCandidates(cs)
 	}
 	return out, nil
 }

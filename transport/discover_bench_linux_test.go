@@ -4,6 +4,8 @@ package transport
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -23,7 +25,7 @@ func BenchmarkDiscover(b *testing.B) {
 			b.Skip("cannot start sleep:", err)
 		}
 		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		staleSocket(b, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(cmd.Process.Pid)+"-1-socket"), time.Time{})
+		staleSocket(b, filepath.Join(tmp, runtimeSocketName(b, cmd.Process.Pid)), time.Time{})
 	}
 	cfg := &DiscoverConfig{TempDir: tmp}
 	ctx := context.Background()
@@ -56,11 +58,47 @@ func BenchmarkResolve(b *testing.B) {
 		b.Skip("cannot start sleep:", err)
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	staleSocket(b, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(cmd.Process.Pid)+"-1-socket"), time.Time{})
+	staleSocket(b, filepath.Join(tmp, runtimeSocketName(b, cmd.Process.Pid)), time.Time{})
 	cfg := &DiscoverConfig{TempDir: tmp}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Resolve(context.Background(), cmd.Process.Pid, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// runtimeSocketName is the name a runtime gives its socket: its pid and its
+// start time in clock ticks after boot (so the ownership check needs no scan
+// for another namespace's claim).
+func runtimeSocketName(b testing.TB, pid int) string {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start, err := parseStatStart(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fmt.Sprintf("dotnet-diagnostic-%d-%d-socket", pid, start)
+}
+
+// BenchmarkResolveForeignKey is the ownership check's worst case: a socket
+// whose name does not record its process's start time, so every process is
+// read to see whether one in another PID namespace claims it.
+func BenchmarkResolveForeignKey(b *testing.B) {
+	tmp := shortDir(b)
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		b.Skip("cannot start sleep:", err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	staleSocket(b, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(cmd.Process.Pid)+"-1-socket"), time.Time{})
+	cfg := &DiscoverConfig{TempDir: tmp}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Resolve(ctx, cmd.Process.Pid, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}

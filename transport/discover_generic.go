@@ -19,7 +19,8 @@ func discover(ctx context.Context, cfg *DiscoverConfig) ([]Process, error) {
 		return nil, fmt.Errorf("transport: list %s: %w", dir, err)
 	}
 	var out []Process
-	for pid, c := range found {
+	for pid, cs := range found {
+		c := cs[0]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -42,7 +43,7 @@ func resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error
 		nf.Notes = append(nf.Notes, fmt.Sprintf("cannot list %s: %v", dir, err))
 		return Endpoint{}, nf
 	}
-	c, ok := found[pid]
+	c, ok := found.best(pid)
 	switch {
 	case !nf.Exists:
 		if ok {

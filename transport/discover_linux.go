@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Read limits for /proc files: environ may legitimately be large (ARG_MAX),
@@ -68,11 +69,38 @@ type procScanner struct {
 	buf   []byte
 	dirs  map[string]dirScan // scans of other TMPDIRs and container roots
 	notes []string           // problems met (Resolve reports them)
+
+	// For the ownership check (trust_linux.go).
+	idents   map[int]*procIdent
+	btime    time.Time
+	btimeErr error
+	claims   map[[2]uint64]int // (inner pid, start) -> pid, of processes in other PID namespaces
+	names    []string          // the entries of /proc, once listed
+	namesErr error
 }
 
 func newProcScanner(cfg *DiscoverConfig) *procScanner {
 	return &procScanner{cfg: cfg, proc: cfg.procRoot(), tmp: filepath.Clean(cfg.tempDir()),
-		buf: make([]byte, 0, 4096), dirs: map[string]dirScan{}}
+		buf: make([]byte, 0, 4096), dirs: map[string]dirScan{}, idents: map[int]*procIdent{}}
+}
+
+// pidNames lists /proc once per scan.
+func (s *procScanner) pidNames() []string {
+	if s.names == nil && s.namesErr == nil {
+		f, err := os.Open(s.proc)
+		if err != nil {
+			s.namesErr = fmt.Errorf("transport: list processes: %w (is procfs mounted at %s?)", err, s.proc)
+			return nil
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			s.namesErr = fmt.Errorf("transport: list processes in %s: %w", s.proc, err)
+			return nil
+		}
+		s.names = names
+	}
+	return s.names
 }
 
 func (s *procScanner) scanCached(dir string) dirScan {
@@ -173,16 +201,10 @@ func discover(ctx context.Context, cfg *DiscoverConfig) ([]Process, error) {
 	}
 	s.dirs[s.tmp] = local
 
-	f, err := os.Open(s.proc)
-	if err != nil {
-		return nil, fmt.Errorf("transport: list processes: %w (is procfs mounted at %s?)", err, s.proc)
+	names := s.pidNames()
+	if s.namesErr != nil {
+		return nil, s.namesErr
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("transport: list processes in %s: %w", s.proc, err)
-	}
-
 	var out []Process
 	for i, name := range names {
 		if i%64 == 0 {
@@ -195,28 +217,27 @@ func discover(ctx context.Context, cfg *DiscoverConfig) ([]Process, error) {
 			continue
 		}
 		p := Process{PID: pid}
-		if c, ok := local[pid]; ok {
-			p.Endpoint = Endpoint{Network: NetworkUnix, Address: c.path, PID: pid}
-		} else {
-			if cfg.localOnly() {
-				continue
-			}
-			dir, nsPID, ok := s.targetDir(pid)
-			if !ok || (dir == s.tmp && nsPID == pid) {
-				continue
-			}
-			c, found := s.scanCached(dir)[nsPID]
-			if !found {
-				continue
-			}
-			p.Endpoint = Endpoint{Network: NetworkUnix, Address: c.path, PID: pid}
-			if nsPID != pid {
-				p.NamespacePID = nsPID
+		var refused []*UntrustedSocketError
+		ep, found := s.pick(pid, local[pid], &refused)
+		if !found && !cfg.localOnly() {
+			if dir, nsPID, ok := s.targetDir(pid); ok && (dir != s.tmp || nsPID != pid) {
+				if ep, found = s.pick(pid, s.scanCached(dir)[nsPID], &refused); found && nsPID != pid {
+					p.NamespacePID = nsPID
+				}
 			}
 		}
-		if s.exited(pid) {
+		if (!found && len(refused) == 0) || s.exited(pid) {
 			continue
 		}
+		if cfg != nil && cfg.Untrusted != nil {
+			for _, r := range refused {
+				cfg.Untrusted(r)
+			}
+		}
+		if !found {
+			continue
+		}
+		p.Endpoint = ep
 		s.info(&p)
 		out = append(out, p)
 	}
@@ -233,7 +254,7 @@ func resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			nf.Notes = append(nf.Notes, fmt.Sprintf("%s: %v", base, err))
 		}
-		if c, ok := s.scanCached(s.tmp)[pid]; ok {
+		if c, ok := s.scanCached(s.tmp).best(pid); ok {
 			nf.Notes = append(nf.Notes, "ignored stale socket "+c.path+" left by an exited process")
 		}
 		nf.Notes = append(nf.Notes, s.notes...)
@@ -241,12 +262,10 @@ func resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error
 	}
 	nf.Exists = true
 
-	var best candidate
+	var cands []candidate
 	consider := func(dir string, name int) {
 		nf.Checked = append(nf.Checked, filepath.Join(dir, fmt.Sprintf("%s%d-*-socket", socketPrefix, name)))
-		if c, ok := s.scanCached(dir)[name]; ok && c.better(best) {
-			best = c
-		}
+		cands = append(cands, s.scanCached(dir)[name]...)
 	}
 	consider(s.tmp, pid)
 	if !cfg.localOnly() {
@@ -254,12 +273,24 @@ func resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error
 			consider(dir, nsPID)
 		}
 	}
+	sortCandidates(cands)
+	var refused []*UntrustedSocketError
+	ep, found := s.pick(pid, cands, &refused)
 	if err := ctx.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	if best.path == "" {
-		nf.Notes = append(nf.Notes, s.notes...)
-		return Endpoint{}, nf
+	switch {
+	case found:
+		return ep, nil
+	case len(refused) == 1:
+		return Endpoint{}, refused[0]
+	case len(refused) > 1:
+		errs := make([]error, len(refused))
+		for i, r := range refused {
+			errs[i] = r
+		}
+		return Endpoint{}, errors.Join(errs...)
 	}
-	return Endpoint{Network: NetworkUnix, Address: best.path, PID: pid}, nil
+	nf.Notes = append(nf.Notes, s.notes...)
+	return Endpoint{}, nf
 }

@@ -5,6 +5,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,13 +35,47 @@ func (f fakeProc) add(pid int, files map[string]string) {
 	}
 }
 
+// fakeBoot is the boot time of every fake /proc: a day ago, in whole
+// seconds as /proc/stat btime gives it.
+var fakeBoot = time.Unix(time.Now().Add(-24*time.Hour).Unix(), 0)
+
+// fakeStart is the default start time of fake processes: an hour ago, in
+// clock ticks after fakeBoot.
+var fakeStart = ticksAt(time.Now().Add(-time.Hour))
+
+// ticksAt returns t in clock ticks after fakeBoot.
+func ticksAt(t time.Time) uint64 { return uint64(t.Sub(fakeBoot) / (time.Second / clockTicks)) }
+
+// statLine is a /proc/PID/stat line with the given state and start time.
+func statLine(pid int, comm string, state byte, start uint64) string {
+	return fmt.Sprintf("%d (%s) %c 1 %d %d 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 %d 1000 10 18446744073709551615\n",
+		pid, comm, state, pid, pid, start)
+}
+
+// procFiles returns the files of a fake process run by this test's
+// effective uid (the owner of the sockets the test makes), started at
+// fakeStart.
 func procFiles(comm, cmdline, environ, nspid string) map[string]string {
+	uid := os.Geteuid()
+	pid, _, _ := strings.Cut(nspid, "\t")
+	n, _ := strconv.Atoi(pid)
 	return map[string]string{
 		"comm":    comm + "\n",
 		"cmdline": cmdline,
 		"environ": environ,
-		"status":  "Name:\t" + comm + "\nUmask:\t0022\nState:\tS (sleeping)\nNSpid:\t" + nspid + "\nPPid:\t1\n",
+		"status": fmt.Sprintf("Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t%d\t%d\t%d\t%d\nNSpid:\t%s\nPPid:\t1\n",
+			comm, uid, uid, uid, uid, nspid),
+		"stat": statLine(n, comm, 'S', fakeStart),
 	}
+}
+
+// withUID sets the uids of a fake process's status.
+func withUID(files map[string]string, uid int) map[string]string {
+	st := files["status"]
+	i := strings.Index(st, "Uid:")
+	j := i + strings.IndexByte(st[i:], '\n')
+	files["status"] = st[:i] + fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d", uid, uid, uid, uid) + st[j:]
+	return files
 }
 
 type fakeHost struct {
@@ -65,6 +100,12 @@ func newFakeHost(t *testing.T) fakeHost {
 	tmp := filepath.Join(base, "t")
 	other := filepath.Join(base, "o")
 	fp := fakeProc{t: t, root: proc}
+	if err := os.MkdirAll(proc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proc, "stat"), fmt.Appendf(nil, "cpu  1 2 3\nbtime %d\nprocesses 9\n", fakeBoot.Unix()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	old := time.Now().Add(-time.Hour)
 	now := time.Now()
 	paths := map[string]string{
@@ -79,9 +120,9 @@ func newFakeHost(t *testing.T) fakeHost {
 		"700":    filepath.Join(tmp, "dotnet-diagnostic-700-1-socket"),
 	}
 	fp.add(100, procFiles("dotnet", "dotnet\x00app.dll\x00--urls\x00http://*:5000\x00", "HOME=/root\x00", "100"))
-	fp.add(100, map[string]string{"stat": "100 (a) Z) (b) S 1 100 100 0 -1\n"})
+	fp.add(100, map[string]string{"stat": statLine(100, "a) Z) (b", 'S', fakeStart)})
 	fp.add(700, procFiles("dotnet", "", "", "700"))
-	fp.add(700, map[string]string{"stat": "700 (dotnet) Z 1 700 700 0 -1\n"})
+	fp.add(700, map[string]string{"stat": statLine(700, "dotnet", 'Z', fakeStart)})
 	fp.add(200, procFiles("worker", "/opt/worker\x00", "", "200"))
 	fp.add(300, procFiles("api", "/app/api\x00", "PATH=/bin\x00", "300\t7"))
 	fp.add(400, procFiles("svc", "svc\x00", "TMPDIR="+other+"/\x00", "400"))
@@ -112,7 +153,7 @@ func TestDiscoverFakeProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := func(label string, pid int) Endpoint {
-		return Endpoint{Network: NetworkUnix, Address: h.paths[label], PID: pid}
+		return Endpoint{Network: NetworkUnix, Address: h.paths[label], PID: pid, CheckPeer: true}
 	}
 	want := []Process{
 		{PID: 100, Name: "dotnet", CommandLine: "dotnet app.dll --urls http://*:5000", Endpoint: ep("100", 100)},

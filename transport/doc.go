@@ -47,7 +47,38 @@
 //   - skips any /proc entry it cannot read (kernel threads, other users'
 //     processes, processes that exit during the scan) instead of failing.
 //
-// Set DiscoverConfig.LocalOnly to skip the per-process reads. Other systems
+// Set DiscoverConfig.LocalOnly to skip the per-process reads.
+//
+// # Ownership check
+//
+// Anyone can create a file named dotnet-diagnostic-PID-...-socket in a
+// shared /tmp, for a process of any user. On Linux, discovery therefore uses
+// a socket for process PID only when it belongs to that process:
+//
+//   - its owner is the process's effective or file-system uid (from
+//     /proc/PID/status; a socket found through /proc/PID/root is stat'ed
+//     there, and both uids are mapped into our user namespace by the kernel);
+//   - it was created (ctime, which its owner cannot set back) no earlier
+//     than the process started (/proc/stat btime plus starttime, field 22
+//     of /proc/PID/stat), less two seconds for clock steps: an older socket is
+//     a stale one of an earlier process with that pid, or one made in
+//     advance;
+//   - a runtime socket whose name does not record the process's start time
+//     (the runtime names its socket after it) is not claimed by a process
+//     of another PID namespace that has that pid there and that start time:
+//     a container sharing our /tmp must not make `ps` list the host's pid 2
+//     (kthreadd) with its runtime's socket.
+//
+// A socket that fails is left out (DiscoverConfig.Untrusted hears why) and
+// the process's next best socket is tried, so a planted newer socket does not
+// shadow the runtime's; Resolve returns an *UntrustedSocketError (matching
+// ErrUntrustedSocket) when none passes. Endpoints that passed have
+// CheckPeer set: Dial then asks the kernel which process listens on the
+// socket it connected to (SO_PEERCRED, translated into our PID namespace)
+// and refuses any other, which also closes the window between discovery
+// and each connection. DiscoverConfig.TrustAnySocket turns the check off;
+// endpoints named by the caller (--diagnostic-port PATH,connect) are not
+// checked. Other systems do not check ownership yet. Other systems
 // list the temp dir (macOS, BSDs) or the pipe namespace (Windows) and keep
 // the pids that still exist.
 //

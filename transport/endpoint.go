@@ -26,6 +26,13 @@ type Endpoint struct {
 	Network string // NetworkUnix or NetworkPipe
 	Address string // socket path or pipe name
 	PID     int    // process id as seen from here, or 0 when unknown
+
+	// CheckPeer makes Dial check, once connected, that the process
+	// listening on the socket is PID (SO_PEERCRED, Linux), and refuse the
+	// connection with an *UntrustedSocketError otherwise. Discovery sets
+	// it on the sockets it checked; an endpoint the caller names itself
+	// (--diagnostic-port PATH,connect) is not checked.
+	CheckPeer bool
 }
 
 func (e Endpoint) String() string {
@@ -68,6 +75,12 @@ func (d Dialer) Dial(ctx context.Context) (net.Conn, error) {
 	conn, err := dialRetry(ctx, d.Endpoint.Network, d.Endpoint.Address, retryFor)
 	if err != nil {
 		return nil, &OpError{Op: "dial " + d.Endpoint.Network, Addr: d.Endpoint.Address, Err: err}
+	}
+	if d.Endpoint.CheckPeer {
+		if err := checkPeer(conn, d.Endpoint); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	if d.Recorder != nil {
 		rc, err := d.Recorder.wrap(conn, d.Endpoint)

@@ -126,3 +126,97 @@ func parseStatState(stat []byte) (byte, error) {
 	}
 	return st, nil
 }
+
+// parseStatusUIDs returns the real, effective, saved and file-system uids
+// listed on the "Uid:" line of a /proc/PID/status file.
+func parseStatusUIDs(status []byte) (uids [4]uint32, err error) {
+	for len(status) > 0 {
+		line := status
+		if i := bytes.IndexByte(status, '\n'); i >= 0 {
+			line, status = status[:i], status[i+1:]
+		} else {
+			status = nil
+		}
+		rest, ok := bytes.CutPrefix(line, []byte("Uid:"))
+		if !ok {
+			continue
+		}
+		fields := bytes.Fields(rest)
+		if len(fields) != 4 {
+			return uids, fmt.Errorf("status line Uid: has %d entries, want 4", len(fields))
+		}
+		for i, f := range fields {
+			n, err := strconv.ParseUint(string(f), 10, 32)
+			if err != nil {
+				return uids, fmt.Errorf("status line Uid: entry %q is not a uid", f)
+			}
+			uids[i] = uint32(n)
+		}
+		return uids, nil
+	}
+	return uids, errors.New("no Uid line")
+}
+
+// parseStatStart returns field 22 of a /proc/PID/stat line, the time the
+// process started in clock ticks after boot. The runtime names its socket
+// after this value (dotnet-diagnostic-PID-STARTTIME-socket). Fields are
+// counted after the last ')', as the command name may hold anything.
+func parseStatStart(stat []byte) (uint64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("malformed stat line")
+	}
+	// After ") " come field 3 (state) onwards: starttime is the 20th of them.
+	fields := bytes.Fields(stat[i+1:])
+	const idx = 22 - 3
+	if len(fields) <= idx {
+		return 0, fmt.Errorf("stat line has %d fields, want at least 22", len(fields)+2)
+	}
+	n, err := strconv.ParseUint(string(fields[idx]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat starttime %q: not a number", fields[idx])
+	}
+	return n, nil
+}
+
+// parseBootTime returns the "btime" value of /proc/stat: the boot time in
+// whole seconds since the epoch.
+func parseBootTime(stat []byte) (int64, error) {
+	for len(stat) > 0 {
+		line := stat
+		if i := bytes.IndexByte(stat, '\n'); i >= 0 {
+			line, stat = stat[:i], stat[i+1:]
+		} else {
+			stat = nil
+		}
+		rest, ok := bytes.CutPrefix(line, []byte("btime "))
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("btime %q: not a time", bytes.TrimSpace(rest))
+		}
+		return n, nil
+	}
+	return 0, errors.New("no btime line")
+}
+
+// socketKey returns the disambiguation key of a runtime socket name
+// (dotnet-diagnostic-PID-KEY-socket): the process start time, in clock ticks
+// after boot on Linux. ok is false for names without one.
+func socketKey(name string) (key uint64, ok bool) {
+	rest, found := strings.CutSuffix(name, "-socket")
+	if !found {
+		return 0, false
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i < 0 {
+		return 0, false
+	}
+	k, err := strconv.ParseUint(rest[i+1:], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return k, true
+}

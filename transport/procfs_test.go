@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -214,6 +215,84 @@ func FuzzParseStatState(f *testing.F) {
 		i := bytes.LastIndexByte(stat, ')')
 		if i < 0 || i+2 >= len(stat) || stat[i+2] != st {
 			t.Fatalf("state %q is not the byte after the last ') ' in %q", st, stat)
+		}
+	})
+}
+
+func TestParseOwnershipFields(t *testing.T) {
+	uids, err := parseStatusUIDs([]byte("Name:\tdotnet\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\n"))
+	if err != nil || uids != [4]uint32{1000, 1001, 1002, 1003} {
+		t.Errorf("parseStatusUIDs = %v, %v", uids, err)
+	}
+	for _, bad := range []string{"", "Name:\tx\n", "Uid:\t1 2 3\n", "Uid:\t1 2 3 x\n", "Uid:\t1 2 3 99999999999\n"} {
+		if _, err := parseStatusUIDs([]byte(bad)); err == nil {
+			t.Errorf("parseStatusUIDs(%q) succeeded", bad)
+		}
+	}
+	line := "42 (a) b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10\n"
+	if st, err := parseStatStart([]byte(line)); err != nil || st != 123456 {
+		t.Errorf("parseStatStart = %d, %v", st, err)
+	}
+	for _, bad := range []string{"", "42 x S 1", "42 (x) S 1 2 3", "42 (x) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 -5 1\n"} {
+		if _, err := parseStatStart([]byte(bad)); err == nil {
+			t.Errorf("parseStatStart(%q) succeeded", bad)
+		}
+	}
+	if bt, err := parseBootTime([]byte("cpu  1 2\nintr 5\nbtime 1795456337\nprocesses 9\n")); err != nil || bt != 1795456337 {
+		t.Errorf("parseBootTime = %d, %v", bt, err)
+	}
+	for _, bad := range []string{"", "btime\n", "btime x\n", "btime -4\n", "xbtime 5\n"} {
+		if _, err := parseBootTime([]byte(bad)); err == nil {
+			t.Errorf("parseBootTime(%q) succeeded", bad)
+		}
+	}
+	for name, want := range map[string]uint64{"dotnet-diagnostic-42-66246-socket": 66246, "dotnet-diagnostic-dsrouter-1-7-socket": 7} {
+		if k, ok := socketKey(name); !ok || k != want {
+			t.Errorf("socketKey(%s) = %d, %v", name, k, ok)
+		}
+	}
+	for _, name := range []string{"dotnet-diagnostic-42", "dotnet-diagnostic-42-x-socket", "socket"} {
+		if _, ok := socketKey(name); ok {
+			t.Errorf("socketKey(%s) succeeded", name)
+		}
+	}
+}
+
+func FuzzParseStatusUIDs(f *testing.F) {
+	f.Add([]byte("Uid:\t0\t0\t0\t0\n"))
+	f.Add([]byte("Name:\tx\nUid:\t1 2 3 4"))
+	f.Fuzz(func(t *testing.T, status []byte) {
+		uids, err := parseStatusUIDs(status)
+		if err != nil {
+			return
+		}
+		again, err := parseStatusUIDs(fmt.Appendf(nil, "Uid:\t%d\t%d\t%d\t%d\n", uids[0], uids[1], uids[2], uids[3]))
+		if err != nil || again != uids {
+			t.Fatalf("re-parse of %v = %v, %v", uids, again, err)
+		}
+	})
+}
+
+func FuzzParseStatStart(f *testing.F) {
+	f.Add([]byte("42 (dotnet) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000\n"))
+	f.Add([]byte("1 ()) Z"))
+	f.Fuzz(func(t *testing.T, stat []byte) {
+		st, err := parseStatStart(stat)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(stat, []byte(strconv.FormatUint(st, 10))) {
+			t.Fatalf("start %d is not in %q", st, stat)
+		}
+	})
+}
+
+func FuzzParseBootTime(f *testing.F) {
+	f.Add([]byte("cpu 1\nbtime 1795456337\n"))
+	f.Fuzz(func(t *testing.T, stat []byte) {
+		bt, err := parseBootTime(stat)
+		if err == nil && bt <= 0 {
+			t.Fatalf("btime %d accepted from %q", bt, stat)
 		}
 	})
 }

@@ -72,6 +72,9 @@ func newMonitorCmd(e *env) *cobra.Command {
 			}
 			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir,
 				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics}
+			if dc := e.global.discoverConfig(); dc != nil {
+				cfg.Source = httpmon.LocalSource{Discover: dc}
+			}
 			if port != "" {
 				dp, err := transport.ParseDiagnosticPort(port)
 				if err != nil {

@@ -29,7 +29,14 @@ func newPSCmd(e *env) *cobra.Command {
 			"clrdiag runs with the host's PID namespace and enough privileges (CAP_SYS_PTRACE).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			procs, err := transport.Discover(cmd.Context(), nil)
+			cfg := e.global.discoverConfig()
+			if cfg == nil {
+				cfg = &transport.DiscoverConfig{}
+			}
+			cfg.Untrusted = func(u *transport.UntrustedSocketError) {
+				fmt.Fprintf(e.stderr, "clrdiag: ignored %s for process %d: %s (--trust-socket uses it anyway)\n", u.Path, u.PID, u.Reason)
+			}
+			procs, err := transport.Discover(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

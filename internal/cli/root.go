@@ -51,6 +51,18 @@ type globalFlags struct {
 	replayDir string
 	recorder  *transport.Recorder
 	replay    *transport.ReplayDialer
+	// trustSocket turns off the check that a discovered socket belongs to
+	// its process (--trust-socket).
+	trustSocket bool
+}
+
+// discoverConfig is the discovery configuration the global flags select;
+// nil means the defaults.
+func (g *globalFlags) discoverConfig() *transport.DiscoverConfig {
+	if g == nil || !g.trustSocket {
+		return nil
+	}
+	return &transport.DiscoverConfig{TrustAnySocket: true}
 }
 
 // targetFlags returns process-selection flags bound to the global options.
@@ -102,6 +114,7 @@ func newRootCmd(e *env) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.global.recordDir, "record-ipc", "", "save every byte exchanged with the runtime to this directory (one file per connection), for bug reports")
 	pf.StringVar(&e.global.replayDir, "replay-ipc", "", "answer from a directory saved with --record-ipc instead of a live process")
+	pf.BoolVar(&e.global.trustSocket, "trust-socket", false, "use a discovered diagnostic socket even when it fails the ownership check (owned by another user than the process's, older than the process, or another PID namespace's); only for a socket you know is the target's")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if e.global.recordDir != "" && e.global.replayDir != "" {
 			return usageError(errors.New("--record-ipc and --replay-ipc cannot be used together"))

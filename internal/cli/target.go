@@ -122,13 +122,13 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 		if f.pid < 0 {
 			return nil, usageErrorf("-p %d: a process id is a positive number", f.pid)
 		}
-		ep, err := transport.Resolve(ctx, f.pid, nil)
+		ep, err := transport.Resolve(ctx, f.pid, f.g.discoverConfig())
 		if err != nil {
 			return nil, err
 		}
 		t.PID, t.Endpoint = f.pid, ep
 	case f.name != "":
-		procs, err := transport.FindByName(ctx, f.name, nil)
+		procs, err := transport.FindByName(ctx, f.name, f.g.discoverConfig())
 		if err != nil {
 			return nil, err
 		}

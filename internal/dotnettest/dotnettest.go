@@ -169,6 +169,13 @@ type Options struct {
 	Ready string
 	// NoWaitSocket skips waiting for the diagnostic socket to appear.
 	NoWaitSocket bool
+	// Wrapper, when set, is a command line that runs the runtime, such as
+	// {"unshare", "--pid", "--fork", "--mount-proc"}: the target's PID is
+	// then the wrapper's, and the socket is not waited for.
+	Wrapper []string
+	// Credential, when set, runs the target as another user (the test
+	// must run as root, and the dll and TmpDir be accessible to that user).
+	Credential *syscall.Credential
 }
 
 // Target is a running .NET process started by a test.
@@ -195,13 +202,17 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 	if ready == "" {
 		ready = "READY"
 	}
-	cmd := exec.Command(r.Host, append([]string{dll}, args...)...)
+	argv := append([]string{r.Host, dll}, args...)
+	if len(opts.Wrapper) > 0 {
+		argv = append(append([]string(nil), opts.Wrapper...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1", "DOTNET_CLI_TELEMETRY_OPTOUT=1")
 	if opts.TmpDir != "" {
 		cmd.Env = append(cmd.Env, "TMPDIR="+opts.TmpDir)
 	}
 	cmd.Env = append(cmd.Env, opts.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: opts.Credential}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +270,7 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 	case <-time.After(60 * time.Second):
 		t.Fatalf("target not ready after 60s; stderr:\n%s", tg.Stderr())
 	}
-	if !opts.NoWaitSocket {
+	if !opts.NoWaitSocket && len(opts.Wrapper) == 0 {
 		dir := opts.TmpDir
 		if dir == "" {
 			dir = os.TempDir()

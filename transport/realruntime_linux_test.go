@@ -1,0 +1,238 @@
+//go:build linux
+
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/transport"
+)
+
+// tempDir returns a short directory every user can create files in (a
+// socket path holds at most 107 bytes).
+func tempDir(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	d := filepath.Join(base, "t")
+	if err := os.Mkdir(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o1777)
+	return d
+}
+
+// talk sends a command a .NET Core 3.1 runtime answers (ProcessInfo, which
+// it does not know: the answer is its "unknown command" error) through the
+// endpoint, so the connection itself, the peer check included, is tested.
+func talk(t *testing.T, ep transport.Endpoint) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := diag.NewClient(ep, nil).ProcessInfo(ctx)
+	if !errors.Is(err, ipc.ErrUnknownCommand) {
+		t.Fatalf("ProcessInfo through %+v = %v, want the runtime's unknown-command answer", ep, err)
+	}
+}
+
+// TestRealRuntimeSocketOwnership: a real 3.1 runtime's socket passes the
+// ownership check and the peer check, and a newer socket of another user
+// planted next to it is refused instead of being picked as the newest.
+func TestRealRuntimeSocketOwnership(t *testing.T) {
+	rt := dotnettest.Find(t)
+	dll := rt.Build(t, "Basic")
+	tmp := tempDir(t)
+	tg := rt.Start(t, dll, nil, &dotnettest.Options{TmpDir: tmp})
+	cfg := &transport.DiscoverConfig{TempDir: tmp}
+	ctx := context.Background()
+	ep, err := transport.Resolve(ctx, tg.PID, cfg)
+	if err != nil || ep.Address != tg.Socket || !ep.CheckPeer {
+		t.Fatalf("Resolve = %+v, %v; want %s checked", ep, err, tg.Socket)
+	}
+	talk(t, ep)
+
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to plant a socket of another user")
+	}
+	planted := filepath.Join(tmp, fmt.Sprintf("dotnet-diagnostic-%d-1-socket", tg.PID))
+	plantSocket(t, planted, 65534)
+	ep, err = transport.Resolve(ctx, tg.PID, cfg)
+	if err != nil || ep.Address != tg.Socket {
+		t.Fatalf("Resolve with a planted socket = %+v, %v; want %s", ep, err, tg.Socket)
+	}
+	var refused []*transport.UntrustedSocketError
+	cfg.Untrusted = func(e *transport.UntrustedSocketError) { refused = append(refused, e) }
+	procs, err := transport.Discover(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range procs {
+		if p.PID == tg.PID {
+			found = p.Endpoint.Address == tg.Socket
+		}
+	}
+	if !found || len(refused) != 1 || refused[0].Path != planted || !strings.Contains(refused[0].Reason, "uid 65534") {
+		t.Errorf("Discover: target found=%v, refused %+v; want the real socket and the planted one refused", found, refused)
+	}
+	// Deliberately trusted, the newest (planted) socket is used, unchecked.
+	cfg.TrustAnySocket = true
+	if ep, err := transport.Resolve(ctx, tg.PID, cfg); err != nil || ep.Address != planted || ep.CheckPeer {
+		t.Errorf("Resolve with TrustAnySocket = %+v, %v; want %s", ep, err, planted)
+	}
+	// A checked endpoint whose socket was swapped for another process's is
+	// refused at Dial.
+	os.Remove(planted)
+	swapped := transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: os.Getpid(), CheckPeer: true}
+	if _, err := swapped.Dial(ctx); !errors.Is(err, transport.ErrUntrustedSocket) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("process %d", tg.PID)) {
+		t.Errorf("Dial of another process's socket = %v, want refused naming pid %d", err, tg.PID)
+	}
+}
+
+// plantSocket makes a socket nobody listens on at path, owned by uid.
+func plantSocket(t *testing.T, path string, uid int) {
+	t.Helper()
+	l, err := netListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	t.Cleanup(func() { os.Remove(path) })
+	if err := os.Lchown(path, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRealRuntimeOtherUser: a runtime run as uid 65534 owns its socket;
+// clrdiag, as root, accepts it.
+func TestRealRuntimeOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the target as another user")
+	}
+	rt := dotnettest.Find(t)
+	dll := worldReadable(t, rt.Build(t, "Basic"))
+	tmp := tempDir(t)
+	tg := rt.Start(t, dll, nil, &dotnettest.Options{TmpDir: tmp, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
+	var st syscall.Stat_t
+	if err := syscall.Stat(tg.Socket, &st); err != nil || st.Uid != 65534 {
+		t.Fatalf("socket %s: uid %d, %v; want the runtime to run as 65534", tg.Socket, st.Uid, err)
+	}
+	ep, err := transport.Resolve(context.Background(), tg.PID, &transport.DiscoverConfig{TempDir: tmp})
+	if err != nil || ep.Address != tg.Socket || !ep.CheckPeer {
+		t.Fatalf("Resolve = %+v, %v", ep, err)
+	}
+	talk(t, ep)
+}
+
+// worldReadable copies a built target to a directory every user can read.
+func worldReadable(t *testing.T, dll string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(dll), "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, filepath.Base(dll))
+}
+
+// TestRealRuntimeOtherPIDNamespace reproduces the false `ps` entry: a
+// runtime in a new PID namespace, where it is pid 2, shares our temp dir;
+// its socket dotnet-diagnostic-2-KEY-socket is its own, not host pid 2's
+// (kthreadd). Discovery lists it under its host pid only, Resolve(2)
+// refuses the socket, and the runtime is reachable through its host pid.
+func TestRealRuntimeOtherPIDNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --pid")
+	}
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("unshare --pid --fork --mount-proc does not work here: %v", err)
+		}
+		t.Skipf("unshare --pid --fork --mount-proc does not work here: %v", err)
+	}
+	if _, err := os.Stat("/proc/2"); err != nil {
+		t.Skip("no process 2 in this PID namespace: nothing to confuse the socket with")
+	}
+	rt := dotnettest.Find(t)
+	dll := rt.Build(t, "Basic")
+	tmp := tempDir(t)
+	// sh stays pid 1 (the command is not its last), so the runtime is pid 2.
+	tg := rt.Start(t, dll, nil, &dotnettest.Options{TmpDir: tmp,
+		Wrapper: []string{"unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", `"$@"; exit $?`, "sh"}})
+	var sock string
+	deadline := time.Now().Add(20 * time.Second)
+	for sock == "" {
+		m, _ := filepath.Glob(filepath.Join(tmp, "dotnet-diagnostic-2-*-socket"))
+		if len(m) > 0 {
+			sock = m[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no socket of pid 2 in %s; stderr: %s", tmp, tg.Stderr())
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	ctx := context.Background()
+	var refused []*transport.UntrustedSocketError
+	cfg := &transport.DiscoverConfig{TempDir: tmp, Untrusted: func(e *transport.UntrustedSocketError) { refused = append(refused, e) }}
+	procs, err := transport.Discover(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inner *transport.Process
+	for i, p := range procs {
+		if p.PID == 2 {
+			t.Errorf("Discover lists host pid 2 with %s", p.Endpoint.Address)
+		}
+		if p.NamespacePID == 2 {
+			inner = &procs[i]
+		}
+	}
+	if inner == nil || inner.Name != "dotnet" {
+		t.Fatalf("Discover = %+v; want the runtime listed as pid 2 in its namespace", procs)
+	}
+	if len(refused) != 1 || refused[0].PID != 2 || !strings.Contains(refused[0].Reason, fmt.Sprintf("belongs to process %d", inner.PID)) {
+		t.Errorf("refused %+v; want host pid 2's claim on %s refused", refused, sock)
+	}
+	if _, err := transport.Resolve(ctx, 2, cfg); !errors.Is(err, transport.ErrUntrustedSocket) {
+		t.Errorf("Resolve(2) = %v, want the socket refused", err)
+	}
+	ep, err := transport.Resolve(ctx, inner.PID, cfg)
+	if err != nil || !ep.CheckPeer {
+		t.Fatalf("Resolve(%d) = %+v, %v", inner.PID, ep, err)
+	}
+	talk(t, ep)
+}
+
+func netListenUnix(path string) (*net.UnixListener, error) {
+	return net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+}
