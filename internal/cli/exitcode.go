@@ -102,7 +102,7 @@ func exitCodeOf(err error, interrupted bool) int {
 	switch {
 	case interrupted && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return exitInterrupted
-	case errors.Is(err, transport.ErrNotFound), errors.As(err, &opErr) && opErr.Op == "dial":
+	case errors.Is(err, transport.ErrNotFound), errors.Is(err, transport.ErrUntrustedSocket), errors.As(err, &opErr) && opErr.Op == "dial":
 		return exitNotFound
 	case errors.As(err, &srvErr), errors.Is(err, ipc.ErrProtocol), errors.Is(err, reverse.ErrRuntimeGone),
 		errors.Is(err, counters.ErrStreamCut), errors.Is(err, stacks.ErrNoSamples), errors.Is(err, stacks.ErrEndedEarly):

@@ -64,7 +64,7 @@ func TestPSRefusesPlantedSocket(t *testing.T) {
 		t.Errorf("ps --trust-socket does not list pid %d", victim.Process.Pid)
 	}
 	code, _, errOut := run(t, "info", "-p", fmt.Sprint(victim.Process.Pid))
-	if code == 0 || !strings.Contains(errOut, "refusing diagnostic socket "+path) || !strings.Contains(errOut, "--trust-socket") {
+	if code != exitNotFound || !strings.Contains(errOut, "refusing diagnostic socket "+path) || !strings.Contains(errOut, "--trust-socket") {
 		t.Errorf("info -p on a planted socket: exit %d\n%s", code, errOut)
 	}
 }
