@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 )
 
 // View keeps the latest value of every counter and renders them as a table
@@ -65,19 +67,22 @@ func (v *View) Update(s *Sample) {
 	if v.rows == nil {
 		v.rows = map[string]map[string]*viewRow{}
 	}
-	p := v.rows[s.Provider]
+	// Names, units and tags come from the target: escaped for the terminal.
+	provider := termsafe.String(s.Provider)
+	p := v.rows[provider]
 	if p == nil {
 		p = map[string]*viewRow{}
-		v.rows[s.Provider] = p
-		v.providers = append(v.providers, s.Provider)
+		v.rows[provider] = p
+		v.providers = append(v.providers, provider)
 		sort.Strings(v.providers)
 	}
-	label := s.Label()
+	label := termsafe.String(s.Label())
 	_ = rows(s, func(tags string, val float64) error {
+		tags = termsafe.String(tags)
 		key := label + "\x00" + tags
 		r := p[key]
 		if r == nil {
-			r = &viewRow{provider: s.Provider, label: label, tags: tags, value: val}
+			r = &viewRow{provider: provider, label: label, tags: tags, value: val}
 			p[key] = r
 		} else {
 			r.prev, r.hasPrev = r.value, true

@@ -175,3 +175,28 @@ func TestViewPlainDeltas(t *testing.T) {
 		t.Fatalf("plain output:\n%q\nwant\n%q", out.String(), want)
 	}
 }
+
+// Provider, counter and tag names come from the target: the view prints
+// them escaped, so the only escape sequences left are its own.
+func TestViewEscapesTargetText(t *testing.T) {
+	const evil = "\x1b[2J\x1b]0;x\x07\u009b1m\u202e"
+	for _, terminal := range []bool{true, false} {
+		v := &View{Terminal: terminal}
+		v.Update(&Sample{Time: time.Unix(0, 0), Provider: "P" + evil, Name: "n" + evil, DisplayName: "D" + evil, Unit: "u" + evil,
+			Tags: []Tag{{Key: "k" + evil, Value: "v" + evil}}, Value: 1})
+		var b bytes.Buffer
+		if err := v.Render(&b); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, own := range []string{escHome, escClearEOL, escClearDown} {
+			out = strings.ReplaceAll(out, own, "")
+		}
+		if strings.ContainsAny(out, "\x1b\x07\u009b\u202e") {
+			t.Errorf("terminal=%v: raw control characters in %q", terminal, out)
+		}
+		if !strings.Contains(out, `P\x1b[2J\x1b]0;x\x07\u009b1m\u202e`) {
+			t.Errorf("terminal=%v: provider not shown escaped: %q", terminal, out)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 )
 
 // ReportConfig tunes BuildReport. The zero value lists the top 20 methods,
@@ -231,7 +233,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("Process %d", r.ProcessID)
 	if r.Runtime != "" {
-		p(", runtime %s", r.Runtime)
+		p(", runtime %s", termsafe.String(r.Runtime))
 	}
 	p("\nTrace: %s from %s\n", r.Duration.Round(time.Millisecond), r.Start.UTC().Format(time.RFC3339))
 	p("Samples: %d (%d managed, %d external), period %s", r.Samples, r.Managed, r.External, r.Period.Round(time.Microsecond))
@@ -262,7 +264,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if m.Module != "" {
 				name = m.Module + "!" + name
 			}
-			p("  %s\t%.1f\t%s\t%.1f\t%s\n", ms(m.Exclusive), m.ExclusivePct, ms(m.Inclusive), m.InclusivePct, name)
+			p("  %s\t%.1f\t%s\t%.1f\t%s\n", ms(m.Exclusive), m.ExclusivePct, ms(m.Inclusive), m.InclusivePct, termsafe.String(name))
 		}
 	}
 	if len(r.Threads) > 0 {
@@ -288,7 +290,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			})
 			parts := make([]string, len(reasons))
 			for i, k := range reasons {
-				parts[i] = fmt.Sprintf("%s %d", k, g.Reasons[k])
+				parts[i] = fmt.Sprintf("%s %d", termsafe.String(k), g.Reasons[k])
 			}
 			p("  Reasons: %s\n", strings.Join(parts, ", "))
 		}
@@ -299,23 +301,23 @@ func (r *Report) WriteText(w io.Writer) error {
 		if len(g.Allocations) > 0 {
 			p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n")
 			for _, a := range g.Allocations {
-				p("    %d\t%d\t%s\n", a.Bytes, a.Ticks, a.Type)
+				p("    %d\t%d\t%s\n", a.Bytes, a.Ticks, termsafe.String(a.Type))
 			}
 		}
 	}
 	if len(r.Exceptions) > 0 {
 		p("\nExceptions\n")
 		for _, x := range r.Exceptions {
-			p("  %d\t%s\n", x.Count, x.Type)
+			p("  %d\t%s\n", x.Count, termsafe.String(x.Type))
 			for _, s := range x.Sites {
-				p("    %d\tat %s\n", s.Count, s.Site)
+				p("    %d\tat %s\n", s.Count, termsafe.String(s.Site))
 			}
 		}
 	}
 	if c := r.Contention; c.Count > 0 {
 		p("\nLock contention: %d waits, total %s, max %s\n", c.Count, ms(c.Total), ms(c.Max))
 		for _, s := range c.Sites {
-			p("    %d\tat %s\n", s.Count, s.Site)
+			p("    %d\tat %s\n", s.Count, termsafe.String(s.Site))
 		}
 	}
 	return tw.Flush()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/profile"
 )
 
@@ -99,7 +100,7 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 			fmt.Fprintln(bw)
 		}
 		if th.Name != "" {
-			fmt.Fprintf(bw, "Thread (0x%X) %s:\n", th.ID, th.Name)
+			fmt.Fprintf(bw, "Thread (0x%X) %s:\n", th.ID, termsafe.String(th.Name))
 		} else {
 			fmt.Fprintf(bw, "Thread (0x%X):\n", th.ID)
 		}
@@ -109,11 +110,11 @@ func (s *Snapshot) WriteText(w io.Writer) error {
 		for _, f := range th.Frames {
 			switch {
 			case !f.Resolved:
-				fmt.Fprintf(bw, "  %s (unresolved)\n", f.Method)
+				fmt.Fprintf(bw, "  %s (unresolved)\n", termsafe.String(f.Method))
 			case f.Module != "":
-				fmt.Fprintf(bw, "  %s!%s\n", f.Module, f.Method)
+				fmt.Fprintf(bw, "  %s!%s\n", termsafe.String(f.Module), termsafe.String(f.Method))
 			default:
-				fmt.Fprintf(bw, "  %s\n", f.Method)
+				fmt.Fprintf(bw, "  %s\n", termsafe.String(f.Method))
 			}
 		}
 	}

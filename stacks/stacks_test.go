@@ -239,3 +239,21 @@ func TestCaptureErrors(t *testing.T) {
 		}
 	}
 }
+
+// A thread name (any process can set its own with prctl) and method and
+// module names from the target reach the text escaped.
+func TestWriteTextEscapesTargetText(t *testing.T) {
+	const evil = "\x1b[2J\u009b1m\u202e"
+	snap := &stacks.Snapshot{Threads: []stacks.Thread{
+		{ID: 1, Name: "T" + evil, Frames: []stacks.Frame{{Method: "M" + evil, Module: "Mod" + evil, Resolved: true}, {Method: "U" + evil}}},
+	}, Rundown: true}
+	var b bytes.Buffer
+	if err := snap.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	const esc = `\x1b[2J\u009b1m\u202e`
+	want := "Thread (0x1) T" + esc + ":\n  Mod" + esc + "!M" + esc + "\n  U" + esc + " (unresolved)\n"
+	if b.String() != want {
+		t.Errorf("text:\n%q\nwant:\n%q", b.String(), want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -39,7 +40,7 @@ func newEnvCmd(e *env) *cobra.Command {
 				return writeJSON(e.stdout, m)
 			}
 			for _, kv := range vars {
-				fmt.Fprintln(e.stdout, kv)
+				fmt.Fprintln(e.stdout, termsafe.String(kv))
 			}
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
@@ -60,7 +61,7 @@ func newInfoCmd(e *env) *cobra.Command {
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			row := func(k, v string) {
 				if v != "" {
-					fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+					fmt.Fprintf(tw, "%s:\t%s\n", k, termsafe.String(v))
 				}
 			}
 			row("Process ID", fmt.Sprint(j.PID))
@@ -93,12 +94,12 @@ func infoFallback(ctx context.Context, e *env, t *target, cause error) error {
 		if procs, err := transport.Discover(ctx, nil); err == nil {
 			for _, p := range procs {
 				if p.PID == t.PID {
-					fmt.Fprintf(e.stderr, "  Name:         %s\n  Command line: %s\n", p.Name, p.CommandLine)
+					fmt.Fprintf(e.stderr, "  Name:         %s\n  Command line: %s\n", termsafe.String(p.Name), termsafe.String(p.CommandLine))
 				}
 			}
 		}
 		if t.Endpoint.Address != "" {
-			fmt.Fprintf(e.stderr, "  Socket:       %s\n", t.Endpoint.Address)
+			fmt.Fprintf(e.stderr, "  Socket:       %s\n", termsafe.String(t.Endpoint.Address))
 		}
 	}
 	return &ExitError{Code: exitRuntime, Err: cause}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
 )
@@ -34,7 +35,7 @@ func newPSCmd(e *env) *cobra.Command {
 				cfg = &transport.DiscoverConfig{}
 			}
 			cfg.Untrusted = func(u *transport.UntrustedSocketError) {
-				fmt.Fprintf(e.stderr, "clrdiag: ignored %s for process %d: %s (--trust-socket uses it anyway)\n", u.Path, u.PID, u.Reason)
+				fmt.Fprintf(e.stderr, "clrdiag: ignored %s for process %d: %s (--trust-socket uses it anyway)\n", termsafe.String(u.Path), u.PID, termsafe.String(u.Reason))
 			}
 			procs, err := transport.Discover(cmd.Context(), cfg)
 			if err != nil {
@@ -62,7 +63,7 @@ func newPSCmd(e *env) *cobra.Command {
 				if p.NamespacePID != 0 {
 					pid += fmt.Sprintf(" (%d in its namespace)", p.NamespacePID)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", pid, p.Name, p.CommandLine)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", pid, termsafe.String(p.Name), termsafe.String(p.CommandLine))
 			}
 			return tw.Flush()
 		},

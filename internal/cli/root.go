@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
 )
@@ -86,11 +87,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(stderr, "clrdiag: %v\n", ee.Err)
+			fmt.Fprintf(stderr, "clrdiag: %s\n", termsafe.Lines(ee.Err.Error()))
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(stderr, "clrdiag: %v\n", err)
+	fmt.Fprintf(stderr, "clrdiag: %s\n", termsafe.Lines(err.Error()))
 	if !e.ran {
 		// Cobra refused the command line before any command ran: a
 		// missing required flag, a flag group, an argument count.

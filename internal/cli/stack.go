@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/stacks"
 )
 
@@ -68,10 +69,10 @@ func newStackCmd(e *env) *cobra.Command {
 func printStackNote(w io.Writer, n stacks.Note) {
 	switch {
 	case n.Kind == stacks.NoteRundownTimeout:
-		fmt.Fprintf(w, "warning: %s. Raise --rundown-timeout for a large application.\n", n)
+		fmt.Fprintf(w, "warning: %s. Raise --rundown-timeout for a large application.\n", termsafe.Lines(n.String()))
 	case n.Warning():
-		fmt.Fprintf(w, "warning: %s\n", n)
+		fmt.Fprintf(w, "warning: %s\n", termsafe.Lines(n.String()))
 	default:
-		fmt.Fprintln(w, n)
+		fmt.Fprintln(w, termsafe.Lines(n.String()))
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 )
@@ -131,7 +133,8 @@ func newTraceEventsCmd(e *env) *cobra.Command {
 func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *eventFilter, limit int, asJSON, stream bool, name string) error {
 	bw := bufio.NewWriterSize(out, 64<<10)
 	defer bw.Flush()
-	enc := json.NewEncoder(bw)
+	var jbuf bytes.Buffer
+	enc := json.NewEncoder(&jbuf)
 	enc.SetEscapeHTML(false)
 	ctx := cmd.Context()
 	var ev nettrace.Event
@@ -171,9 +174,11 @@ func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *event
 			if perr != nil {
 				je.PayloadError = perr.Error()
 			}
+			jbuf.Reset()
 			if err := enc.Encode(&je); err != nil {
 				return err
 			}
+			bw.Write(termsafe.JSON(jbuf.Bytes()))
 		} else {
 			line = appendEventLine(line[:0], &ev, payload, perr)
 			bw.Write(line)
@@ -193,10 +198,10 @@ func appendEventLine(b []byte, ev *nettrace.Event, payload nettrace.Object, perr
 	md := ev.Metadata
 	b = ev.Time().UTC().AppendFormat(b, "2006-01-02T15:04:05.0000000Z")
 	b = append(b, "  "...)
-	b = append(b, md.ProviderName...)
+	b = termsafe.AppendString(b, md.ProviderName)
 	b = append(b, "  "...)
 	if md.EventName != "" {
-		b = append(b, md.EventName...)
+		b = termsafe.AppendString(b, md.EventName)
 	} else {
 		b = append(b, "Event"...)
 	}
@@ -207,7 +212,7 @@ func appendEventLine(b []byte, ev *nettrace.Event, payload nettrace.Object, perr
 	switch {
 	case perr != nil:
 		b = append(b, "  payload error: "...)
-		b = append(b, perr.Error()...)
+		b = termsafe.AppendString(b, perr.Error())
 	case payload != nil:
 		for _, nv := range payload {
 			b = append(b, "  "...)
@@ -223,7 +228,7 @@ func appendEventLine(b []byte, ev *nettrace.Event, payload nettrace.Object, perr
 
 func appendField(b []byte, name string, v any) []byte {
 	if name != "" {
-		b = append(b, name...)
+		b = termsafe.AppendString(b, name)
 		b = append(b, '=')
 	}
 	switch x := v.(type) {

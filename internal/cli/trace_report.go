@@ -28,7 +28,7 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			}
 			r := profile.BuildReport(p, profile.ReportConfig{Top: top, Inclusive: inclusive})
 			if asJSON {
-				return r.WriteJSON(e.stdout)
+				return writeJSON(e.stdout, r)
 			}
 			return r.WriteText(e.stdout)
 		},

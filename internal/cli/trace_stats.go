@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 )
@@ -184,11 +185,11 @@ func printTraceStats(w io.Writer, st *traceStats) {
 	if st.Complete {
 		fmt.Fprintf(bw, "Complete:         yes\n")
 	} else {
-		fmt.Fprintf(bw, "Complete:         no (%s)\n", st.Error)
+		fmt.Fprintf(bw, "Complete:         no (%s)\n", termsafe.String(st.Error))
 	}
 	fmt.Fprintf(bw, "\nEvents per provider:\n")
 	for _, kv := range sortedCounts(st.Providers) {
-		fmt.Fprintf(bw, "  %10d  %s\n", kv.n, kv.k)
+		fmt.Fprintf(bw, "  %10d  %s\n", kv.n, termsafe.String(kv.k))
 	}
 	fmt.Fprintf(bw, "\nEvents per event id:\n")
 	for _, kv := range sortedCounts(st.EventsByID) {
@@ -196,7 +197,7 @@ func printTraceStats(w io.Writer, st *traceStats) {
 		if name != "" {
 			name = " " + name
 		}
-		fmt.Fprintf(bw, "  %10d  %s%s\n", kv.n, kv.k, name)
+		fmt.Fprintf(bw, "  %10d  %s%s\n", kv.n, termsafe.String(kv.k), termsafe.String(name))
 	}
 }
 
