@@ -97,6 +97,10 @@ type Info struct {
 	layouts [][]Field
 }
 
+// HasLayout reports whether the table knows the event's payload layout
+// (DecodeFields decodes it).
+func (i Info) HasLayout() bool { return len(i.layouts) > 0 }
+
 // Fields returns the payload layout of the given version (the newest known
 // layout for versions above MaxVersion). The slice is a copy.
 func (i Info) Fields(version uint8) []Field {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
@@ -144,6 +146,10 @@ type stopEvent struct {
 	provider string
 	event    string
 	filter   [][2]string
+	known    map[*nettrace.Metadata]bool // provider and name match, per metadata
+	// ptrSize is the trace's pointer size, for decoding the payload of the
+	// runtime's own events (0: 8).
+	ptrSize int
 }
 
 func parseStopEvent(provider, event, payload string) (*stopEvent, error) {
@@ -170,28 +176,32 @@ func parseStopEvent(provider, event, payload string) (*stopEvent, error) {
 	return s, nil
 }
 
-// matches reports whether ev is the stopping event. Event names compare
-// case-insensitively, against the metadata name or "Task/Opcode" forms'
-// first part; an event given as a number matches the event id.
+// matches reports whether ev is the stopping event. Event names are
+// matched by clrevents.MatchEventName (case-insensitive; the metadata name or
+// its Task part, the runtime's own events by their manifest name, versioned
+// symbol or TraceEvent Task/Opcode name; a number matches the event id),
+// once per metadata record.
 func (s *stopEvent) matches(ev *nettrace.Event) bool {
 	md := ev.Metadata
-	if md == nil || !strings.EqualFold(md.ProviderName, s.provider) {
+	if md == nil {
 		return false
 	}
-	if s.event != "" {
-		name := md.EventName
-		if id, err := strconv.ParseUint(s.event, 10, 32); err == nil {
-			if uint32(id) != md.EventID {
-				return false
-			}
-		} else if !strings.EqualFold(name, s.event) && !strings.EqualFold(strings.SplitN(name, "/", 2)[0], s.event) {
-			return false
+	ok, seen := s.known[md]
+	if !seen {
+		ok = strings.EqualFold(md.ProviderName, s.provider) &&
+			(s.event == "" || clrevents.MatchEventName(md.ProviderName, md.EventID, md.EventName, s.event))
+		if s.known == nil {
+			s.known = map[*nettrace.Metadata]bool{}
 		}
+		s.known[md] = ok
+	}
+	if !ok {
+		return false
 	}
 	if len(s.filter) == 0 {
 		return true
 	}
-	fields, err := ev.Fields()
+	fields, err := eventFields(ev, cmp.Or(s.ptrSize, 8))
 	if err != nil {
 		return false
 	}
@@ -510,6 +520,9 @@ func (c *collector) decode(r io.Reader, prog *progress, stopSeen chan struct{}) 
 	}
 	var ev nettrace.Event
 	seen := false
+	if c.stop != nil {
+		c.stop.ptrSize = rd.Header().PointerSize
+	}
 	for {
 		err := rd.ReadEvent(&ev)
 		if err != nil {

@@ -3,13 +3,17 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
@@ -18,52 +22,169 @@ import (
 func init() { registerTrace(newTraceEventsCmd) }
 
 // eventFilter selects events by provider and by event id or name. Values of
-// one kind are alternatives; the two kinds must both match when given.
+// one kind are alternatives; the two kinds must both match when given. It
+// also names each kind of event once: everything it learns is cached per
+// metadata record, so nothing is looked up or formatted per event beyond one
+// map access.
 type eventFilter struct {
 	providers []string
-	ids       []uint32
-	names     []string
-	cache     map[*nettrace.Metadata]bool
+	events    []string
+	kinds     map[*nettrace.Metadata]*eventKind
+}
+
+// eventKind is what the filter knows of one metadata record.
+type eventKind struct {
+	provider string
+	id       uint32
+	// name is the metadata's name or, for the runtime's own events, the
+	// clrevents table's; "" when unknown.
+	name string
+	// native: the payload layout comes from the clrevents table.
+	native bool
+	match  bool
+	seen   int64
 }
 
 func newEventFilter(providers, events []string) (*eventFilter, error) {
-	f := &eventFilter{cache: map[*nettrace.Metadata]bool{}}
+	f := &eventFilter{kinds: map[*nettrace.Metadata]*eventKind{}}
 	for _, p := range providers {
-		f.providers = append(f.providers, strings.ToLower(p))
+		if strings.TrimSpace(p) == "" {
+			return nil, fmt.Errorf("--provider needs a provider name")
+		}
+		f.providers = append(f.providers, strings.TrimSpace(p))
 	}
 	for _, ev := range events {
-		if id, err := strconv.ParseUint(ev, 10, 32); err == nil {
-			f.ids = append(f.ids, uint32(id))
-			continue
-		}
-		if ev == "" {
+		if strings.TrimSpace(ev) == "" {
 			return nil, fmt.Errorf("--event needs an event id (a number) or an event name")
 		}
-		f.names = append(f.names, strings.ToLower(ev))
+		f.events = append(f.events, strings.TrimSpace(ev))
 	}
 	return f, nil
 }
 
-func (f *eventFilter) match(md *nettrace.Metadata) bool {
-	if ok, seen := f.cache[md]; seen {
-		return ok
+// active reports whether the filter selects anything less than everything.
+func (f *eventFilter) active() bool { return len(f.providers) > 0 || len(f.events) > 0 }
+
+// kind returns the cached description of md, computing it the first time.
+func (f *eventFilter) kind(md *nettrace.Metadata) *eventKind {
+	if k := f.kinds[md]; k != nil {
+		return k
 	}
-	ok := len(f.providers) == 0
+	k := &eventKind{provider: md.ProviderName, id: md.EventID,
+		name: clrevents.EventName(md.ProviderName, md.EventID, md.EventName)}
+	if len(md.Fields) == 0 && md.EventID <= 0xFFFF {
+		info, ok := clrevents.Lookup(md.ProviderName, uint16(md.EventID))
+		k.native = ok && info.HasLayout()
+	}
+	k.match = len(f.providers) == 0
 	for _, p := range f.providers {
-		ok = ok || strings.ToLower(md.ProviderName) == p
+		k.match = k.match || strings.EqualFold(md.ProviderName, p)
 	}
-	if len(f.ids) > 0 || len(f.names) > 0 {
+	if len(f.events) > 0 {
 		evOK := false
-		for _, id := range f.ids {
-			evOK = evOK || md.EventID == id
+		for _, want := range f.events {
+			evOK = evOK || clrevents.MatchEventName(md.ProviderName, md.EventID, md.EventName, want)
 		}
-		for _, n := range f.names {
-			evOK = evOK || (md.EventName != "" && strings.ToLower(md.EventName) == n)
-		}
-		ok = ok && evOK
+		k.match = k.match && evOK
 	}
-	f.cache[md] = ok
-	return ok
+	f.kinds[md] = k
+	return k
+}
+
+// match reports whether events of md pass the filter, and counts them.
+func (f *eventFilter) match(md *nettrace.Metadata) bool {
+	k := f.kind(md)
+	k.seen++
+	return k.match
+}
+
+// noMatch explains a filter that matched no event: which providers, or
+// which events of the selected providers, the input does have.
+func (f *eventFilter) noMatch(what string) error {
+	type count struct {
+		label string
+		n     int64
+	}
+	sum := func(key func(k *eventKind) (string, bool)) []count {
+		m := map[string]int64{}
+		for _, k := range f.kinds {
+			if label, ok := key(k); ok && k.seen > 0 {
+				m[label] += k.seen
+			}
+		}
+		out := make([]count, 0, len(m))
+		for l, n := range m {
+			out = append(out, count{l, n})
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].n != out[j].n {
+				return out[i].n > out[j].n
+			}
+			return out[i].label < out[j].label
+		})
+		return out
+	}
+	list := func(cs []count) string {
+		var b strings.Builder
+		for i, c := range cs {
+			if i == 30 {
+				fmt.Fprintf(&b, ", and %d more", len(cs)-i)
+				break
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (%d)", termsafe.String(c.label), c.n)
+		}
+		return b.String()
+	}
+	var filters []string
+	for _, p := range f.providers {
+		filters = append(filters, "--provider "+p)
+	}
+	for _, e := range f.events {
+		filters = append(filters, "--event "+e)
+	}
+	msg := fmt.Sprintf("no event of %s matched %s", what, strings.Join(filters, " "))
+	providerOK := func(k *eventKind) bool {
+		if len(f.providers) == 0 {
+			return true
+		}
+		for _, p := range f.providers {
+			if strings.EqualFold(k.provider, p) {
+				return true
+			}
+		}
+		return false
+	}
+	byProvider := sum(func(k *eventKind) (string, bool) { return k.provider, true })
+	events := sum(func(k *eventKind) (string, bool) {
+		if !providerOK(k) {
+			return "", false
+		}
+		label := k.name
+		if label == "" {
+			label = "Event"
+		}
+		label += "(" + strconv.FormatUint(uint64(k.id), 10) + ")"
+		if len(f.providers) != 1 {
+			label = k.provider + "/" + label
+		}
+		return label, true
+	})
+	switch {
+	case len(byProvider) == 0:
+		msg += "; it holds no events"
+	case len(events) == 0:
+		msg += "; its providers (events) are: " + list(byProvider)
+	default:
+		msg += "; its events"
+		if len(f.providers) > 0 {
+			msg += " of " + strings.Join(f.providers, ", ")
+		}
+		msg += " (count) are: " + list(events) + " (--event takes a name, a Task/Opcode name such as GC/Start, or an id)"
+	}
+	return &ExitError{Code: exitFailure, Err: errors.New(msg)}
 }
 
 // jsonEvent is one line of clrdiag trace events --json.
@@ -81,6 +202,9 @@ type jsonEvent struct {
 	PayloadSize     int             `json:"payloadSize"`
 	Payload         nettrace.Object `json:"payload"`
 	PayloadError    string          `json:"payloadError,omitempty"`
+	// PayloadRaw is the payload in hexadecimal when it has no known
+	// layout or does not match it.
+	PayloadRaw string `json:"payloadRaw,omitempty"`
 }
 
 func newTraceEventsCmd(e *env) *cobra.Command {
@@ -94,12 +218,22 @@ func newTraceEventsCmd(e *env) *cobra.Command {
 		Use:   "events FILE",
 		Short: "Print the events of a nettrace/netperf file, one per line, with decoded payloads",
 		Long: "Print the events of a trace file (or standard input with -), one per line: time,\n" +
-			"provider, event name and id, thread and the decoded payload fields of\n" +
-			"self-describing events (EventSource, EventCounters, TraceLogging). The runtime's\n" +
-			"own events carry no field metadata; their payload size is shown instead.\n\n" +
-			"--provider and --event may be repeated; --event takes an id or a name.\n" +
-			"A damaged or truncated trace prints every complete event, then exits with status 5.",
+			"provider, event name and id, thread and the decoded payload fields. Self-describing\n" +
+			"events (EventSource, EventCounters, TraceLogging) are decoded with the trace's own\n" +
+			"field metadata; the runtime's own events (Microsoft-Windows-DotNETRuntime, its\n" +
+			"Rundown, Private and Stress providers, the SampleProfiler) carry none, and are\n" +
+			"named and decoded from clrdiag's copy of the runtime manifest (GCStart,\n" +
+			"MethodDCEndVerbose, ExceptionThrown...). Addresses, ids and flags print in\n" +
+			"hexadecimal (JSON strings \"0x...\"). An event nobody knows prints as Event(N)\n" +
+			"with its raw payload in hexadecimal (--json: payloadRaw).\n\n" +
+			"--provider and --event may be repeated; --event takes an id, a name (GCStart,\n" +
+			"ExceptionThrown_V1) or a Task/Opcode name as TraceEvent and dotnet-trace write\n" +
+			"them (GC/Start, Method/JittingStarted). When the filters match no event, the\n" +
+			"command says on stderr which providers and events the trace does have and exits\n" +
+			"with status 1 (as grep does). A damaged or truncated trace prints every complete\n" +
+			"event, then exits with status 5.",
 		Example: "  clrdiag trace events app.nettrace --provider System.Runtime --event EventCounters\n" +
+			"  clrdiag trace events app.nettrace --provider Microsoft-Windows-DotNETRuntime --event GCStart\n" +
 			"  clrdiag trace events - --json --limit 100 < app.nettrace",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -137,12 +271,17 @@ func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *event
 	enc := json.NewEncoder(&jbuf)
 	enc.SetEscapeHTML(false)
 	ctx := cmd.Context()
+	ptrSize := r.Header().PointerSize
 	var ev nettrace.Event
 	printed := 0
 	var line []byte
 	for n := 0; ; n++ {
 		err := r.ReadEvent(&ev)
 		if err == io.EOF {
+			if printed == 0 && f.active() {
+				bw.Flush()
+				return f.noMatch(name)
+			}
 			return nil
 		}
 		if err != nil {
@@ -155,16 +294,14 @@ func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *event
 		if !f.match(ev.Metadata) {
 			continue
 		}
-		md := ev.Metadata
-		var payload nettrace.Object
-		var perr error
-		if len(md.Fields) > 0 {
-			payload, perr = ev.Fields()
-		}
+		k := f.kinds[ev.Metadata]
+		payload, perr := eventPayload(&ev, k, ptrSize)
+		raw := perr != nil || (payload == nil && len(ev.Payload) > 0)
 		if asJSON {
+			md := ev.Metadata
 			je := jsonEvent{
-				Timestamp: ev.Time().UTC(), Provider: md.ProviderName, EventID: md.EventID, EventName: md.EventName,
-				Version: md.Version, ThreadID: ev.ThreadID, CaptureThreadID: ev.CaptureThreadID, Sequence: ev.SequenceNumber,
+				Timestamp: ev.Time().UTC(), Provider: md.ProviderName, EventID: md.EventID, EventName: k.name,
+				Version: eventVersion(&ev), ThreadID: ev.ThreadID, CaptureThreadID: ev.CaptureThreadID, Sequence: ev.SequenceNumber,
 				StackFrames: ev.StackLen(), PayloadSize: len(ev.Payload), Payload: payload,
 			}
 			if !ev.ActivityID.IsZero() {
@@ -174,13 +311,16 @@ func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *event
 			if perr != nil {
 				je.PayloadError = perr.Error()
 			}
+			if raw {
+				je.PayloadRaw = hex.EncodeToString(ev.Payload)
+			}
 			jbuf.Reset()
 			if err := enc.Encode(&je); err != nil {
 				return err
 			}
 			bw.Write(termsafe.JSON(jbuf.Bytes()))
 		} else {
-			line = appendEventLine(line[:0], &ev, payload, perr)
+			line = appendEventLine(line[:0], &ev, k.name, payload, perr, raw)
 			bw.Write(line)
 		}
 		printed++
@@ -193,15 +333,89 @@ func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *event
 	}
 }
 
+// eventVersion is the event's payload version: the V6 label list's when it
+// overrides the metadata's.
+func eventVersion(ev *nettrace.Event) uint32 {
+	if ev.Labels != nil && ev.Labels.Version != nil {
+		return uint32(*ev.Labels.Version)
+	}
+	return ev.Metadata.Version
+}
+
+// hexValue is an address, id, token or flags field of a runtime event: it
+// prints as 0x..., and is a JSON string so that 64-bit values survive
+// JSON tools that read numbers as doubles.
+type hexValue uint64
+
+func (h hexValue) String() string { return "0x" + strconv.FormatUint(uint64(h), 16) }
+
+// MarshalText formats h as text (used by JSON encoding).
+func (h hexValue) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// eventFields decodes an event's payload: with the trace's field metadata
+// for self-describing events, with the clrevents table for the runtime's own
+// events. It returns nil for events whose layout nobody knows. ptrSize is
+// the trace's pointer size.
+func eventFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
+	md := ev.Metadata
+	if len(md.Fields) > 0 {
+		return ev.Fields()
+	}
+	if md.EventID > 0xFFFF {
+		return nil, nil
+	}
+	if info, ok := clrevents.Lookup(md.ProviderName, uint16(md.EventID)); !ok || !info.HasLayout() {
+		return nil, nil
+	}
+	return nativeFields(ev, ptrSize)
+}
+
+// eventPayload is eventFields with what the filter cached about the event.
+func eventPayload(ev *nettrace.Event, k *eventKind, ptrSize int) (nettrace.Object, error) {
+	if len(ev.Metadata.Fields) > 0 {
+		return ev.Fields()
+	}
+	if !k.native {
+		return nil, nil
+	}
+	return nativeFields(ev, ptrSize)
+}
+
+// nativeFields decodes a runtime event with the clrevents table.
+func nativeFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
+	md := ev.Metadata
+	fs, err := clrevents.DecodeFields(md.ProviderName, uint16(md.EventID), uint8(min(eventVersion(ev), 255)), ptrSize, ev.Payload)
+	if err != nil {
+		return nil, err
+	}
+	obj := make(nettrace.Object, len(fs))
+	for i, fv := range fs {
+		v := fv.Value
+		switch x := v.(type) {
+		case uint64:
+			if fv.Hex || fv.Type == clrevents.TypePointer {
+				v = hexValue(x)
+			}
+		case [16]byte:
+			v = nettrace.GUID(x)
+		}
+		obj[i] = nettrace.NamedValue{Name: fv.Name, Value: v}
+	}
+	return obj, nil
+}
+
+// maxRawText bounds the payload bytes shown in hexadecimal on a text line.
+const maxRawText = 256
+
 // appendEventLine formats one event for the text output.
-func appendEventLine(b []byte, ev *nettrace.Event, payload nettrace.Object, perr error) []byte {
+func appendEventLine(b []byte, ev *nettrace.Event, name string, payload nettrace.Object, perr error, raw bool) []byte {
 	md := ev.Metadata
 	b = ev.Time().UTC().AppendFormat(b, "2006-01-02T15:04:05.0000000Z")
 	b = append(b, "  "...)
 	b = termsafe.AppendString(b, md.ProviderName)
 	b = append(b, "  "...)
-	if md.EventName != "" {
-		b = termsafe.AppendString(b, md.EventName)
+	if name != "" {
+		b = termsafe.AppendString(b, name)
 	} else {
 		b = append(b, "Event"...)
 	}
@@ -209,19 +423,25 @@ func appendEventLine(b []byte, ev *nettrace.Event, payload nettrace.Object, perr
 	b = strconv.AppendUint(b, uint64(md.EventID), 10)
 	b = append(b, ")  thread="...)
 	b = strconv.AppendUint(b, ev.ThreadID, 10)
-	switch {
-	case perr != nil:
+	if perr != nil {
 		b = append(b, "  payload error: "...)
 		b = termsafe.AppendString(b, perr.Error())
-	case payload != nil:
-		for _, nv := range payload {
-			b = append(b, "  "...)
-			b = appendField(b, nv.Name, nv.Value)
-		}
-	default:
+	}
+	for _, nv := range payload {
+		b = append(b, "  "...)
+		b = appendField(b, nv.Name, nv.Value)
+	}
+	if raw {
 		b = append(b, "  payload="...)
 		b = strconv.AppendInt(b, int64(len(ev.Payload)), 10)
 		b = append(b, " bytes"...)
+		if len(ev.Payload) > 0 {
+			b = append(b, ": "...)
+			b = hex.AppendEncode(b, ev.Payload[:min(len(ev.Payload), maxRawText)])
+			if len(ev.Payload) > maxRawText {
+				b = append(b, "..."...)
+			}
+		}
 	}
 	return append(b, '\n')
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
@@ -37,8 +38,9 @@ type traceStats struct {
 	Error          string         `json:"error,omitempty"`
 	Providers      map[string]int `json:"providers"`
 	EventsByID     map[string]int `json:"eventsByID"`
-
-	names map[string]string // "Provider/ID" -> event name, for the text form
+	// EventNames names the keys of EventsByID: the trace's metadata name,
+	// or for the runtime's own events the manifest name (clrevents).
+	EventNames map[string]string `json:"eventNames"`
 }
 
 func newTraceStatsCmd(e *env) *cobra.Command {
@@ -49,7 +51,8 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 		Long: "Read a trace file (or standard input with -) to its end and print what it holds:\n" +
 			"format and version, pointer size, process, time span, event, metadata, stack and\n" +
 			"sequence-point counts, dropped events, whether the stream ended cleanly, and the\n" +
-			"number of events per provider and per event id.\n\n" +
+			"number of events per provider and per event id, with the event's name (the\n" +
+			"runtime's own events are named from clrdiag's copy of the runtime manifest).\n\n" +
 			"A damaged or truncated trace still gets the statistics of what could be read;\n" +
 			"the command then exits with status 5 (see 'clrdiag --help').",
 		Args: cobra.ExactArgs(1),
@@ -104,7 +107,7 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 	st := &traceStats{
 		File: name, Format: h.Format.String(), Version: h.Version, PointerSize: h.PointerSize,
 		ProcessID: h.ProcessID, Processors: h.ProcessorCount,
-		Providers: map[string]int{}, EventsByID: map[string]int{}, names: map[string]string{},
+		Providers: map[string]int{}, EventsByID: map[string]int{}, EventNames: map[string]string{},
 	}
 	// Count per metadata record, then fold into names: no map access with a
 	// formatted key per event.
@@ -135,8 +138,8 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 		st.Providers[md.ProviderName] += c
 		key := fmt.Sprintf("%s/%d", md.ProviderName, md.EventID)
 		st.EventsByID[key] += c
-		if md.EventName != "" {
-			st.names[key] = md.EventName
+		if name := clrevents.EventName(md.ProviderName, md.EventID, md.EventName); name != "" {
+			st.EventNames[key] = name // once per metadata record, never per event
 		}
 	}
 	s := r.Stats()
@@ -193,7 +196,7 @@ func printTraceStats(w io.Writer, st *traceStats) {
 	}
 	fmt.Fprintf(bw, "\nEvents per event id:\n")
 	for _, kv := range sortedCounts(st.EventsByID) {
-		name := st.names[kv.k]
+		name := st.EventNames[kv.k]
 		if name != "" {
 			name = " " + name
 		}
