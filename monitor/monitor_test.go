@@ -456,3 +456,22 @@ func TestRealRuntimeCountersAndMetrics(t *testing.T) {
 	}
 	t.Fatalf("/metrics never showed the process's counters without errors:\n%s", text)
 }
+
+// TestDumpRefusesPlantedLink: a link planted at the name the next dump
+// will get (the names are predictable) is refused; the runtime would
+// follow it.
+func TestDumpRefusesPlantedLink(t *testing.T) {
+	f := fake(t, ipctest.Config{PID: 56})
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	hs := serve(t, monitor.Config{DumpDir: dir, Now: func() time.Time { return now }, Source: monitor.StaticSource{{PID: 56, Dialer: f}}})
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	if err := os.Symlink(victim, filepath.Join(dir, "dump_56_20260102_030405.000.dmp")); err != nil {
+		t.Fatal(err)
+	}
+	code, body := do(t, hs, "POST", "/processes/56/dump?type=mini")
+	if code != http.StatusConflict || !strings.Contains(string(body), "symbolic link") || len(f.Dumps()) != 0 {
+		t.Errorf("dump onto a planted link: %d %s, %d dumps requested", code, body, len(f.Dumps()))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/stacks"
 	"github.com/clrdiag/clrdiag/transport"
@@ -317,8 +319,18 @@ func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, c *diag
 	// request reaches the path.
 	name := fmt.Sprintf("dump_%d_%s.dmp", p.PID, s.cfg.Now().UTC().Format("20060102_150405.000"))
 	path := filepath.Join(s.cfg.DumpDir, name)
+	// The runtime follows a link planted at the path: refuse what is there.
+	if err := safefile.Prepare(path, false); err != nil {
+		writeError(w, http.StatusConflict, err)
+		return
+	}
 	if err := c.WriteDump(r.Context(), diag.DumpRequest{Path: path, Type: typ}); err != nil {
 		writeError(w, statusOf(err), err)
+		return
+	}
+	// createdump makes the file world-readable: a dump holds secrets.
+	if _, err := safefile.Seal(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("the dump at %s is not safe to keep: %w", path, err))
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"path": path, "name": name})

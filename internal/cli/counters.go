@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -294,6 +295,7 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()
 	var f countersFlags
 	var format, output string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "collect (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC] [--format csv|json] [-o FILE]",
 		Short: "Record counter values to a CSV or JSON file",
@@ -312,6 +314,9 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 			if output == "" {
 				output = "counter." + format
 			}
+			if err := checkOutput(output, force); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			if dur > 0 {
 				var cancel context.CancelFunc
@@ -324,7 +329,7 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			defer s.Close()
-			return childResult(t, collect(ctx, e, s, t, format, output))
+			return childResult(t, collect(ctx, e, s, t, format, output, force))
 		},
 	}
 	tf.register(cmd)
@@ -333,13 +338,14 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "csv", "file format: csv or json")
 	fl.StringVarP(&output, "output", "o", "", "output file (default counter.csv or counter.json)")
+	addForceFlag(cmd, &force)
 	return cmd
 }
 
 // collect writes the session's samples to output and always finishes the
 // file, also when the session is cut short.
-func collect(ctx context.Context, e *env, s *counters.Session, t *target, format, output string) (err error) {
-	file, err := os.Create(output)
+func collect(ctx context.Context, e *env, s *counters.Session, t *target, format, output string, force bool) (err error) {
+	file, err := safefile.Create(output, safefile.Options{Overwrite: force})
 	if err != nil {
 		return fmt.Errorf("create the output file: %w", err)
 	}

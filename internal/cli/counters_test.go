@@ -273,3 +273,18 @@ func TestCountersList(t *testing.T) {
 		t.Fatalf("list --json: %d %v %d", code, err, len(known))
 	}
 }
+
+// TestCountersCollectOutputRule: an existing counter file is refused, and
+// replaced with --force.
+func TestCountersCollectOutputRule(t *testing.T) {
+	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8})
+	out := filepath.Join(t.TempDir(), "counter.csv")
+	os.WriteFile(out, []byte("old"), 0o644)
+	code, _, errOut := run(t, "counters", "collect", "--diagnostic-port", port, "--duration", "1s", "-o", out)
+	if code != exitIO || !strings.Contains(errOut, "already exists") {
+		t.Errorf("counters collect onto an existing file: exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "old" {
+		t.Errorf("existing file changed: %q", b)
+	}
+}

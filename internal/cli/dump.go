@@ -1,14 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/spf13/cobra"
 )
@@ -27,6 +29,7 @@ func newDumpCmd(e *env) *cobra.Command {
 		diagLog     bool
 		verbose     bool
 		crashReport bool
+		force       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dump",
@@ -57,13 +60,22 @@ func newDumpCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The runtime opens the path itself and follows a link planted
+			// there: refuse (or, with --force, remove) what is in the way.
+			if err := safefile.Prepare(abs, force); err != nil {
+				return err
+			}
 			fmt.Fprintf(e.stderr, "Writing %s dump of process %d to %s\n", strings.ToLower(typ), t.PID, abs)
 			err = t.Client.WriteDump(ctx, diag.DumpRequest{Path: abs, Type: dt, Diagnostics: diagLog, VerboseDiagnostics: verbose, CrashReport: crashReport})
 			if err != nil {
 				return err
 			}
-			if st, serr := os.Stat(abs); serr == nil {
-				fmt.Fprintf(e.stdout, "Dump written to %s (%d bytes)\n", abs, st.Size())
+			// createdump makes the file world-readable; a dump holds the
+			// process's memory, secrets included.
+			if st, serr := safefile.Seal(abs); serr == nil {
+				fmt.Fprintf(e.stdout, "Dump written to %s (%d bytes, mode 0600)\n", abs, st.Size())
+			} else if !errors.Is(serr, fs.ErrNotExist) {
+				return &ExitError{Code: exitIO, Err: fmt.Errorf("the dump at %s is not safe to keep: %w", abs, serr)}
 			} else {
 				fmt.Fprintf(e.stdout, "Dump written to %s (by the target; not visible from here, e.g. inside its container)\n", abs)
 			}
@@ -77,5 +89,6 @@ func newDumpCmd(e *env) *cobra.Command {
 	fl.BoolVar(&diagLog, "diag", false, "log dump generation in the target's output")
 	fl.BoolVar(&verbose, "verbose-diag", false, "verbose dump generation logging (.NET 6+)")
 	fl.BoolVar(&crashReport, "crashreport", false, "also write a crash report JSON (.NET 6+)")
+	addForceFlag(cmd, &force)
 	return cmd
 }

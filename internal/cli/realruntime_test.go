@@ -88,13 +88,26 @@ func TestRealDump(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dump exit %d: %s %s", code, out, errOut)
 	}
-	st, err := os.Stat(path)
+	st, err := os.Lstat(path)
 	if err != nil || st.Size() == 0 {
 		t.Fatalf("dump file: %v (size %v)", err, st)
+	}
+	// createdump makes it 0644; a dump holds the process's secrets.
+	if st.Mode().Perm() != 0o600 || !st.Mode().IsRegular() {
+		t.Errorf("dump mode %v, want a regular file 0600", st.Mode())
 	}
 	if !strings.Contains(out, path) {
 		t.Errorf("dump does not say where the dump went: %s", out)
 	}
+	// The runtime follows a link planted at the path (it overwrote the
+	// link's target before the check): refused, the target untouched.
+	link := filepath.Join(t.TempDir(), "core.link")
+	victim := plantLink(t, link)
+	code, _, errOut = run(t, "dump", "-p", fmt.Sprint(tg.PID), "--type", "mini", "-o", link)
+	if code != exitIO || !strings.Contains(errOut, "symbolic link") {
+		t.Errorf("dump onto a link: exit %d %s", code, errOut)
+	}
+	checkVictim(t, victim)
 	// The target keeps running.
 	tg.Send(t, "ping")
 	tg.Expect(t, "PONG", 10*time.Second)

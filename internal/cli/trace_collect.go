@@ -18,6 +18,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -230,6 +231,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 		stopTimeout               time.Duration
 		rundownTimeout            time.Duration
 		format                    string
+		force                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "collect",
@@ -259,6 +261,11 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if _, ok := convertFormats[format]; format != "" && !ok {
 				return usageErrorf("unknown --format %q: use nettrace, speedscope, chromium, pprof or folded", format)
 			}
+			if output != "" {
+				if err := checkOutput(output, force); err != nil {
+					return err
+				}
+			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
 			if err != nil {
@@ -267,10 +274,18 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			defer t.close()
 			if output == "" {
 				output = defaultTraceName(ctx, t)
+				if err := checkOutput(output, force); err != nil {
+					return err
+				}
+			}
+			if format != "" {
+				if err := checkOutput(convertedName(output, format), force); err != nil {
+					return err
+				}
 			}
 			c := &collector{
 				e: e, t: t, cfg: cfg, duration: duration, stop: stop, quiet: quiet,
-				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, output: output,
+				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, output: output, force: force,
 			}
 			if !quiet {
 				printPlan(e.stderr, plan)
@@ -278,7 +293,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if err := c.run(ctx); err != nil || format == "" {
 				return err
 			}
-			summary, err := convertTrace(e, output, convertedName(output, format), format, &profileFlags{})
+			summary, err := convertTrace(e, output, convertedName(output, format), format, &profileFlags{}, force)
 			if err != nil {
 				return fmt.Errorf("convert the trace to %s (the .nettrace file is kept): %w", format, err)
 			}
@@ -294,6 +309,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
 	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
+	addForceFlag(cmd, &force)
 	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: speedscope, chromium, pprof or folded (the .nettrace file is kept)")
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
 	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
@@ -312,7 +328,8 @@ func defaultTraceName(ctx context.Context, t *target) string {
 	if name == "" {
 		name = "trace"
 	}
-	return fmt.Sprintf("%s_%s.nettrace", name, time.Now().Format("20060102_150405"))
+	// The name is the target's to choose: keep it from naming a path.
+	return fmt.Sprintf("%s_%s.nettrace", safeName(name), time.Now().Format("20060102_150405"))
 }
 
 // collector runs one trace collection.
@@ -326,6 +343,7 @@ type collector struct {
 	stopTimeout    time.Duration
 	rundownTimeout time.Duration
 	output         string
+	force          bool // replace an existing output file
 }
 
 func (c *collector) say(format string, args ...any) {
@@ -347,7 +365,7 @@ func (c *collector) run(ctx context.Context) error {
 	for _, w := range sess.Warnings {
 		fmt.Fprintf(c.e.stderr, "warning: %s\n", w)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := safefile.Create(path, safefile.Options{Overwrite: c.force, Private: true})
 	if err != nil {
 		_ = sess.Stop(context.Background())
 		return &ExitError{Code: exitIO, Err: fmt.Errorf("create the trace file: %w", err)}

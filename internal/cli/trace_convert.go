@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
 )
@@ -95,9 +96,12 @@ func convertedName(in, format string) string {
 // convertTrace converts the samples of the trace in ("-" for standard input)
 // to format (a convertFormats key), written to out ("-" for standard
 // output), and returns a one-line summary of what it wrote.
-func convertTrace(e *env, in, out, format string, pf *profileFlags) (string, error) {
+func convertTrace(e *env, in, out, format string, pf *profileFlags, force bool) (string, error) {
 	if _, ok := convertFormats[format]; !ok {
 		return "", usageErrorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)
+	}
+	if err := checkOutput(out, force); err != nil {
+		return "", err
 	}
 	p, err := readProfile(e, in, pf.config(format == "chromium" || format == "speedscope"))
 	if err != nil {
@@ -109,7 +113,7 @@ func convertTrace(e *env, in, out, format string, pf *profileFlags) (string, err
 	var w io.Writer = e.stdout
 	var f *os.File
 	if out != "-" {
-		if f, err = os.Create(out); err != nil {
+		if f, err = safefile.Create(out, safefile.Options{Overwrite: force}); err != nil {
 			return "", err
 		}
 		w = f
@@ -145,6 +149,7 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 		format string
 		out    string
 		pf     profileFlags
+		force  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
@@ -168,7 +173,7 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 					out = convertedName(in, format)
 				}
 			}
-			summary, err := convertTrace(e, in, out, format, &pf)
+			summary, err := convertTrace(e, in, out, format, &pf, force)
 			if err != nil {
 				return err
 			}
@@ -180,6 +185,7 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "speedscope", "speedscope, chromium, pprof or folded")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (\"-\" for standard output; default: FILE with the format's suffix)")
+	addForceFlag(cmd, &force)
 	pf.register(cmd)
 	return cmd
 }
