@@ -1,0 +1,514 @@
+package gcdump
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+var (
+	// ErrNoHeapDump: the events hold no heap walk (no induced, blocking
+	// gen-2 collection with GCBulkNode events).
+	ErrNoHeapDump = errors.New("the trace holds no heap snapshot (no induced blocking gen 2 GC with heap-walk events)")
+	// ErrIncomplete: the heap walk started but its GC did not end in the
+	// events, or the runtime dropped some of them.
+	ErrIncomplete = errors.New("the heap snapshot is incomplete")
+)
+
+// HeapBuilder turns the events of a heap-snapshot session into a Graph. It
+// follows dotnet-gcdump: the snapshot is the heap walk of the first
+// induced, blocking (non-background) gen-2 collection that reports
+// objects; its objects come in GCBulkNode events and their references, in
+// the same order, in GCBulkEdge events; roots, static fields and types
+// come in their own events, and module names in the rundown at the end.
+//
+// Nodes are added to the graph as soon as their references have arrived,
+// so memory grows with the heap, not with the number of events.
+type HeapBuilder struct {
+	b        *Builder
+	ptrSize  int
+	kinds    map[*nettrace.Metadata]int
+	state    int
+	gcCount  uint32
+	gcStart  time.Time
+	lastNode int64 // Index of the last GCBulkNode event, -1 before the first
+	lastEdge int64
+
+	pending  []BulkNode // nodes waiting for their references
+	pendHead int
+	refs     []NodeID // references not yet given to a node
+	refHead  int
+
+	types    map[uint64]uint32 // TypeID -> local type index
+	local    []localType
+	modules  map[uint64]string
+	roots    rootTree
+	statics  []StaticVar
+	ccws     []CCW
+	rcws     int
+	nodes    int64
+	edges    int64
+	dropped  bool
+	complete bool
+}
+
+type localType struct {
+	id    uint64
+	named bool
+	t     BulkType
+}
+
+// Heap-walk states.
+const (
+	stWaiting = iota // for the GCStart of the snapshot
+	stWalking        // between its GCStart and GCEnd
+	stDone           // its GCEnd came
+)
+
+// Kinds of the events the builder reads.
+const (
+	evOther = iota
+	evGCStart
+	evGCEnd
+	evBulkType
+	evRootEdge
+	evCWT
+	evNode
+	evEdge
+	evCCW
+	evRCW
+	evStatic
+	evModule
+)
+
+// NewHeapBuilder returns a builder for a trace whose header says the
+// pointer size (4 or 8).
+func NewHeapBuilder(ptrSize int) *HeapBuilder {
+	h := &HeapBuilder{
+		b: NewBuilder(0), ptrSize: ptrSize, kinds: map[*nettrace.Metadata]int{},
+		lastNode: -1, lastEdge: -1,
+		types: map[uint64]uint32{}, modules: map[uint64]string{},
+	}
+	return h
+}
+
+func (h *HeapBuilder) kind(md *nettrace.Metadata) int {
+	if k, ok := h.kinds[md]; ok {
+		return k
+	}
+	k := evOther
+	switch {
+	case strings.EqualFold(md.ProviderName, clrevents.ProviderRuntime):
+		switch md.EventID {
+		case uint32(clrevents.IDGCStart):
+			k = evGCStart
+		case uint32(clrevents.IDGCEnd):
+			k = evGCEnd
+		case IDBulkType:
+			k = evBulkType
+		case IDGCBulkRootEdge:
+			k = evRootEdge
+		case IDGCBulkRootCWTElementEdge:
+			k = evCWT
+		case IDGCBulkNode:
+			k = evNode
+		case IDGCBulkEdge:
+			k = evEdge
+		case IDGCBulkRootCCW:
+			k = evCCW
+		case IDGCBulkRCW:
+			k = evRCW
+		case IDGCBulkRootStaticVar:
+			k = evStatic
+		case uint32(clrevents.IDModuleLoad):
+			k = evModule
+		}
+	case strings.EqualFold(md.ProviderName, clrevents.ProviderRundown):
+		switch md.EventID {
+		case uint32(clrevents.IDModuleDCStart), uint32(clrevents.IDModuleDCEnd):
+			k = evModule
+		}
+	}
+	h.kinds[md] = k
+	return k
+}
+
+// Progress returns how many objects and references have been seen.
+func (h *HeapBuilder) Progress() (objects, references int64) { return h.nodes, h.edges }
+
+// Started reports whether the snapshot's collection has begun.
+func (h *HeapBuilder) Started() bool { return h.state != stWaiting }
+
+// Done reports whether the snapshot's collection has ended: every object
+// has been reported (the rundown with module names may still follow).
+func (h *HeapBuilder) Done() bool { return h.state == stDone }
+
+// Event feeds one event of the trace. Events that do not matter are
+// ignored. An error means the snapshot cannot be built (damaged payloads,
+// lost events).
+func (h *HeapBuilder) Event(ev *nettrace.Event) error {
+	if ev.Metadata == nil {
+		return nil
+	}
+	k := h.kind(ev.Metadata)
+	if k == evOther {
+		return nil
+	}
+	p, v := ev.Payload, uint8(ev.Metadata.Version)
+	switch k {
+	case evGCStart:
+		s, err := clrevents.DecodeGCStart(p, v)
+		if err != nil {
+			return err
+		}
+		// A blocking (Type 0) gen-2 collection, induced (by the session).
+		if h.state == stWaiting && s.Depth == 2 && s.Type == 0 && s.Reason == 1 {
+			h.state, h.gcCount, h.gcStart = stWalking, s.Count, ev.Time()
+		}
+		return nil
+	case evGCEnd:
+		e, err := clrevents.DecodeGCEnd(p, v)
+		if err != nil {
+			return err
+		}
+		if h.state == stWalking && e.Count == h.gcCount {
+			if h.nodes == 0 {
+				h.state = stWaiting // no heap walk in this one: wait for another
+				return nil
+			}
+			h.state = stDone
+			return h.flush(true)
+		}
+		return nil
+	case evBulkType:
+		// Types are logged whenever the runtime first meets them, not only
+		// during the walk.
+		ts, err := DecodeBulkType(p)
+		for _, t := range ts {
+			i := h.localType(t.TypeID)
+			h.local[i].t, h.local[i].named = t, true
+		}
+		return err
+	case evModule:
+		m, err := clrevents.DecodeModuleLoad(p, v)
+		if err == nil && m.ModuleILPath != "" {
+			h.modules[m.ModuleID] = m.ModuleILPath
+		}
+		return nil
+	}
+	switch {
+	case h.state == stWaiting:
+		return nil
+	case h.state == stDone && k != evStatic && k != evCCW && k != evRCW:
+		// Statics and COM wrappers are walked around the collection;
+		// anything else after its end belongs to another one.
+		return nil
+	}
+	switch k {
+	case evNode:
+		bn, err := DecodeBulkNodes(p, h.ptrSize)
+		if err != nil {
+			return err
+		}
+		if int64(bn.Index) != h.lastNode+1 {
+			h.dropped = true
+			return fmt.Errorf("%w: the runtime dropped heap-walk events (GCBulkNode block %d came after %d)", ErrIncomplete, bn.Index, h.lastNode)
+		}
+		h.lastNode = int64(bn.Index)
+		for i := range int(bn.Count) {
+			h.pending = append(h.pending, bn.At(i))
+		}
+		h.nodes += int64(bn.Count)
+		return h.flush(false)
+	case evEdge:
+		be, err := DecodeBulkEdges(p, h.ptrSize)
+		if err != nil {
+			return err
+		}
+		if int64(be.Index) != h.lastEdge+1 {
+			h.dropped = true
+			return fmt.Errorf("%w: the runtime dropped heap-walk events (GCBulkEdge block %d came after %d)", ErrIncomplete, be.Index, h.lastEdge)
+		}
+		h.lastEdge = int64(be.Index)
+		for i := range int(be.Count) {
+			h.refs = append(h.refs, h.b.Ref(be.Target(i)))
+		}
+		h.edges += int64(be.Count)
+		return h.flush(false)
+	case evRootEdge:
+		re, err := DecodeRootEdges(p, h.ptrSize)
+		if err != nil {
+			return err
+		}
+		for i := range int(re.Count) {
+			h.addRoot(re.At(i))
+		}
+	case evCWT:
+		ce, err := DecodeCWTEdges(p, h.ptrSize)
+		if err != nil {
+			return err
+		}
+		for i := range int(ce.Count) {
+			if e := ce.At(i); e.Key != 0 {
+				h.roots.child("[other roots]").child("[Dependent Handles]").add(h.b.Ref(e.Value))
+			}
+		}
+	case evStatic:
+		ss, err := DecodeStaticVars(p)
+		for _, s := range ss {
+			h.localType(s.TypeID)
+			h.b.Ref(s.ObjectID)
+		}
+		h.statics = append(h.statics, ss...)
+		return err
+	case evCCW:
+		cs, err := DecodeCCWs(p)
+		for _, c := range cs {
+			h.localType(c.TypeID)
+			h.b.Ref(c.ObjectID)
+		}
+		h.ccws = append(h.ccws, cs...)
+		return err
+	case evRCW:
+		rs, err := DecodeRCWs(p)
+		h.rcws += len(rs)
+		return err
+	}
+	return nil
+}
+
+func (h *HeapBuilder) localType(id uint64) uint32 {
+	if i, ok := h.types[id]; ok {
+		return i
+	}
+	i := uint32(len(h.local))
+	h.local = append(h.local, localType{id: id})
+	h.types[id] = i
+	return i
+}
+
+// addRoot files a root under its pseudo-node, as dotnet-gcdump does.
+func (h *HeapBuilder) addRoot(r RootEdge) {
+	if r.Flags&RootWeakRef != 0 {
+		return // weak references keep nothing alive
+	}
+	var n *rootNode
+	switch {
+	case r.Kind == RootStack:
+		n = h.roots.child("[local vars]")
+	case r.Flags&RootRefCounted != 0:
+		n = h.roots.child("[other roots]").child("[COM/WinRT Objects]")
+	case r.Kind == RootFinalizer:
+		n = h.roots.child("[other roots]").child("[finalizer Handles]")
+	case r.Kind == RootHandle && r.Flags == RootPinning:
+		n = h.roots.child("[other roots]").child("[pinning Handles]")
+	case r.Kind == RootHandle:
+		n = h.roots.child("[other roots]").child("[strong Handles]")
+	default:
+		n = h.roots.child("[other roots]").child("[other Handles]")
+	}
+	n.add(h.b.Ref(r.Object))
+}
+
+// flush defines the pending nodes whose references have all arrived. At
+// the end of the walk (final) every node must be complete.
+func (h *HeapBuilder) flush(final bool) error {
+	for h.pendHead < len(h.pending) {
+		n := h.pending[h.pendHead]
+		avail := uint64(len(h.refs) - h.refHead)
+		if n.EdgeCount > avail {
+			break
+		}
+		refs := h.refs[h.refHead : h.refHead+int(n.EdgeCount)]
+		if _, err := h.b.SetObject(n.Address, int(h.localType(n.TypeID)), n.Size, refs); err != nil {
+			return err
+		}
+		h.refHead += int(n.EdgeCount)
+		h.pendHead++
+	}
+	if final && (h.pendHead < len(h.pending) || h.refHead < len(h.refs)) {
+		return fmt.Errorf("%w: %d objects wait for references that never came, %d references are left over",
+			ErrIncomplete, len(h.pending)-h.pendHead, len(h.refs)-h.refHead)
+	}
+	// Compact the queues once their consumed part dominates.
+	if h.pendHead > 4096 && h.pendHead*2 > len(h.pending) {
+		h.pending = h.pending[:copy(h.pending, h.pending[h.pendHead:])]
+		h.pendHead = 0
+	}
+	if h.refHead > 4096 && h.refHead*2 > len(h.refs) {
+		h.refs = h.refs[:copy(h.refs, h.refs[h.refHead:])]
+		h.refHead = 0
+	}
+	return nil
+}
+
+var arity = regexp.MustCompile("`[0-9]+")
+
+// typeName turns a runtime type name into PerfView's spelling:
+// System.Collections.Generic.List`1[System.String] becomes
+// System.Collections.Generic.List<System.String>, arrays keep [].
+func typeName(t BulkType, named bool) string {
+	if !named {
+		return fmt.Sprintf("UNKNOWN 0x%x", t.TypeID)
+	}
+	n := t.Name
+	if n == "" {
+		if t.Flags&TypeArray != 0 {
+			return fmt.Sprintf("ArrayType(0x%x)", t.TypeNameID)
+		}
+		return fmt.Sprintf("Type(0x%x)", t.TypeNameID)
+	}
+	if strings.IndexByte(n, '`') >= 0 {
+		n = arity.ReplaceAllString(n, "")
+	}
+	n = strings.NewReplacer("[", "<", "]", ">").Replace(n)
+	n = strings.ReplaceAll(n, "<>", "[]")
+	if strings.Contains(n, "<,") { // multi-dimensional arrays: Int32[,]
+		n = strings.NewReplacer("<,", "[,", ",>", ",]").Replace(n)
+	}
+	if t.Flags&TypeExternalCOMObject != 0 {
+		n = "[RCW " + n + "]"
+	}
+	return n
+}
+
+// Finish builds the graph: it names the types (with the module names the
+// rundown gave), makes the root pseudo-nodes and returns the graph. It
+// fails with ErrNoHeapDump or ErrIncomplete when the events did not hold a
+// whole snapshot.
+func (h *HeapBuilder) Finish() (*Graph, error) {
+	switch {
+	case h.dropped:
+		return nil, fmt.Errorf("%w: the runtime dropped heap-walk events", ErrIncomplete)
+	case h.state == stWaiting:
+		return nil, ErrNoHeapDump
+	case h.state == stWalking:
+		return nil, fmt.Errorf("%w: the events show the start of the heap walk (GC #%d) but not its end (%d objects so far)", ErrIncomplete, h.gcCount, h.nodes)
+	}
+	b := h.b
+	remap := make([]uint32, len(h.local))
+	names := make([]string, len(h.local))
+	for i, lt := range h.local {
+		names[i] = typeName(lt.t, lt.named)
+		remap[i] = uint32(b.Type(names[i], h.modules[lt.t.ModuleID]))
+	}
+	b.retype(func(t uint32) uint32 { return remap[t] })
+
+	root := b.NewNode()
+	// Static fields: "[static var <type of the object>.<field>]", grouped
+	// under [static vars] (or [thread static vars]).
+	for _, s := range h.statics {
+		parent := h.roots.child("[static vars]")
+		if s.Flags&1 != 0 {
+			parent = h.roots.child("[thread static vars]")
+		}
+		parent.child("[static var " + names[h.types[s.TypeID]] + "." + s.FieldName + "]").add(b.Ref(s.ObjectID))
+	}
+	// COM callable wrappers: a node for the COM object referring to the
+	// managed one.
+	for _, c := range h.ccws {
+		if c.IUnknown == 0 {
+			continue
+		}
+		id, err := b.SetObject(c.IUnknown, b.Type(fmt.Sprintf("[CCW 0x%x for type %s]", c.IUnknown, names[h.types[c.TypeID]]), ""), 200, []NodeID{b.Ref(c.ObjectID)})
+		if err != nil {
+			return nil, err
+		}
+		h.roots.child("[COM/WinRT Objects]").add(id)
+	}
+	if err := h.roots.build(b, root, "[.NET Roots]"); err != nil {
+		return nil, err
+	}
+	g, err := b.Finish(root)
+	if err != nil {
+		return nil, err
+	}
+	g.Is64Bit = h.ptrSize == 8
+	g.Info.Time = h.gcStart.UTC()
+	g.Info.CreationTool = "clrdiag"
+	if h.rcws > 0 {
+		g.Info.CollectionLog = fmt.Sprintf("%d runtime callable wrappers (RCWs) not linked to their COM objects\n", h.rcws)
+	}
+	return g, nil
+}
+
+// rootTree is the tree of root pseudo-nodes, built as roots arrive.
+type rootTree struct{ rootNode }
+
+type rootNode struct {
+	name     string
+	children []*rootNode
+	refs     []NodeID
+}
+
+func (n *rootNode) child(name string) *rootNode {
+	for _, c := range n.children {
+		if c.name == name {
+			return c
+		}
+	}
+	c := &rootNode{name: name}
+	n.children = append(n.children, c)
+	return c
+}
+
+func (n *rootNode) add(id NodeID) { n.refs = append(n.refs, id) }
+
+// build defines the pseudo-node tree under id.
+func (n *rootNode) build(b *Builder, id NodeID, name string) error {
+	ids := make([]NodeID, len(n.children))
+	for i := range n.children {
+		ids[i] = b.NewNode()
+	}
+	if err := b.SetNode(id, b.Type(name, ""), 0, append(ids, n.refs...)); err != nil {
+		return err
+	}
+	for i, c := range n.children {
+		if err := c.build(b, ids[i], c.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FromTrace builds the graph of the heap snapshot in a nettrace stream (a
+// trace collected with the GC heap-dump keywords, such as the one Collect
+// records, or one of dotnet-trace with --profile gc-heap-snapshot
+// equivalents). The whole stream is read: module names come last.
+func FromTrace(r io.Reader) (*Graph, error) {
+	tr, err := nettrace.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	h := NewHeapBuilder(tr.Header().PointerSize)
+	var ev nettrace.Event
+	var readErr error
+	for {
+		err := tr.ReadEvent(&ev)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+		if err := h.Event(&ev); err != nil {
+			return nil, err
+		}
+	}
+	g, err := h.Finish()
+	if err != nil {
+		if readErr != nil {
+			return nil, fmt.Errorf("%w (the trace is damaged: %v)", err, readErr)
+		}
+		return nil, err
+	}
+	g.Info.ProcessID = tr.Header().ProcessID
+	return g, readErr
+}
