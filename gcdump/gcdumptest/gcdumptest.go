@@ -169,7 +169,7 @@ func Session(h Heap, opt Options) func(ctx context.Context, s *ipctest.TracingSe
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if heap && s.Request.RequestRundown {
+		if heap && (s.Request.RequestRundown || s.Request.Version >= 4 && s.Request.RundownKeyword != 0) {
 			tw.rundown(h)
 		}
 		return tw.close()
