@@ -98,7 +98,8 @@ const (
 	NoteStarted
 	// NoteProgress: Objects and References seen so far.
 	NoteProgress
-	// NoteWalked: the heap walk ended (Objects, References, Duration).
+	// NoteWalked: the heap walk ended (Objects, References; Duration is
+	// the collection's, by the runtime's clock).
 	NoteWalked
 	// NoteRundownTimeout: the module names did not come within Duration.
 	NoteRundownTimeout
@@ -140,7 +141,7 @@ func (n Note) String() string {
 	case NoteProgress:
 		return fmt.Sprintf("  %s objects, %s references", group(n.Objects), group(n.References))
 	case NoteWalked:
-		return fmt.Sprintf("Heap walked: %s objects, %s references in %v.", group(n.Objects), group(n.References), n.Duration.Round(time.Millisecond))
+		return fmt.Sprintf("Heap walked: %s objects, %s references; the collection paused the process for %v.", group(n.Objects), group(n.References), n.Duration.Round(time.Millisecond/10))
 	case NoteRundownTimeout:
 		return fmt.Sprintf("no module names after %v; types keep no module", n.Duration)
 	case NoteDropped:
@@ -234,7 +235,7 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph
 		objects atomic.Int64
 		refs    atomic.Int64
 		started atomic.Bool
-		walkDur atomic.Int64 // from the first to the last event of the walk
+		walkDur atomic.Int64 // the collection's duration
 	)
 	go func() {
 		defer close(finished)
@@ -246,7 +247,6 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph
 		h = NewHeapBuilder(tr.Header().PointerSize)
 		var ev nettrace.Event
 		signalled := false
-		var first time.Time
 		for {
 			if err := tr.ReadEvent(&ev); err != nil {
 				if err != io.EOF {
@@ -261,13 +261,12 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph
 			o, r := h.Progress()
 			objects.Store(o)
 			refs.Store(r)
-			if h.Started() && first.IsZero() {
-				first = time.Now()
+			if h.Started() {
 				started.Store(true)
 			}
 			if !signalled && h.Done() {
 				signalled = true
-				walkDur.Store(int64(time.Since(first)))
+				walkDur.Store(int64(h.WalkDuration()))
 				close(walked)
 			}
 		}

@@ -37,6 +37,7 @@ type HeapBuilder struct {
 	state    int
 	gcCount  uint32
 	gcStart  time.Time
+	gcEnd    time.Time
 	lastNode int64 // Index of the last GCBulkNode event, -1 before the first
 	lastEdge int64
 
@@ -142,6 +143,15 @@ func (h *HeapBuilder) kind(md *nettrace.Metadata) int {
 // Progress returns how many objects and references have been seen.
 func (h *HeapBuilder) Progress() (objects, references int64) { return h.nodes, h.edges }
 
+// WalkDuration is the time from the start to the end of the snapshot's
+// collection, by the runtime's clock: how long the process was paused.
+func (h *HeapBuilder) WalkDuration() time.Duration {
+	if h.state != stDone {
+		return 0
+	}
+	return h.gcEnd.Sub(h.gcStart)
+}
+
 // Started reports whether the snapshot's collection has begun.
 func (h *HeapBuilder) Started() bool { return h.state != stWaiting }
 
@@ -182,7 +192,7 @@ func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 				h.state = stWaiting // no heap walk in this one: wait for another
 				return nil
 			}
-			h.state = stDone
+			h.state, h.gcEnd = stDone, ev.Time()
 			return h.flush(true)
 		}
 		return nil

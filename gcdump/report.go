@@ -33,7 +33,8 @@ type Report struct {
 	TotalSize uint64 `json:"totalSize"`
 	Objects   int64  `json:"objects"`
 	// Roots counts the references from roots to objects (a local
-	// variable, a handle, a static field...).
+	// variable, a handle, a static field...); References those between
+	// objects.
 	Roots      int64 `json:"roots"`
 	References int64 `json:"references"`
 	// Unreachable counts the objects no root leads to.
@@ -92,7 +93,7 @@ func BuildReport(g *Graph, d *Dominators, cfg ReportConfig) (*Report, error) {
 		pseudo[i] = i == 0 || t.IsPseudo()
 	}
 	stats := make([]TypeStat, len(types))
-	r := &Report{References: int64(g.NumEdges())}
+	r := &Report{}
 	for v := range g.NumNodes() {
 		t := g.typ[v]
 		if pseudo[t] {
@@ -103,6 +104,7 @@ func BuildReport(g *Graph, d *Dominators, cfg ReportConfig) (*Report, error) {
 			}
 			continue
 		}
+		r.References += int64(len(g.Refs(NodeID(v))))
 		s := &stats[keys[t]]
 		s.Count++
 		s.Size += uint64(g.size[v])
@@ -191,16 +193,12 @@ func BuildReport(g *Graph, d *Dominators, cfg ReportConfig) (*Report, error) {
 // WriteText prints the report as dotnet-gcdump report does, with a
 // retained-size column.
 func (r *Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tGC Heap bytes\n", group(int64(r.TotalSize)))
-	fmt.Fprintf(tw, "%s\tGC Heap objects\n", group(r.Objects))
-	fmt.Fprintf(tw, "%s\tTotal references\n", group(r.References))
-	fmt.Fprintf(tw, "%s\tRoot references\n", group(r.Roots))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	fmt.Fprintf(w, "%15s  GC Heap bytes\n", group(int64(r.TotalSize)))
+	fmt.Fprintf(w, "%15s  GC Heap objects\n", group(r.Objects))
+	fmt.Fprintf(w, "%15s  Total references\n", group(r.References))
+	fmt.Fprintf(w, "%15s  Root references\n", group(r.Roots))
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "Object Bytes\tCount\tRetained Bytes\t\tType\n")
 	for _, t := range r.Types {
 		name := t.Name

@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/transport"
+)
+
+// The gcdump command groups the heap snapshot subcommands, one per file
+// (gcdump_collect.go, gcdump_report.go, gcdump_paths.go, gcdump_diff.go,
+// gcdump_convert.go, gcdump_ps.go), each added with
+//
+//	func init() { registerGCDump(newGCDumpXxxCmd) }
+func init() { register(newGCDumpCmd) }
+
+// gcdumpCommands are the gcdump subcommand constructors, filled by init
+// functions and never changed after program start.
+var gcdumpCommands []func(*env) *cobra.Command
+
+func registerGCDump(f func(*env) *cobra.Command) { gcdumpCommands = append(gcdumpCommands, f) }
+
+func newGCDumpCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gcdump",
+		Short: "Heap snapshots: collect, report, paths to roots, diff, flame graphs (.gcdump files)",
+		Long: "Take heap snapshots of a running .NET process (Core 3.0 and later) as dotnet-gcdump does,\n" +
+			"in the .gcdump format that PerfView, Visual Studio and dotnet-gcdump read, and look into\n" +
+			"them: objects per type with retained sizes, what keeps a type alive, what grew between two\n" +
+			"snapshots, and the heap as a flame graph.\n\n" +
+			"A leak hunt:\n" +
+			"  clrdiag gcdump collect -p 1234 -o before.gcdump\n" +
+			"  clrdiag gcdump collect -p 1234 -o after.gcdump      # a while later\n" +
+			"  clrdiag gcdump diff before.gcdump after.gcdump      # what grew\n" +
+			"  clrdiag gcdump paths after.gcdump --type MyApp.Item # what holds it",
+	}
+	for _, add := range gcdumpCommands {
+		cmd.AddCommand(add(e))
+	}
+	return cmd
+}
+
+// loadGraph reads a .gcdump file, or the heap snapshot in a .nettrace file
+// (a session with the heap keywords); "-" reads standard input.
+func loadGraph(e *env, path string) (*gcdump.Graph, error) {
+	var (
+		g   *gcdump.Graph
+		err error
+	)
+	if path == "-" {
+		br := bufio.NewReader(e.stdin)
+		if head, _ := br.Peek(8); string(head) == "Nettrace" {
+			g, err = gcdump.FromTrace(br)
+		} else {
+			g, err = gcdump.ReadAll(br)
+		}
+	} else {
+		f, oerr := os.Open(path)
+		if oerr != nil {
+			return nil, &ExitError{Code: 6, Err: fmt.Errorf("open the snapshot: %w", oerr)}
+		}
+		defer f.Close()
+		head := make([]byte, 8)
+		n, _ := io.ReadFull(f, head)
+		if string(head[:n]) == "Nettrace" {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, &ExitError{Code: 6, Err: err}
+			}
+			g, err = gcdump.FromTrace(bufio.NewReaderSize(f, 1<<20))
+		} else {
+			g, err = gcdump.ReadFile(path)
+		}
+	}
+	switch {
+	case err == nil:
+		return g, nil
+	case gcdump.IsFormatError(err), errors.Is(err, gcdump.ErrNoHeapDump), errors.Is(err, gcdump.ErrIncomplete), isNettraceError(err):
+		return nil, &ExitError{Code: 5, Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	return nil, &ExitError{Code: 6, Err: fmt.Errorf("%s: %w", path, err)}
+}
+
+func isNettraceError(err error) bool {
+	return gcdump.IsTruncation(err) || strings.Contains(err.Error(), "nettrace")
+}
+
+// gcdumpSource is the snapshot a report-like command works on: a FILE
+// argument, or a live process given with the target flags.
+type gcdumpSource struct {
+	tf      *targetFlags
+	timeout string
+}
+
+func (s *gcdumpSource) register(cmd *cobra.Command) {
+	s.tf.register(cmd)
+	cmd.Flags().StringVarP(&s.timeout, "timeout", "t", "30s", "with -p/-n/--diagnostic-port: give up when the heap walk takes longer (a Go duration, or seconds)")
+}
+
+// load reads the FILE argument or collects a snapshot of the target.
+func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.Graph, error) {
+	live := s.tf.given() > 0 || len(s.tf.childArgs()) > 0
+	switch {
+	case len(args) == 1 && live:
+		return nil, &ExitError{Code: 2, Err: errors.New("give a snapshot FILE or a process (-p, -n, --diagnostic-port), not both")}
+	case len(args) == 1:
+		return loadGraph(e, args[0])
+	case !live:
+		return nil, &ExitError{Code: 2, Err: errors.New("give a snapshot FILE, or a process with -p PID, -n NAME or --diagnostic-port")}
+	}
+	timeout, err := parseGCDumpTimeout(s.timeout)
+	if err != nil {
+		return nil, err
+	}
+	g, _, err := collectHeap(cmd.Context(), e, s.tf, gcdump.CollectConfig{Timeout: timeout})
+	return g, err
+}
+
+// parseGCDumpTimeout accepts a Go duration, dd:hh:mm:ss, or a number of
+// seconds as dotnet-gcdump's --timeout.
+func parseGCDumpTimeout(s string) (time.Duration, error) {
+	if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 31); err == nil {
+		if n == 0 {
+			return 0, &ExitError{Code: 2, Err: errors.New("--timeout must be positive")}
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := parseDuration(s)
+	if err != nil {
+		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--timeout: %w", err)}
+	}
+	if d <= 0 {
+		return 0, &ExitError{Code: 2, Err: errors.New("--timeout must be positive")}
+	}
+	return d, nil
+}
+
+// collectHeap resolves the target and takes a snapshot, printing progress
+// on stderr.
+func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.CollectConfig) (*gcdump.Graph, *target, error) {
+	t, err := tf.resolve(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer t.close()
+	if cfg.ProcessName == "" {
+		cfg.ProcessName = t.Name
+		if cfg.ProcessName == "" {
+			cfg.ProcessName = processName(ctx, t.PID)
+		}
+	}
+	cfg.ProcessID = t.PID
+	cfg.Started = t.started
+	cfg.Notify = func(n gcdump.Note) {
+		switch {
+		case n.Kind == gcdump.NoteProgress:
+			fmt.Fprintf(e.stderr, "%s\n", n)
+		case n.Warning():
+			fmt.Fprintf(e.stderr, "warning: %s\n", n)
+		default:
+			fmt.Fprintln(e.stderr, n)
+		}
+	}
+	g, err := gcdump.Collect(ctx, t.Client, cfg)
+	if err != nil {
+		return nil, t, collectExit(ctx, err)
+	}
+	return g, t, nil
+}
+
+// collectExit gives a failed collection its exit status.
+func collectExit(ctx context.Context, err error) error {
+	var se *ipc.ServerError
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: 130, Err: err}
+	case errors.Is(err, gcdump.ErrTimeout):
+		return &ExitError{Code: 4, Err: fmt.Errorf("%w\nThe runtime walks the whole heap during a blocking collection; a large heap takes longer (see --timeout).", err)}
+	case errors.Is(err, ipc.ErrUnknownCommand):
+		return &ExitError{Code: 4, Err: fmt.Errorf("%w\nHeap snapshots need .NET Core 3.0 or later.", err)}
+	case errors.As(err, &se), errors.Is(err, gcdump.ErrEndedEarly), errors.Is(err, gcdump.ErrIncomplete), errors.Is(err, gcdump.ErrNoHeapDump):
+		return &ExitError{Code: 4, Err: err}
+	case errors.Is(err, transport.ErrNotFound):
+		return &ExitError{Code: 3, Err: err}
+	}
+	return err
+}
+
+// writeOutput writes to path ("-" is standard output) through a temporary
+// file renamed at the end, so that a failure leaves no partial file.
+func writeOutput(e *env, path string, write func(io.Writer) error) (int64, error) {
+	if path == "-" {
+		cw := &countWriter{w: e.stdout}
+		return cw.n, write(cw)
+	}
+	// A temporary name next to the target, created with the usual
+	// permissions (umask applies), renamed at the end.
+	var f *os.File
+	var err error
+	for i := 0; ; i++ {
+		name := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.%d-%d.tmp", filepath.Base(path), os.Getpid(), i))
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil || !errors.Is(err, os.ErrExist) || i > 100 {
+			break
+		}
+	}
+	if err != nil {
+		return 0, &ExitError{Code: 6, Err: fmt.Errorf("create %s: %w", path, err)}
+	}
+	cw := &countWriter{w: f}
+	werr := write(cw)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		if errors.Is(werr, gcdump.ErrTooLarge) {
+			return 0, &ExitError{Code: 1, Err: werr}
+		}
+		return 0, &ExitError{Code: 6, Err: fmt.Errorf("write %s: %w", path, werr)}
+	}
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

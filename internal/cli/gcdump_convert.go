@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clrdiag/clrdiag/gcdump"
+)
+
+func init() { registerGCDump(newGCDumpConvertCmd) }
+
+// gcdumpFormats are the flame graph formats and their file extensions.
+var gcdumpFormats = map[string]string{"pprof": ".pb.gz", "folded": ".folded", "speedscope": ".speedscope.json"}
+
+func newGCDumpConvertCmd(e *env) *cobra.Command {
+	src := gcdumpSource{tf: e.targetFlags()}
+	var format, output string
+	var depth int
+	cmd := &cobra.Command{
+		Use:   "convert [FILE|-p PID] --format pprof|folded|speedscope",
+		Short: "The heap as a flame graph (pprof, folded stacks, speedscope)",
+		Long: "Write the heap as weighted stacks: each object weighs its size, on the path of the\n" +
+			"dominator tree from the kind of root that holds it down to its type, so a flame graph shows\n" +
+			"where memory is held. Runs of one type (linked lists) are one frame; objects held by several\n" +
+			"kinds of roots hang under \"[held by several roots]\". pprof output has the sample types\n" +
+			"inuse_space (bytes) and inuse_objects: go tool pprof -top FILE.pb.gz. The default output is\n" +
+			"FILE with the format's extension (.pb.gz, .folded, .speedscope.json); - is standard output.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ext, ok := gcdumpFormats[format]
+			if !ok {
+				return &ExitError{Code: 2, Err: fmt.Errorf("--format %q: use pprof, folded or speedscope", format)}
+			}
+			if depth < 0 {
+				return &ExitError{Code: 2, Err: errors.New("--max-depth must be positive")}
+			}
+			g, err := src.load(cmd, e, args)
+			if err != nil {
+				return err
+			}
+			out := output
+			if out == "" {
+				base := "heap"
+				if len(args) == 1 && args[0] != "-" {
+					base = strings.TrimSuffix(strings.TrimSuffix(args[0], filepath.Ext(args[0])), ".gcdump")
+				}
+				out = base + ext
+			}
+			f := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{MaxDepth: depth})
+			name := "heap"
+			if len(args) == 1 {
+				name = filepath.Base(args[0])
+			}
+			n, err := writeOutput(e, out, func(w io.Writer) error {
+				switch format {
+				case "pprof":
+					return f.WritePprof(w)
+				case "folded":
+					return f.WriteFolded(w)
+				}
+				return f.WriteSpeedscope(w, name)
+			})
+			if err != nil {
+				return err
+			}
+			if out != "-" {
+				fmt.Fprintf(e.stderr, "Wrote %s (%s bytes): %s objects, %s bytes of heap in %s stacks.\n", out, groupInt(n),
+					groupInt(f.Objects), groupInt(int64(f.Bytes)), groupInt(int64(len(f.Stacks))))
+			}
+			return nil
+		},
+	}
+	src.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&format, "format", "", "pprof, folded or speedscope")
+	fl.StringVarP(&output, "output", "o", "", "output file (default FILE with the format's extension; - for standard output)")
+	fl.IntVar(&depth, "max-depth", 64, "frames kept on a stack; deeper paths keep their top and the object's type")
+	return cmd
+}
