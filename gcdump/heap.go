@@ -46,17 +46,16 @@ type HeapBuilder struct {
 	refs     []NodeID // references not yet given to a node
 	refHead  int
 
-	types    map[uint64]uint32 // TypeID -> local type index
-	local    []localType
-	modules  map[uint64]string
-	roots    rootTree
-	statics  []StaticVar
-	ccws     []CCW
-	rcws     int
-	nodes    int64
-	edges    int64
-	dropped  bool
-	complete bool
+	types   map[uint64]uint32 // TypeID -> local type index
+	local   []localType
+	modules map[uint64]string
+	roots   rootTree
+	statics []StaticVar
+	ccws    []CCW
+	rcws    int
+	nodes   int64
+	edges   int64
+	dropped bool
 }
 
 type localType struct {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/ipc"
-	"github.com/clrdiag/clrdiag/transport"
 )
 
 // The gcdump command groups the heap snapshot subcommands, one per file
@@ -69,14 +68,14 @@ func loadGraph(e *env, path string) (*gcdump.Graph, error) {
 	} else {
 		f, oerr := os.Open(path)
 		if oerr != nil {
-			return nil, &ExitError{Code: 6, Err: fmt.Errorf("open the snapshot: %w", oerr)}
+			return nil, &ExitError{Code: exitIO, Err: fmt.Errorf("open the snapshot: %w", oerr)}
 		}
 		defer f.Close()
 		head := make([]byte, 8)
 		n, _ := io.ReadFull(f, head)
 		if string(head[:n]) == "Nettrace" {
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return nil, &ExitError{Code: 6, Err: err}
+				return nil, &ExitError{Code: exitIO, Err: err}
 			}
 			g, err = gcdump.FromTrace(bufio.NewReaderSize(f, 1<<20))
 		} else {
@@ -87,9 +86,9 @@ func loadGraph(e *env, path string) (*gcdump.Graph, error) {
 	case err == nil:
 		return g, nil
 	case gcdump.IsFormatError(err), errors.Is(err, gcdump.ErrNoHeapDump), errors.Is(err, gcdump.ErrIncomplete), isNettraceError(err):
-		return nil, &ExitError{Code: 5, Err: fmt.Errorf("%s: %w", path, err)}
+		return nil, &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w", path, err)}
 	}
-	return nil, &ExitError{Code: 6, Err: fmt.Errorf("%s: %w", path, err)}
+	return nil, &ExitError{Code: exitIO, Err: fmt.Errorf("%s: %w", path, err)}
 }
 
 func isNettraceError(err error) bool {
@@ -113,11 +112,11 @@ func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.
 	live := s.tf.given() > 0 || len(s.tf.childArgs()) > 0
 	switch {
 	case len(args) == 1 && live:
-		return nil, &ExitError{Code: 2, Err: errors.New("give a snapshot FILE or a process (-p, -n, --diagnostic-port), not both")}
+		return nil, &ExitError{Code: exitUsage, Err: errors.New("give a snapshot FILE or a process (-p, -n, --diagnostic-port), not both")}
 	case len(args) == 1:
 		return loadGraph(e, args[0])
 	case !live:
-		return nil, &ExitError{Code: 2, Err: errors.New("give a snapshot FILE, or a process with -p PID, -n NAME or --diagnostic-port")}
+		return nil, &ExitError{Code: exitUsage, Err: errors.New("give a snapshot FILE, or a process with -p PID, -n NAME or --diagnostic-port")}
 	}
 	timeout, err := parseGCDumpTimeout(s.timeout)
 	if err != nil {
@@ -132,16 +131,16 @@ func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.
 func parseGCDumpTimeout(s string) (time.Duration, error) {
 	if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 31); err == nil {
 		if n == 0 {
-			return 0, &ExitError{Code: 2, Err: errors.New("--timeout must be positive")}
+			return 0, &ExitError{Code: exitUsage, Err: errors.New("--timeout must be positive")}
 		}
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := parseDuration(s)
 	if err != nil {
-		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--timeout: %w", err)}
+		return 0, &ExitError{Code: exitUsage, Err: fmt.Errorf("--timeout: %w", err)}
 	}
 	if d <= 0 {
-		return 0, &ExitError{Code: 2, Err: errors.New("--timeout must be positive")}
+		return 0, &ExitError{Code: exitUsage, Err: errors.New("--timeout must be positive")}
 	}
 	return d, nil
 }
@@ -181,20 +180,17 @@ func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.Collec
 
 // collectExit gives a failed collection its exit status.
 func collectExit(ctx context.Context, err error) error {
-	var se *ipc.ServerError
 	switch {
 	case ctx.Err() != nil:
-		return &ExitError{Code: 130, Err: err}
+		return err // the classifier makes a signal exitInterrupted
 	case errors.Is(err, gcdump.ErrTimeout):
-		return &ExitError{Code: 4, Err: fmt.Errorf("%w\nThe runtime walks the whole heap during a blocking collection; a large heap takes longer (see --timeout).", err)}
+		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w (the runtime walks the whole heap during a blocking collection: a large heap takes longer)", err)}
 	case errors.Is(err, ipc.ErrUnknownCommand):
-		return &ExitError{Code: 4, Err: fmt.Errorf("%w\nHeap snapshots need .NET Core 3.0 or later.", err)}
-	case errors.As(err, &se), errors.Is(err, gcdump.ErrEndedEarly), errors.Is(err, gcdump.ErrIncomplete), errors.Is(err, gcdump.ErrNoHeapDump):
-		return &ExitError{Code: 4, Err: err}
-	case errors.Is(err, transport.ErrNotFound):
-		return &ExitError{Code: 3, Err: err}
+		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w (heap snapshots need .NET Core 3.0 or later)", err)}
+	case errors.Is(err, gcdump.ErrEndedEarly), errors.Is(err, gcdump.ErrIncomplete), errors.Is(err, gcdump.ErrNoHeapDump):
+		return &ExitError{Code: exitRuntime, Err: err}
 	}
-	return err
+	return err // transport and ipc errors: classified by exitCodeOf
 }
 
 // writeOutput writes to path ("-" is standard output) through a temporary
@@ -216,7 +212,7 @@ func writeOutput(e *env, path string, write func(io.Writer) error) (int64, error
 		}
 	}
 	if err != nil {
-		return 0, &ExitError{Code: 6, Err: fmt.Errorf("create %s: %w", path, err)}
+		return 0, &ExitError{Code: exitIO, Err: fmt.Errorf("create %s: %w", path, err)}
 	}
 	cw := &countWriter{w: f}
 	werr := write(cw)
@@ -230,9 +226,9 @@ func writeOutput(e *env, path string, write func(io.Writer) error) (int64, error
 	if werr != nil {
 		os.Remove(f.Name())
 		if errors.Is(werr, gcdump.ErrTooLarge) {
-			return 0, &ExitError{Code: 1, Err: werr}
+			return 0, &ExitError{Code: exitFailure, Err: werr}
 		}
-		return 0, &ExitError{Code: 6, Err: fmt.Errorf("write %s: %w", path, werr)}
+		return 0, &ExitError{Code: exitIO, Err: fmt.Errorf("write %s: %w", path, werr)}
 	}
 	return cw.n, nil
 }

@@ -40,7 +40,7 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 			cfg := gcdump.CollectConfig{Timeout: d, NoFlush: noFlush}
 			if tracePath != "" {
 				if traceFile, err = os.Create(tracePath); err != nil {
-					return &ExitError{Code: 6, Err: fmt.Errorf("create the trace file: %w", err)}
+					return &ExitError{Code: exitIO, Err: fmt.Errorf("create the trace file: %w", err)}
 				}
 				defer traceFile.Close()
 				cfg.Trace = traceFile

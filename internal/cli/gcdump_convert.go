@@ -34,10 +34,10 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ext, ok := gcdumpFormats[format]
 			if !ok {
-				return &ExitError{Code: 2, Err: fmt.Errorf("--format %q: use pprof, folded or speedscope", format)}
+				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--format %q: use pprof, folded or speedscope", format)}
 			}
 			if depth < 0 {
-				return &ExitError{Code: 2, Err: errors.New("--max-depth must be positive")}
+				return &ExitError{Code: exitUsage, Err: errors.New("--max-depth must be positive")}
 			}
 			g, err := src.load(cmd, e, args)
 			if err != nil {

@@ -22,7 +22,7 @@ func newGCDumpDiffCmd(e *env) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if top < 0 {
-				return &ExitError{Code: 2, Err: fmt.Errorf("--top %d: use 0 for all types or a positive number", top)}
+				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--top %d: use 0 for all types or a positive number", top)}
 			}
 			before, err := loadGraph(e, args[0])
 			if err != nil {

@@ -27,10 +27,10 @@ func newGCDumpPathsCmd(e *env) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if typeName == "" {
-				return &ExitError{Code: 2, Err: errors.New("--type NAME is required (see the names with 'clrdiag gcdump report')")}
+				return &ExitError{Code: exitUsage, Err: errors.New("--type NAME is required (see the names with 'clrdiag gcdump report')")}
 			}
 			if max < 0 {
-				return &ExitError{Code: 2, Err: fmt.Errorf("--max %d must be positive", max)}
+				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--max %d must be positive", max)}
 			}
 			g, err := src.load(cmd, e, args)
 			if err != nil {
@@ -38,7 +38,7 @@ func newGCDumpPathsCmd(e *env) *cobra.Command {
 			}
 			p, err := gcdump.FindPaths(g, typeName, max)
 			if err != nil {
-				return &ExitError{Code: 1, Err: err}
+				return &ExitError{Code: exitFailure, Err: err}
 			}
 			if asJSON {
 				if p.Paths == nil {

@@ -28,10 +28,10 @@ func newGCDumpReportCmd(e *env) *cobra.Command {
 			switch cfg.Sort {
 			case gcdump.SortSize, gcdump.SortCount, gcdump.SortRetained:
 			default:
-				return &ExitError{Code: 2, Err: fmt.Errorf("--sort %q: use size, count or retained", cfg.Sort)}
+				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--sort %q: use size, count or retained", cfg.Sort)}
 			}
 			if cfg.Top < 0 {
-				return &ExitError{Code: 2, Err: fmt.Errorf("--top %d: use 0 for all types or a positive number", cfg.Top)}
+				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--top %d: use 0 for all types or a positive number", cfg.Top)}
 			}
 			g, err := src.load(cmd, e, args)
 			if err != nil {

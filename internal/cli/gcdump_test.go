@@ -177,7 +177,7 @@ func TestGCDumpErrors(t *testing.T) {
 		{[]string{"gcdump", "paths", good}, 2, "--type NAME is required"},
 		{[]string{"gcdump", "paths", good, "--type", "Nope"}, 1, "no such type"},
 		{[]string{"gcdump", "convert", good, "--format", "svg"}, 2, "--format"},
-		{[]string{"gcdump", "diff", good}, 1, "accepts 2 arg"},
+		{[]string{"gcdump", "diff", good}, 2, "accepts 2 arg"},
 		{[]string{"gcdump", "collect", "--diagnostic-port", gcdumpFake(t, 3, gcdumptest.Options{NoGCEnd: true}), "-o", filepath.Join(dir, "x.gcdump"), "--timeout", "1"}, 4, "still running"},
 	} {
 		code, _, errOut := run(t, tc.args...)
