@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
 )
 
@@ -193,38 +193,25 @@ func collectExit(ctx context.Context, err error) error {
 	return err // transport and ipc errors: classified by exitCodeOf
 }
 
-// writeOutput writes to path ("-" is standard output) through a temporary
-// file renamed at the end, so that a failure leaves no partial file.
-func writeOutput(e *env, path string, write func(io.Writer) error) (int64, error) {
+// writeOutput writes to path ("-" is standard output), created by the
+// safefile rule (an existing path is refused unless force; private files
+// are 0600); a failed write removes the file.
+func writeOutput(e *env, path string, private, force bool, write func(io.Writer) error) (int64, error) {
 	if path == "-" {
 		cw := &countWriter{w: e.stdout}
 		return cw.n, write(cw)
 	}
-	// A temporary name next to the target, created with the usual
-	// permissions (umask applies), renamed at the end.
-	var f *os.File
-	var err error
-	for i := 0; ; i++ {
-		name := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.%d-%d.tmp", filepath.Base(path), os.Getpid(), i))
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if err == nil || !errors.Is(err, os.ErrExist) || i > 100 {
-			break
-		}
-	}
+	f, err := safefile.Create(path, safefile.Options{Overwrite: force, Private: private})
 	if err != nil {
-		return 0, &ExitError{Code: exitIO, Err: fmt.Errorf("create %s: %w", path, err)}
+		return 0, err
 	}
 	cw := &countWriter{w: f}
 	werr := write(cw)
-	cerr := f.Close()
-	if werr == nil {
+	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
 	if werr != nil {
-		os.Remove(f.Name())
+		os.Remove(path)
 		if errors.Is(werr, gcdump.ErrTooLarge) {
 			return 0, &ExitError{Code: exitFailure, Err: werr}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 )
 
 func init() { registerGCDump(newGCDumpCollectCmd) }
@@ -19,7 +19,7 @@ func init() { registerGCDump(newGCDumpCollectCmd) }
 func newGCDumpCollectCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()
 	var output, timeout, tracePath string
-	var noFlush bool
+	var noFlush, force bool
 	cmd := &cobra.Command{
 		Use:   "collect",
 		Short: "Take a heap snapshot of a running process into a .gcdump file",
@@ -36,11 +36,21 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			var traceFile *os.File
+			path := output
+			if path != "" && path != "-" && !strings.HasSuffix(path, ".gcdump") {
+				path += ".gcdump"
+			}
+			// Refuse an existing output before the target is paused.
+			if path != "" {
+				if err := checkOutput(path, force); err != nil {
+					return err
+				}
+			}
 			cfg := gcdump.CollectConfig{Timeout: d, NoFlush: noFlush}
 			if tracePath != "" {
-				if traceFile, err = os.Create(tracePath); err != nil {
-					return &ExitError{Code: exitIO, Err: fmt.Errorf("create the trace file: %w", err)}
+				traceFile, err := safefile.Create(tracePath, safefile.Options{Overwrite: force, Private: true})
+				if err != nil {
+					return err
 				}
 				defer traceFile.Close()
 				cfg.Trace = traceFile
@@ -50,18 +60,15 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := output
 			if path == "" {
 				path = defaultGCDumpName(ctx, t)
-			} else if path != "-" && !strings.HasSuffix(path, ".gcdump") {
-				path += ".gcdump"
 			}
 			if path != "-" {
 				if abs, err := filepath.Abs(path); err == nil {
 					path = abs
 				}
 			}
-			n, err := writeOutput(e, path, func(w io.Writer) error { return gcdump.Write(w, g) })
+			n, err := writeOutput(e, path, true, force, func(w io.Writer) error { return gcdump.Write(w, g) })
 			if err != nil {
 				return err
 			}
@@ -77,6 +84,7 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.gcdump; - for standard output)")
 	fl.StringVarP(&timeout, "timeout", "t", "30s", "give up when the heap walk takes longer (a Go duration, or seconds as dotnet-gcdump)")
 	fl.StringVar(&tracePath, "trace", "", "also save the session's raw events to this .nettrace file")
+	addForceFlag(cmd, &force)
 	fl.BoolVar(&noFlush, "no-flush", false, "skip the short session that makes the runtime name every type again")
 	_ = fl.MarkHidden("no-flush")
 	return cmd
@@ -94,7 +102,7 @@ func defaultGCDumpName(ctx context.Context, t *target) string {
 	if name == "" {
 		name = "heap"
 	}
-	return fmt.Sprintf("%s_%s.gcdump", name, time.Now().Format("20060102_150405"))
+	return fmt.Sprintf("%s_%s.gcdump", safeName(name), time.Now().Format("20060102_150405"))
 }
 
 func countObjects(g *gcdump.Graph) int {

@@ -21,6 +21,7 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 	src := gcdumpSource{tf: e.targetFlags()}
 	var format, output string
 	var depth int
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "convert [FILE|-p PID] --format pprof|folded|speedscope",
 		Short: "The heap as a flame graph (pprof, folded stacks, speedscope)",
@@ -39,10 +40,6 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 			if depth < 0 {
 				return &ExitError{Code: exitUsage, Err: errors.New("--max-depth must be positive")}
 			}
-			g, err := src.load(cmd, e, args)
-			if err != nil {
-				return err
-			}
 			out := output
 			if out == "" {
 				base := "heap"
@@ -51,12 +48,19 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 				}
 				out = base + ext
 			}
+			if err := checkOutput(out, force); err != nil {
+				return err
+			}
+			g, err := src.load(cmd, e, args)
+			if err != nil {
+				return err
+			}
 			f := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{MaxDepth: depth})
 			name := "heap"
 			if len(args) == 1 {
 				name = filepath.Base(args[0])
 			}
-			n, err := writeOutput(e, out, func(w io.Writer) error {
+			n, err := writeOutput(e, out, false, force, func(w io.Writer) error {
 				switch format {
 				case "pprof":
 					return f.WritePprof(w)
@@ -79,6 +83,7 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "", "pprof, folded or speedscope")
 	fl.StringVarP(&output, "output", "o", "", "output file (default FILE with the format's extension; - for standard output)")
+	addForceFlag(cmd, &force)
 	fl.IntVar(&depth, "max-depth", 64, "frames kept on a stack; deeper paths keep their top and the object's type")
 	return cmd
 }

@@ -49,16 +49,21 @@ func TestGCDumpFake(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("collect: exit %d\n%s", code, errOut)
 	}
-	// The file has the permissions os.Create gives (the umask applies).
-	ref, err := os.Create(filepath.Join(dir, "ref"))
-	if err != nil {
-		t.Fatal(err)
+	// A snapshot may name what a process holds: 0600, as traces and dumps.
+	if st, err := os.Stat(after); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("output file: %v %v", st, err)
 	}
-	ref.Close()
-	st, err := os.Stat(after)
-	rst, _ := os.Stat(ref.Name())
-	if err != nil || st.Mode().Perm() != rst.Mode().Perm() {
-		t.Fatalf("output file: %v %v (os.Create gives %v)", st, err, rst.Mode())
+	// An existing output is refused before the target is paused; --force
+	// replaces it.
+	srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET3_1, Tracing: gcdumptest.Session(gcdumptest.Leaky(1), gcdumptest.Options{})})
+	if code, _, errOut := run(t, "gcdump", "collect", "--diagnostic-port", port, "-o", after); code != 6 || !strings.Contains(errOut, "exists") {
+		t.Errorf("existing output: exit %d\n%s", code, errOut)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Errorf("the target was asked for a snapshot: %v", srv.Requests())
+	}
+	if code, _, errOut := run(t, "gcdump", "collect", "--diagnostic-port", gcdumpFake(t, 30, gcdumptest.Options{}), "-o", after, "--force"); code != 0 {
+		t.Fatalf("--force: exit %d\n%s", code, errOut)
 	}
 
 	code, out, errOut := run(t, "gcdump", "report", before, "--json")
