@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/nettrace"
@@ -255,14 +255,7 @@ func TestRequestsToOneProcessSerialized(t *testing.T) {
 }
 
 func TestTraceStreamed(t *testing.T) {
-	root, err := dotnettest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	capture, err := os.ReadFile(filepath.Join(root, "..", "shared", "captures", "zetslief", "perf.nettrace"))
-	if err != nil {
-		dotnettest.Unavailable(t, "shared capture: %v", err)
-	}
+	capture := testcapture.Load(t, "misc/net6.0.9-windows.nettrace")
 	var stopped atomic.Bool
 	f := fake(t, ipctest.Config{PID: 77, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
 		half := len(capture) / 2

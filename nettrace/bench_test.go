@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 )
 
 // onlyReader hides io.WriterTo and friends so io.Copy copies in chunks, the
@@ -162,12 +164,12 @@ func benchInputs(b *testing.B) []benchInput {
 		}
 		ins = append(ins, benchInput{"file-" + filepath.Base(p), data})
 	}
-	if _, err := os.Stat(capturesDir); err == nil {
-		for _, rel := range []string{
-			"perfview/VoiceMemo.23092.nettrace.zip",
-			"perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip",
-			"misc/net5-v2params-allocTrace.nettrace",
-		} {
+	for _, rel := range []string{
+		"perfview/VoiceMemo.23092.nettrace.zip",
+		"perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip",
+		"misc/net5-v2params-allocTrace.nettrace",
+	} {
+		if testcapture.Available(rel) {
 			ins = append(ins, benchInput{strings.TrimSuffix(filepath.Base(rel), ".zip"), loadCapture(b, rel)})
 		}
 	}

@@ -1,7 +1,6 @@
 package nettrace
 
 import (
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -16,12 +15,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// capturesDir is the shared directory of real captures, beside the repo.
-const capturesDir = "../../shared/captures"
 
 // captureFiles are the real traces the golden tests decode.
 var captureFiles = []string{
@@ -39,49 +37,12 @@ var captureFiles = []string{
 	"misc/net6.0.9-windows.nettrace",
 }
 
-// needCaptures skips (or, under CI=true, fails) when the shared captures are
-// not checked out beside the repository.
-func needCaptures(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat(capturesDir); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("shared captures missing at %s (CI=true): %v", capturesDir, err)
-		}
-		tb.Skipf("shared captures not found at %s", capturesDir)
-	}
-}
-
-// loadCapture returns the trace bytes, unzipping .zip files.
+// loadCapture returns the bytes of a real capture (see internal/testcapture),
+// unzipping .zip files. It skips the test when the capture is not committed
+// and CLRDIAG_CAPTURES does not provide it.
 func loadCapture(tb testing.TB, rel string) []byte {
 	tb.Helper()
-	path := filepath.Join(capturesDir, rel)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if !strings.HasSuffix(rel, ".zip") {
-		return data
-	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, f := range zr.File {
-		if strings.HasSuffix(f.Name, ".nettrace") || strings.HasSuffix(f.Name, ".netperf") {
-			rc, err := f.Open()
-			if err != nil {
-				tb.Fatal(err)
-			}
-			defer rc.Close()
-			b, err := io.ReadAll(rc)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return b
-		}
-	}
-	tb.Fatalf("%s holds no trace", rel)
-	return nil
+	return testcapture.Load(tb, rel)
 }
 
 // summarize decodes a whole trace into a canonical text form: header,
@@ -153,7 +114,6 @@ func summarize(data []byte) (string, map[string]int, error) {
 }
 
 func TestCapturesGolden(t *testing.T) {
-	needCaptures(t)
 	for _, rel := range captureFiles {
 		name := strings.TrimSuffix(filepath.Base(rel), ".zip")
 		t.Run(name, func(t *testing.T) {
@@ -178,9 +138,8 @@ func TestCapturesGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("summary differs from %s (rerun with -update if the change is intended):\n%s", golden, lineDiff(string(want), got))
 			}
-			baseline := filepath.Join(capturesDir, strings.TrimSuffix(rel, ".zip")+".baseline.txt")
-			if _, err := os.Stat(baseline); err == nil {
-				crossCheckBaseline(t, baseline, data, byName)
+			if baseline := strings.TrimSuffix(rel, ".zip") + ".baseline.txt"; testcapture.Available(baseline) {
+				crossCheckBaseline(t, testcapture.Path(t, baseline), data, byName)
 			}
 		})
 	}
@@ -306,8 +265,7 @@ func firstEvents(t *testing.T, data []byte) map[string]Object {
 }
 
 func TestCaptureFacts(t *testing.T) {
-	needCaptures(t)
-	read := func(rel string) (*Reader, []Event, error) {
+	read := func(t *testing.T, rel string) (*Reader, []Event, error) {
 		r, err := NewReader(bytes.NewReader(loadCapture(t, rel)))
 		if err != nil {
 			t.Fatal(err)
@@ -325,7 +283,7 @@ func TestCaptureFacts(t *testing.T) {
 	}
 
 	t.Run("truncated mid-block keeps complete events", func(t *testing.T) {
-		r, evs, err := read("misc/dotnet-diagnostics-3.0-counters-truncated.nettrace")
+		r, evs, err := read(t, "misc/dotnet-diagnostics-3.0-counters-truncated.nettrace")
 		var fe *FormatError
 		if !errors.As(err, &fe) || !fe.Truncated() || fe.Offset != 4174144 {
 			t.Fatalf("error %v; want a truncation FormatError at the end of the file (4174144)", err)
@@ -360,7 +318,7 @@ func TestCaptureFacts(t *testing.T) {
 	})
 
 	t.Run("no end tag", func(t *testing.T) {
-		r, evs, err := read("zetslief/perf_100ms.nettrace")
+		r, evs, err := read(t, "zetslief/perf_100ms.nettrace")
 		var fe *FormatError
 		if !errors.As(err, &fe) || !fe.Truncated() || len(evs) != 302 || r.Stats().Complete {
 			t.Errorf("got %d events, err %v; want 302 events then a truncation error", len(evs), err)
@@ -368,7 +326,7 @@ func TestCaptureFacts(t *testing.T) {
 	})
 
 	t.Run("32-bit pointers", func(t *testing.T) {
-		r, evs, err := read("perfview/VoiceMemo.23092.nettrace.zip")
+		r, evs, err := read(t, "perfview/VoiceMemo.23092.nettrace.zip")
 		if err != io.EOF || r.Header().PointerSize != 4 {
 			t.Fatalf("err %v pointer size %d", err, r.Header().PointerSize)
 		}
@@ -389,7 +347,7 @@ func TestCaptureFacts(t *testing.T) {
 	})
 
 	t.Run("negative timestamp deltas", func(t *testing.T) {
-		_, evs, err := read("perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip")
+		_, evs, err := read(t, "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip")
 		if err != io.EOF {
 			t.Fatal(err)
 		}

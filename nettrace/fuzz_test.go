@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 )
 
 // fuzzSeeds returns small valid streams of every format.
@@ -18,12 +20,12 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		data, _, _ := buildTraceN(&testing.T{}, cfg, 8)
 		seeds = append(seeds, data)
 	}
-	if _, err := os.Stat(capturesDir); err == nil {
-		for _, rel := range []string{
-			"perfview/eventpipe-dotnetcore2.1-linux-x64-tracelogging.netperf.zip",
-			"perfview/eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace.zip",
-			"zetslief/perf_100ms.nettrace",
-		} {
+	for _, rel := range []string{
+		"perfview/eventpipe-dotnetcore2.1-linux-x64-tracelogging.netperf.zip",
+		"perfview/eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace.zip",
+		"zetslief/perf_100ms.nettrace",
+	} {
+		if testcapture.Available(rel) {
 			seeds = append(seeds, loadCapture(f, rel))
 		}
 	}

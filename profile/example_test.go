@@ -1,17 +1,26 @@
 package profile_test
 
 import (
+	"archive/zip"
 	"fmt"
 	"os"
 
 	"github.com/clrdiag/clrdiag/profile"
 )
 
-// Convert a trace to a speedscope file and print the five hottest methods.
+// Convert a trace to a speedscope file and print its hottest methods (at
+// most five).
+// The trace is a .NET 5 capture committed in testdata/captures (zipped).
 func Example() {
-	f, err := os.Open("../../shared/captures/zetslief/perf.nettrace")
+	z, err := zip.OpenReader("../testdata/captures/perfview/only_managed_samples.nettrace.zip")
 	if err != nil {
-		fmt.Println("capture not available")
+		fmt.Println(err)
+		return
+	}
+	defer z.Close()
+	f, err := z.File[0].Open()
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	defer f.Close()
@@ -27,14 +36,21 @@ func Example() {
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
-	if err := profile.WriteSpeedscope(out, p, "perf"); err != nil {
+	if err := profile.WriteSpeedscope(out, p, "only_managed_samples"); err != nil {
 		fmt.Println(err)
 		return
 	}
 	r := profile.BuildReport(p, profile.ReportConfig{Top: 5})
 	fmt.Println("runtime", r.Runtime, "rundown", p.Symbols.Rundown)
-	fmt.Printf("%d of %d event frames resolved\n", p.Symbols.ResolvedEventFrames, p.Symbols.EventFrames)
+	fmt.Printf("%d of %d sample frames resolved\n", p.Symbols.ResolvedSampleFrames, p.Symbols.SampleFrames)
+	for _, m := range r.Methods {
+		fmt.Printf("%5.1f%% %s\n", m.ExclusivePct, m.Method)
+	}
 	// Output:
-	// runtime 8.0.1024.46610 rundown true
-	// 308 of 308 event frames resolved
+	// runtime 5.0.20.51904 rundown true
+	// 27273 of 27273 sample frames resolved
+	//  67.4% NoNativeStacks.Program.FindByte
+	//  32.6% NoNativeStacks.Program.InnerLoop
+	//   0.0% NoNativeStacks.Program.Main
+	//   0.0% NoNativeStacks.Program.Test
 }

@@ -1,18 +1,14 @@
 package profile
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/binary"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf16"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
@@ -148,39 +144,10 @@ func synthTrace(t testing.TB, ptrSize int) []byte {
 	return buf.Bytes()
 }
 
-// capture opens a shared capture (unzipping .zip files). It skips when the
-// captures are absent, and fails instead when CI=true.
+// capture returns the bytes of a real capture (see internal/testcapture),
+// unzipping .zip files. It skips when the capture is not committed and
+// CLRDIAG_CAPTURES does not provide it.
 func capture(t testing.TB, rel string) []byte {
 	t.Helper()
-	path := filepath.Join("..", "..", "shared", "captures", rel)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("capture %s missing (CI=true): %v", rel, err)
-		}
-		t.Skipf("capture %s not available: %v", rel, err)
-	}
-	if !strings.HasSuffix(rel, ".zip") {
-		return b
-	}
-	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range z.File {
-		if strings.HasSuffix(f.Name, ".nettrace") || strings.HasSuffix(f.Name, ".netperf") {
-			rc, err := f.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rc.Close()
-			out, err := io.ReadAll(rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out
-		}
-	}
-	t.Fatalf("%s: no trace in zip", rel)
-	return nil
+	return testcapture.Load(t, rel)
 }

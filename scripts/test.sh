@@ -43,6 +43,20 @@ fi
 # --- the C compiler for the test profiler -------------------------------------
 command -v gcc >/dev/null 2>&1 || echo "WARNING: gcc not found; the profiler attach tests need it" >&2
 
+# --- captures that are not committed ------------------------------------------
+# testdata/captures holds the small public captures; larger ones and those
+# without a redistribution licence are read from CLRDIAG_CAPTURES (see
+# testdata/captures/README.md). Beside a checkout that has the shared
+# captures, use them.
+if [ -z "${CLRDIAG_CAPTURES:-}" ] && [ -d "$root/../shared/captures" ]; then
+  export CLRDIAG_CAPTURES="$(cd "$root/../shared/captures" && pwd)"
+fi
+if [ -n "${CLRDIAG_CAPTURES:-}" ]; then
+  echo "captures beyond testdata/captures: $CLRDIAG_CAPTURES"
+else
+  echo "note: CLRDIAG_CAPTURES is not set; the tests that need the large or unlicensed captures skip"
+fi
+
 # --- static checks ------------------------------------------------------------
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"archive/zip"
 	"encoding/json"
 	"io"
 	"os"
@@ -9,35 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	pprofile "github.com/google/pprof/profile"
 )
 
-// sampleTrace extracts the shared only_managed_samples capture into a temp
-// directory; it skips when the captures are absent and fails under CI=true.
+// sampleTrace extracts the committed only_managed_samples capture into a
+// temp directory.
 func sampleTrace(t *testing.T) string {
 	t.Helper()
-	z, err := zip.OpenReader(filepath.Join("..", "..", "..", "shared", "captures", "perfview", "only_managed_samples.nettrace.zip"))
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("capture missing (CI=true): %v", err)
-		}
-		t.Skipf("capture not available: %v", err)
-	}
-	defer z.Close()
-	rc, err := z.File[0].Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	path := filepath.Join(t.TempDir(), "samples.nettrace")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, rc); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(path, testcapture.Load(t, "perfview/only_managed_samples.nettrace.zip"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

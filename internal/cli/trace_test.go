@@ -9,20 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
-
-const sharedCaptures = "../../../shared/captures"
-
-func needSharedCaptures(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(sharedCaptures); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared captures missing at %s (CI=true): %v", sharedCaptures, err)
-		}
-		t.Skipf("shared captures not found at %s", sharedCaptures)
-	}
-}
 
 // writeTestTrace writes a small V4 trace: 3 events of provider A (two
 // "Hello" with a string field, one id 9 without fields) and 2 of provider B.
@@ -142,14 +131,23 @@ func TestTraceStatsDamaged(t *testing.T) {
 }
 
 func TestTraceStatsRealTruncatedCapture(t *testing.T) {
-	needSharedCaptures(t)
-	code, out, _ := run(t, "trace", "stats", filepath.Join(sharedCaptures, "zetslief/perf_100ms.nettrace"), "--json")
-	var m map[string]any
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if code != exitDamaged || m["events"] != 302.0 || m["complete"] != false || m["error"] == nil {
-		t.Errorf("exit %d stats %v; want exitDamaged, 302 events, incomplete, an error", code, m)
+	for _, tc := range []struct {
+		rel    string
+		events float64
+	}{
+		{"misc/dotnet-diagnostics-3.0-counters-truncated.nettrace", 19911}, // cut mid-block
+		{"zetslief/perf_100ms.nettrace", 302},                              // no end-of-stream tag
+	} {
+		t.Run(filepath.Base(tc.rel), func(t *testing.T) {
+			code, out, _ := run(t, "trace", "stats", testcapture.Path(t, tc.rel), "--json")
+			var m map[string]any
+			if err := json.Unmarshal([]byte(out), &m); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if code != exitDamaged || m["events"] != tc.events || m["complete"] != false || m["error"] == nil {
+				t.Errorf("exit %d stats %v; want exitDamaged, %v events, incomplete, an error", code, m, tc.events)
+			}
+		})
 	}
 }
 
@@ -268,8 +266,7 @@ func TestTraceEventsDamagedAndStdin(t *testing.T) {
 }
 
 func TestTraceEventsEventCounters(t *testing.T) {
-	needSharedCaptures(t)
-	path := filepath.Join(sharedCaptures, "misc/dotnet-diagnostics-3.0-counters-truncated.nettrace")
+	path := testcapture.Path(t, "misc/dotnet-diagnostics-3.0-counters-truncated.nettrace")
 	code, out, _ := run(t, "trace", "events", path, "--json", "--provider", "System.Runtime", "--event", "EventCounters")
 	if code != exitDamaged {
 		t.Errorf("exit %d, want exitDamaged for the truncated capture", code)

@@ -1,0 +1,131 @@
+package testcapture
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// EnvVar names the directory of the captures that are not committed.
+const EnvVar = "CLRDIAG_CAPTURES"
+
+// Committed lists the captures in testdata/captures, by path relative to
+// it, with the SHA-256 of their content.
+var Committed = map[string]string{
+	"perfview/eventpipe-dotnetcore2.1-linux-x64-tracelogging.netperf.zip":                 "bbc48698d8cc0d364f245dd9c34334566b2a6047cbebb98ced2528fbea0f8e10",
+	"perfview/eventpipe-dotnetcore2.1-linux-x64-tracelogging.netperf.baseline.txt":        "93cc649301f62ceef2a7184aed133160e7fb3dd241686c8f2acaee1114109614",
+	"perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip":                       "9e4a4a79acdb5f4f14bc5a8d8e2a2b086624c070a666f623669a4408e284c966",
+	"perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.baseline.txt":              "8a046ceaf985a9ea7152a368d8b5d986f0e1731bb1079dd3c328038a8997d441",
+	"perfview/eventpipe-dotnetcore5.0-win-x64-arraytypes.nettrace.zip":                    "ee1e1c26d3e92a6013482b1f4162a79bc2edac4954aadf1f2e9fcd848f000c2f",
+	"perfview/eventpipe-dotnetcore5.0-win-x64-arraytypes.nettrace.baseline.txt":           "a289b9dcec0158ddd7722af28b81b21be8f206968052d9e5370884a4c92bb090",
+	"perfview/eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace.zip":          "f8e1562634aefbb1e3752d7f8d2e4ae31634e9ef9336e2b5d5523170d7ac2f93",
+	"perfview/eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace.baseline.txt": "9a1db37f315b7b6c1767df06486e14e5068ee2d529472677c5b612d337e2db86",
+	"perfview/only_managed_samples.nettrace.zip":                                          "d4385370c1488a3358b922d0d3fc5c9d511502b699dd3ed94bcadf752d6bf522",
+	"misc/dotnet-diagnostics-3.0-counters-truncated.nettrace":                             "b0e741082f719e1c7d106edc87e2b6936a15cc03f5e6e5666b267d42d88fe26b",
+	"misc/net6.0.9-windows.nettrace":                                                      "d2862af2c1c54f3e42dafea53f896275e5c90dceefbc66af1cdb8e90d0626264",
+}
+
+// External lists the captures read from $CLRDIAG_CAPTURES, with why they
+// are not committed.
+var External = map[string]string{
+	"perfview/VoiceMemo.23092.nettrace.zip":  "29.6 MB unzipped (MIT, microsoft/perfview)",
+	"zetslief/perf.nettrace":                 "no licence in zetslief/nettrace",
+	"zetslief/task_trace.nettrace":           "no licence in zetslief/nettrace",
+	"zetslief/perf_100ms.nettrace":           "no licence in zetslief/nettrace",
+	"misc/net5-v2params-allocTrace.nettrace": "no licence in shirhatti/Nettrace",
+}
+
+// Dir returns the absolute path of testdata/captures in this module.
+func Dir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return filepath.Join("testdata", "captures")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "captures")
+}
+
+// Path returns the path of the capture rel ("perfview/x.nettrace.zip"): in
+// testdata/captures when it is committed, else under $CLRDIAG_CAPTURES. It
+// stops the test when the file cannot be had (see the package comment).
+func Path(tb testing.TB, rel string) string {
+	tb.Helper()
+	if _, ok := Committed[rel]; ok {
+		p := filepath.Join(Dir(), filepath.FromSlash(rel))
+		if _, err := os.Stat(p); err != nil {
+			tb.Fatalf("committed capture %s is missing: %v", rel, err)
+		}
+		return p
+	}
+	dir := os.Getenv(EnvVar)
+	if dir == "" {
+		why := External[rel]
+		if why == "" {
+			why = "not listed in testcapture.Committed or External"
+		}
+		tb.Skipf("capture %s is not committed (%s): set %s=/path/to/shared/captures to run this test", rel, why, EnvVar)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("capture %s missing under %s=%s (CI=true): %v", rel, EnvVar, dir, err)
+		}
+		tb.Skipf("capture %s not found under %s=%s: %v", rel, EnvVar, dir, err)
+	}
+	return p
+}
+
+// Available reports whether rel can be read without skipping: it is
+// committed, or $CLRDIAG_CAPTURES holds it.
+func Available(rel string) bool {
+	if _, ok := Committed[rel]; ok {
+		return true
+	}
+	dir := os.Getenv(EnvVar)
+	if dir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel)))
+	return err == nil
+}
+
+// Load returns the trace bytes of rel, unzipping a .zip.
+func Load(tb testing.TB, rel string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(Path(tb, rel))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !strings.HasSuffix(rel, ".zip") {
+		return data
+	}
+	b, err := Unzip(data)
+	if err != nil {
+		tb.Fatalf("%s: %v", rel, err)
+	}
+	return b
+}
+
+// Unzip returns the first .nettrace or .netperf file of a zip archive.
+func Unzip(data []byte) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, ".nettrace") || strings.HasSuffix(f.Name, ".netperf") {
+			rc, err := f.Open()
+			if err != nil {
+				return nil, err
+			}
+			defer rc.Close()
+			return io.ReadAll(rc)
+		}
+	}
+	return nil, fmt.Errorf("no .nettrace or .netperf file in the archive")
+}
