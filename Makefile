@@ -1,7 +1,13 @@
+# The documented build: one static binary with no libc dependency
+# (CGO_ENABLED=0), paths trimmed, version and VCS revision stamped (see
+# 'clrdiag --version'). cmd/clrdiag's test checks that the result is static.
+BIN ?= bin/clrdiag
+GOFLAGS_BUILD := -trimpath -buildvcs=auto
+
 .PHONY: build install test
 build:
-	go build -o bin/clrdiag ./cmd/clrdiag
+	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/clrdiag
 install:
-	go install ./cmd/clrdiag
+	CGO_ENABLED=0 go install $(GOFLAGS_BUILD) ./cmd/clrdiag
 test:
 	bash scripts/test.sh

@@ -12,7 +12,7 @@ type Request struct {
 	Providers     string   // --providers
 	Profiles      []string // --profile (each may itself be a comma list)
 	ClrEvents     string   // --clrevents kw+kw
-	ClrEventLevel string   // --clreventlevel (default Verbose)
+	ClrEventLevel string   // --clreventlevel (default Informational, as dotnet-trace)
 	// Rundown is --rundown: "" (the profiles decide), "true", "false", or a
 	// hex keyword such as 0x80020139.
 	Rundown string
@@ -118,7 +118,7 @@ func Compose(req Request) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		level := LevelVerbose
+		level := LevelInformational // dotnet-trace's default for --clrevents
 		if strings.TrimSpace(req.ClrEventLevel) != "" {
 			if level, err = ParseLevel(req.ClrEventLevel); err != nil {
 				return nil, fmt.Errorf("--clreventlevel: %w", err)

@@ -20,6 +20,6 @@ func ExampleCompose() {
 	fmt.Printf("rundown=%#x\n", plan.RundownKeyword)
 	// Output:
 	// MyEventSource keywords=0x3 level=Verbose args="EventCounterIntervalSec=1" (--providers)
-	// Microsoft-Windows-DotNETRuntime keywords=0x8001 level=Verbose args="" (--clrevents)
+	// Microsoft-Windows-DotNETRuntime keywords=0x8001 level=Informational args="" (--clrevents)
 	// rundown=0x80020139
 }

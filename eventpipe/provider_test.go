@@ -122,7 +122,15 @@ func TestCompose(t *testing.T) {
 		t.Fatalf("clrevents plan = %+v", p)
 	}
 
-	// --clrevents alone adds the runtime provider at Verbose by default.
+	// --clrevents alone adds the runtime provider, at Informational by
+	// default as dotnet-trace, or at --clreventlevel.
+	p, err = Compose(Request{ClrEvents: "gc+exception"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Providers) != 1 || p.Providers[0].Level != LevelInformational {
+		t.Fatalf("clrevents default level: plan = %+v", p.Providers)
+	}
 	p, err = Compose(Request{ClrEvents: "gc+exception", ClrEventLevel: "warning"})
 	if err != nil {
 		t.Fatal(err)

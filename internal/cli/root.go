@@ -76,6 +76,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, args: args}
 	root := newRootCmd(e)
+	args = colonBools(root, args)
+	e.args = args
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -139,6 +141,7 @@ func newRootCmd(e *env) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(e))
 	}
+	addAliases(e, root)
 	setupTree(e, root)
 	return root
 }

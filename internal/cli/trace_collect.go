@@ -46,7 +46,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.providers, "providers", "", "providers to enable: Name[:Keywords[:Level[:Key=Value;...]]],... (keywords in hex, level a number or name)")
 	fl.StringSliceVar(&f.profiles, "profile", nil, "named provider sets, comma separated (see 'clrdiag trace list-profiles'); default dotnet-common,dotnet-sampled-thread-time when nothing is given")
 	fl.StringVar(&f.clrEvents, "clrevents", "", "runtime event keywords joined by '+', e.g. gc+exception+contention")
-	fl.StringVar(&f.clrEventLevel, "clreventlevel", "", "level of the --clrevents events (default verbose)")
+	fl.StringVar(&f.clrEventLevel, "clreventlevel", "", "level of the --clrevents events: logalways, critical, error, warning, informational, verbose or 0-5 (default informational, as dotnet-trace)")
 	fl.Uint32Var(&f.bufferSizeMB, "buffersize", eventpipe.DefaultBufferSizeMB, "size of the runtime's circular buffer in MB")
 	fl.StringVar(&f.rundown, "rundown", "", "rundown at the end: true, false, or a hex keyword such as 0x80020139 (default: the profiles decide)")
 	fl.BoolVar(&f.stackwalk, "stackwalk", true, "collect stacks (--stackwalk=false needs .NET 8; older runtimes collect them anyway)")

@@ -1,9 +1,11 @@
 package cli
 
 import (
-	"github.com/spf13/cobra"
+	"fmt"
+	"strings"
 
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/spf13/cobra"
 )
 
 func newTraceReportCmd(e *env) *cobra.Command {
@@ -20,8 +22,13 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			"(or --inclusive) sampled time, per-thread managed/external samples, garbage collections\n" +
 			"(by generation and reason, pause times, allocations by type when allocation ticks were\n" +
 			"collected), exceptions by type with their throw sites, and lock contention.",
-		Args: cobra.ExactArgs(1),
+		Example: "  clrdiag trace report app.nettrace --top 10\n" +
+			"  clrdiag trace report app.nettrace topN -n 5 --inclusive   # dotnet-trace's spelling",
+		Args: reportArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 && !cmd.Flags().Changed("top") && !cmd.Flags().Changed("number") && !cmd.Flags().Changed("topN") {
+				top = 5 // dotnet-trace report topN's default
+			}
 			p, err := readProfile(e, args[0], pf.config(false))
 			if err != nil {
 				return err
@@ -33,9 +40,24 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			return r.WriteText(e.stdout)
 		},
 	}
-	cmd.Flags().IntVar(&top, "top", 20, "how many methods, types and sites to list")
+	cmd.Flags().IntVar(&top, "top", 20, "how many methods, types and sites to list (-n, --number: dotnet-trace's names)")
+	cmd.Flags().IntVarP(&top, "number", "n", 20, "alias of --top (dotnet-trace report topN -n)")
+	cmd.Flags().IntVar(&top, "topN", 20, "alias of --top")
+	_ = cmd.Flags().MarkHidden("number")
+	_ = cmd.Flags().MarkHidden("topN")
 	cmd.Flags().BoolVar(&inclusive, "inclusive", false, "order methods by inclusive time")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write JSON")
 	pf.register(cmd)
 	return cmd
+}
+
+// reportArgs accepts FILE, or dotnet-trace's "FILE topN".
+func reportArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 2 && strings.EqualFold(args[1], "topN") {
+		return nil
+	}
+	if len(args) == 2 {
+		return fmt.Errorf("unexpected argument %q: the only word accepted after FILE is topN (dotnet-trace's report topN)", args[1])
+	}
+	return cobra.ExactArgs(1)(cmd, args)
 }
