@@ -105,7 +105,7 @@ var hresults = [...]HRESULT{
 	{HRNotSupported, "COR_E_NOTSUPPORTED", "the runtime does not support this operation here",
 		"the feature may be unavailable on this platform or runtime flavour", ErrNotSupported},
 	{HRFail, "E_FAIL", "the operation failed",
-		"check the arguments (for a profiler: a non-empty absolute path) and the target's own logs", ErrFail},
+		"check the arguments and the target's own logs", ErrFail},
 	{HRNotImpl, "E_NOTIMPL", "the operation is not implemented", "", ErrNotSupported},
 	{HRNoInterface, "E_NOINTERFACE", "a required COM interface is missing", "", nil},
 	{HROutOfMemory, "E_OUTOFMEMORY", "the target ran out of memory", "", nil},
@@ -133,6 +133,45 @@ var hresults = [...]HRESULT{
 	{HRProfilerNotYetInitialized, "CORPROF_E_PROFILER_NOT_YET_INITIALIZED", "the profiler has not finished initializing", "", ErrNotYetAvailable},
 	{HRTimeoutWaitingForConcurrentGC, "CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC", "the runtime timed out waiting for a background GC to finish",
 		"retry, or give a longer attach timeout", ErrTimeout},
+}
+
+// commandHRESULTs refine what an HRESULT means for one command (id 0xFF:
+// every command of the set), where the generic text would point the wrong
+// way. Read-only.
+var commandHRESULTs = [...]struct {
+	set, id         uint8
+	hr              uint32
+	meaning, advice string
+}{
+	{SetDump, 0xFF, HRFail, "the runtime could not write the dump (createdump failed)",
+		"check that the directory exists in the target's file system and is writable by the target's user, that its disk has room, " +
+			"and that createdump may ptrace the process (CAP_SYS_PTRACE in a container, kernel.yama.ptrace_scope); --diag logs createdump's reasons in the target's output"},
+	{SetProfiler, CmdAttachProfiler, HRFail, "the profiler failed to load or initialize",
+		"check the arguments (a non-empty absolute path) and the target's own logs"},
+	{SetProfiler, CmdStartupProfiler, HRFail, "the runtime could not register the startup profiler",
+		"check the arguments (a non-empty absolute path) and the target's own logs"},
+}
+
+// lookupForCommand returns the table entry of hr with the meaning and
+// advice refined for the command set/id.
+func lookupForCommand(set, id uint8, hr uint32) (HRESULT, bool) {
+	h, ok := LookupHRESULT(hr)
+	if !ok {
+		return h, false
+	}
+	for _, c := range commandHRESULTs {
+		if c.set == set && (c.id == id || c.id == 0xFF) && c.hr == hr {
+			h.Meaning, h.Advice = c.meaning, c.advice
+		}
+	}
+	if hr == HRBadEncoding {
+		// A runtime older than the command may answer BAD_ENCODING instead
+		// of UNKNOWN_COMMAND (.NET Core 3.1 does for StartupProfiler).
+		if c, known := LookupCommand(set, id); known && c.Major > 3 {
+			h.Advice = fmt.Sprintf("%s needs %s or later (an older runtime answers BAD_ENCODING for a command it does not know); on %s or later, check the arguments", c.Name, c.Since, c.Since)
+		}
+	}
+	return h, true
 }
 
 // LookupHRESULT returns the table entry of hr.
@@ -172,7 +211,7 @@ func (e *ServerError) Error() string {
 		b.WriteString(CommandName(e.CommandSet, e.CommandID))
 		b.WriteString(": ")
 	}
-	h, known := LookupHRESULT(e.HRESULT)
+	h, known := lookupForCommand(e.CommandSet, e.CommandID, e.HRESULT)
 	switch {
 	case e.HRESULT == HRUnknownCommand && (e.CommandSet != 0 || e.CommandID != 0):
 		b.WriteString("this runtime does not support it")

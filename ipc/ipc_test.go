@@ -357,7 +357,9 @@ func TestServerErrorMessages(t *testing.T) {
 		{ServerError{CommandSet: SetProcess, CommandID: CmdApplyStartupHook, HRESULT: HRInvalidArg},
 			[]string{"suspend"}, ErrInvalidArgument},
 		{ServerError{CommandSet: SetDump, CommandID: CmdGenerateCoreDump3, HRESULT: HRFail, Message: "no ptrace"},
-			[]string{"GenerateCoreDump3", `"no ptrace"`}, ErrFail},
+			[]string{"GenerateCoreDump3", `"no ptrace"`, "could not write the dump", "writable by the target's user"}, ErrFail},
+		{ServerError{CommandSet: SetDump, CommandID: CmdGenerateCoreDump, HRESULT: HRFail},
+			[]string{"could not write the dump", "ptrace"}, ErrFail},
 		{ServerError{HRESULT: 0x8badf00d}, []string{"0x8BADF00D"}, nil},
 	}
 	for _, c := range cases {
@@ -374,6 +376,21 @@ func TestServerErrorMessages(t *testing.T) {
 			t.Errorf("%q matches an unrelated sentinel", s)
 		}
 	}
+	// Advice belongs to the command: no profiler advice for a dump, and a
+	// BAD_ENCODING from a runtime older than the command says so.
+	dump := (&ServerError{CommandSet: SetDump, CommandID: CmdGenerateCoreDump2, HRESULT: HRFail}).Error()
+	if strings.Contains(dump, "profiler") {
+		t.Errorf("dump E_FAIL gives profiler advice: %q", dump)
+	}
+	attach := (&ServerError{CommandSet: SetProfiler, CommandID: CmdAttachProfiler, HRESULT: HRFail}).Error()
+	if !strings.Contains(attach, "absolute path") {
+		t.Errorf("AttachProfiler E_FAIL lost its advice: %q", attach)
+	}
+	startup := &ServerError{CommandSet: SetProfiler, CommandID: CmdStartupProfiler, HRESULT: HRBadEncoding}
+	if s := startup.Error(); !strings.Contains(s, "StartupProfiler needs .NET 6 or later") || strings.Contains(s, "retry") || !errors.Is(startup, ErrBadEncoding) {
+		t.Errorf("StartupProfiler BAD_ENCODING: %q", s)
+	}
+
 	// Every documented code is in the table with a name and a meaning.
 	for _, hr := range []uint32{HRBadEncoding, HRUnknownCommand, HRUnknownMagic, HRUnknownError, HRNotSupported, HRFail,
 		HRNotYetAvailable, HRRuntimeUninitialized, HRInvalidArg, HRInsufficientBuffer, HREnvVarNotFound,

@@ -26,6 +26,12 @@ type infoJSON struct {
 	ProcessInfoVersion   int    `json:"processInfoVersion"`
 	ProcessInfo3Payload  uint32 `json:"processInfo3PayloadVersion,omitempty"`
 	DiagnosticSocketPath string `json:"socket,omitempty"`
+	// Name is the process name, from the operating system.
+	Name string `json:"name,omitempty"`
+	// Source is "ProcessInfo", or "os" for a runtime without ProcessInfo
+	// (.NET Core 3.x), whose facts come from the operating system (as the
+	// monitor's GET /processes/{pid}).
+	Source string `json:"source"`
 }
 
 func newInfoCmd(e *env) *cobra.Command {
@@ -45,7 +51,7 @@ func newInfoCmd(e *env) *cobra.Command {
 			pi, err := t.Client.ProcessInfo(ctx)
 			if err != nil {
 				if errors.Is(err, ipc.ErrUnknownCommand) {
-					return infoFallback(ctx, e, t, err)
+					return infoFallback(ctx, e, t, err, asJSON)
 				}
 				return err
 			}
@@ -53,7 +59,7 @@ func newInfoCmd(e *env) *cobra.Command {
 				PID: pi.PID, RuntimeCookie: pi.RuntimeCookie.String(), CommandLine: pi.CommandLine, OS: pi.OS, Arch: pi.Arch,
 				EntrypointAssembly: pi.ManagedEntrypointAssemblyName, ClrProductVersion: pi.ClrProductVersion,
 				RuntimeIdentifier: pi.RuntimeIdentifier, ProcessInfoVersion: pi.Version, ProcessInfo3Payload: pi.PayloadVersion,
-				DiagnosticSocketPath: t.Endpoint.Address,
+				DiagnosticSocketPath: t.Endpoint.Address, Source: "ProcessInfo",
 			}
 			if asJSON {
 				return writeJSON(e.stdout, j)
@@ -82,25 +88,44 @@ func newInfoCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// infoFallback explains that ProcessInfo needs .NET 5 and prints what can
-// still be said from the operating system, then fails with status 4
-// (exitRuntime: not supported by the target), as dotnet-trace's
-// PlatformNotSupported.
-func infoFallback(ctx context.Context, e *env, t *target, cause error) error {
-	fmt.Fprintln(e.stderr, "clrdiag: the target's runtime does not support ProcessInfo: it needs .NET 5 or later (this is likely .NET Core 3.x).")
-	if t.PID != 0 {
-		fmt.Fprintln(e.stderr, "What the operating system says:")
-		fmt.Fprintf(e.stderr, "  Process ID:   %d\n", t.PID)
-		if procs, err := transport.Discover(ctx, nil); err == nil {
-			for _, p := range procs {
-				if p.PID == t.PID {
-					fmt.Fprintf(e.stderr, "  Name:         %s\n  Command line: %s\n", termsafe.String(p.Name), termsafe.String(p.CommandLine))
-				}
+// infoFallback explains that ProcessInfo needs .NET 5 and prints what the
+// operating system says about the process instead, on stdout (as JSON with
+// --json, with "source": "os", as the monitor does). It then fails with
+// exitRuntime (the runtime does not support the request, as dotnet-trace's
+// PlatformNotSupported), like every command that prints what it could.
+func infoFallback(ctx context.Context, e *env, t *target, cause error, asJSON bool) error {
+	fmt.Fprintln(e.stderr, "clrdiag: the target's runtime does not support ProcessInfo: it needs .NET 5 or later (this is likely .NET Core 3.x); what the operating system says is on stdout.")
+	if t.PID == 0 {
+		return &ExitError{Code: exitRuntime, Err: cause}
+	}
+	j := infoJSON{PID: uint64(t.PID), DiagnosticSocketPath: t.Endpoint.Address, Source: "os"}
+	if procs, err := transport.Discover(ctx, e.global.discoverConfig()); err == nil {
+		for _, p := range procs {
+			if p.PID == t.PID {
+				j.Name, j.CommandLine = p.Name, p.CommandLine
 			}
 		}
-		if t.Endpoint.Address != "" {
-			fmt.Fprintf(e.stderr, "  Socket:       %s\n", termsafe.String(t.Endpoint.Address))
-		}
 	}
-	return &ExitError{Code: exitRuntime, Err: cause}
+	if asJSON {
+		if err := writeJSON(e.stdout, j); err != nil {
+			return err
+		}
+		return &ExitError{Code: exitRuntime}
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Process ID:\t%d\n", j.PID)
+	if j.Name != "" {
+		fmt.Fprintf(tw, "Name:\t%s\n", termsafe.String(j.Name))
+	}
+	if j.CommandLine != "" {
+		fmt.Fprintf(tw, "Command line:\t%s\n", termsafe.String(j.CommandLine))
+	}
+	if j.DiagnosticSocketPath != "" {
+		fmt.Fprintf(tw, "Socket:\t%s\n", termsafe.String(j.DiagnosticSocketPath))
+	}
+	fmt.Fprintf(tw, "Answered by:\toperating system (no ProcessInfo before .NET 5)\n")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return &ExitError{Code: exitRuntime}
 }

@@ -71,13 +71,25 @@ func TestRealPSFindsTargetNotDeadOne(t *testing.T) {
 func TestRealInfoNeedsNET5(t *testing.T) {
 	tg := startBasic(t)
 	code, out, errOut := run(t, "info", "-p", fmt.Sprint(tg.PID))
-	if code == 0 {
-		t.Fatalf("info succeeded on 3.1:\n%s", out)
+	if code != exitRuntime {
+		t.Fatalf("info on 3.1: exit %d, want exitRuntime:\n%s", code, out)
 	}
-	for _, want := range []string{"needs .NET 5 or later", fmt.Sprint(tg.PID), "Basic.dll", tg.Socket} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("info stderr lacks %q:\n%s", want, errOut)
+	if !strings.Contains(errOut, "needs .NET 5 or later") {
+		t.Errorf("info stderr does not say why:\n%s", errOut)
+	}
+	for _, want := range []string{fmt.Sprint(tg.PID), "Basic.dll", tg.Socket} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info stdout lacks %q:\n%s", want, out)
 		}
+	}
+	// --json: the operating system's facts, as the monitor gives them.
+	code, out, _ = run(t, "info", "-p", fmt.Sprint(tg.PID), "--json")
+	var j infoJSON
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != exitRuntime {
+		t.Fatalf("info --json on 3.1: exit %d, %v:\n%s", code, err, out)
+	}
+	if j.PID != uint64(tg.PID) || j.Source != "os" || j.Name != "dotnet" || !strings.Contains(j.CommandLine, "Basic.dll") || j.DiagnosticSocketPath != tg.Socket {
+		t.Errorf("info --json on 3.1 = %+v", j)
 	}
 }
 
@@ -174,7 +186,30 @@ func TestRealNameSelection(t *testing.T) {
 		t.Fatalf("several dotnet processes: exit %d %s", code, errOut)
 	}
 	code, _, errOut = run(t, "dump", "-n", "no-such-process-name")
-	if code == 0 || !strings.Contains(errOut, `no .NET process named "no-such-process-name"`) {
+	if code != exitNotFound || !strings.Contains(errOut, `no .NET process is named "no-such-process-name"`) || !strings.Contains(errOut, fmt.Sprint(tg.PID)) {
 		t.Fatalf("unknown name: exit %d %s", code, errOut)
 	}
+	// The app's own name: a 'dotnet Basic.dll' process is named dotnet.
+	code, _, errOut = run(t, "dump", "-n", "Basic")
+	if code != exitNotFound || !strings.Contains(errOut, fmt.Sprintf("pid %d (", tg.PID)) || !strings.Contains(errOut, "named dotnet") {
+		t.Fatalf("-n Basic: exit %d %s", code, errOut)
+	}
+}
+
+// TestRealStartupCommandsNeedNewerRuntime: .NET Core 3.1 does not know
+// StartupProfiler (it answers BAD_ENCODING) nor ApplyStartupHook; the
+// message says which runtime is needed, not to retry.
+func TestRealStartupCommandsNeedNewerRuntime(t *testing.T) {
+	tg := startBasic(t)
+	pid := fmt.Sprint(tg.PID)
+	code, _, errOut := run(t, "startup-profiler", "-p", pid, "--profiler", "/opt/prof/libprof.so", "--clsid", "8A5E2A55-1C8E-4C7B-9A3B-0D3E4F5A6B7C")
+	if code != exitRuntime || !strings.Contains(errOut, "startup-profiler needs .NET 6 or later") || strings.Contains(errOut, "retry") {
+		t.Errorf("startup-profiler on 3.1: exit %d %s", code, errOut)
+	}
+	code, _, errOut = run(t, "startup-hook", "-p", pid, "/opt/hooks/Hook.dll")
+	if code != exitRuntime || !strings.Contains(errOut, "startup-hook needs .NET 8 or later") {
+		t.Errorf("startup-hook on 3.1: exit %d %s", code, errOut)
+	}
+	tg.Send(t, "ping")
+	tg.Expect(t, "PONG", 10*time.Second)
 }

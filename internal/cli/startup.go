@@ -16,8 +16,13 @@ func init() {
 	register(newPerfMapCmd)
 }
 
-// suspendedHint explains INVALIDARG from the startup-time commands.
-func suspendedHint(err error, what string) error {
+// suspendedHint explains the refusals of the startup-time commands: a
+// runtime too old for the command (.NET Core 3.1 answers StartupProfiler
+// with BAD_ENCODING), and INVALIDARG from a runtime not paused at startup.
+func suspendedHint(err error, what, since string) error {
+	if errors.Is(err, ipc.ErrBadEncoding) || errors.Is(err, ipc.ErrUnknownCommand) {
+		return fmt.Errorf("%s needs %s or later; this runtime does not know the command: %w", what, since, err)
+	}
 	if errors.Is(err, ipc.ErrInvalidArgument) {
 		return fmt.Errorf("%w\n%s only works while the runtime is paused at startup: start the app with DOTNET_DiagnosticPorts=<socket>,suspend (or DOTNET_DefaultDiagnosticPortSuspend=1), run this command, then 'clrdiag resume'", err, what)
 	}
@@ -49,7 +54,7 @@ func newStartupProfilerCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			if err := t.Client.SetStartupProfiler(ctx, g, path); err != nil {
-				return suspendedHint(err, "startup-profiler")
+				return suspendedHint(err, "startup-profiler", ".NET 6")
 			}
 			fmt.Fprintf(e.stdout, "profiler %s registered; it loads when the runtime resumes ('clrdiag resume')\n", path)
 			return nil
@@ -84,7 +89,7 @@ func newStartupHookCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			if err := t.Client.ApplyStartupHook(ctx, path); err != nil {
-				return suspendedHint(err, "startup-hook")
+				return suspendedHint(err, "startup-hook", ".NET 8")
 			}
 			fmt.Fprintf(e.stdout, "startup hook %s applied; it runs when the runtime resumes ('clrdiag resume')\n", path)
 			return nil

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/transport"
@@ -28,7 +32,7 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVarP(&f.pid, "process-id", "p", 0, "process id of the target .NET process")
 	fl.StringVarP(&f.name, "name", "n", "", "name of the target process (as shown by 'clrdiag ps')")
-	fl.StringVar(&f.port, "diagnostic-port", "", "diagnostic port: PATH[,suspend|,nosuspend] to wait for a runtime started with DOTNET_DiagnosticPorts=PATH to connect (listen, the default), or PATH,connect for a runtime's own socket")
+	fl.StringVar(&f.port, "diagnostic-port", "", "diagnostic port: PATH[,suspend|,nosuspend] to wait for a runtime started with DOTNET_DiagnosticPorts=PATH to connect (listen, the default), or PATH,connect for a runtime's own socket (a PATH where a runtime already listens is connected to)")
 	fl.StringVar(&f.port, "dport", "", "alias of --diagnostic-port")
 	_ = fl.MarkHidden("dport")
 }
@@ -124,30 +128,38 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 		}
 		ep, err := transport.Resolve(ctx, f.pid, f.g.discoverConfig())
 		if err != nil {
-			return nil, err
+			return nil, explainNotFound(err, nil, hostProc)
 		}
 		t.PID, t.Endpoint = f.pid, ep
 	case f.name != "":
 		procs, err := transport.FindByName(ctx, f.name, f.g.discoverConfig())
 		if err != nil {
-			return nil, err
+			all, _ := transport.Discover(ctx, f.g.discoverConfig())
+			return nil, explainNotFound(err, all, hostProc)
 		}
 		switch len(procs) {
 		case 0:
-			return nil, fmt.Errorf("no .NET process named %q found (see 'clrdiag ps' for the names)", f.name)
+			all, _ := transport.Discover(ctx, f.g.discoverConfig())
+			return nil, &ExitError{Code: exitNotFound, Err: nameNotFound(f.name, all)}
 		case 1:
 		default:
 			pids := make([]string, len(procs))
 			for i, p := range procs {
 				pids[i] = fmt.Sprint(p.PID)
 			}
-			return nil, fmt.Errorf("%d .NET processes are named %q (pids %s): pick one with -p", len(procs), f.name, strings.Join(pids, ", "))
+			return nil, usageErrorf("%d .NET processes are named %q (pids %s): pick one with -p", len(procs), f.name, strings.Join(pids, ", "))
 		}
 		t.PID, t.Name, t.Endpoint = procs[0].PID, procs[0].Name, procs[0].Endpoint
 	default:
 		dp, err := transport.ParseDiagnosticPort(f.port)
 		if err != nil {
 			return nil, usageError(err)
+		}
+		if dp.Mode == transport.PortListen && !explicitListen(f.port) && liveSocket(ctx, dp.Address) {
+			// As dotnet-dump: a path where a runtime already listens is
+			// one to connect to (listening there is impossible anyway).
+			fmt.Fprintf(f.stderr(), "%s is a live socket: connecting to it (add ,listen to wait for a runtime there instead)\n", dp.Address)
+			dp.Mode = transport.PortConnect
 		}
 		if dp.Mode == transport.PortListen {
 			return f.listenTarget(ctx, dp)
@@ -160,4 +172,36 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 	}
 	t.Client = diag.NewClient(f.dialer(t.Endpoint), nil)
 	return &t, nil
+}
+
+// explicitListen reports whether a --diagnostic-port value asks for listen
+// mode in so many words.
+func explicitListen(spec string) bool {
+	tags := strings.Split(spec, ",")
+	for _, t := range tags[1:] {
+		if strings.EqualFold(strings.TrimSpace(t), "listen") {
+			return true
+		}
+	}
+	return false
+}
+
+// liveSocket reports whether path is a Unix socket something accepts
+// connections on (a runtime's diagnostic socket, or dsrouter's).
+func liveSocket(ctx context.Context, path string) bool {
+	if runtime.GOOS == "windows" {
+		return false
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode()&os.ModeSocket == 0 {
+		return false
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(dctx, "unix", path)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
