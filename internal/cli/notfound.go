@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/transport"
 )
 
@@ -62,14 +63,14 @@ func nameNotFound(name string, procs []transport.Process) error {
 		for _, a := range strings.Fields(p.CommandLine) {
 			base := strings.ToLower(filepath.Base(a))
 			if base == want+".dll" || base == want {
-				hosted = append(hosted, fmt.Sprintf("pid %d (%s)", p.PID, p.CommandLine))
+				hosted = append(hosted, fmt.Sprintf("pid %d (%s)", p.PID, termsafe.String(p.CommandLine)))
 				break
 			}
 		}
 	}
 	names := map[string][]int{}
 	for _, p := range procs {
-		names[p.Name] = append(names[p.Name], p.PID)
+		names[termsafe.String(p.Name)] = append(names[termsafe.String(p.Name)], p.PID)
 	}
 	var list []string
 	for n, pids := range names {
@@ -88,7 +89,7 @@ func nameNotFound(name string, procs []transport.Process) error {
 func pidNotFound(nf *transport.NotFoundError, proc procFS) error {
 	who := fmt.Sprintf("process %d", nf.PID)
 	if c := proc.comm(nf.PID); c != "" {
-		who += " (" + c + ")"
+		who += " (" + termsafe.String(c) + ")"
 	}
 	maps, err := proc.read(nf.PID, "maps")
 	switch {
