@@ -24,6 +24,20 @@ type Target interface {
 // connection broke, or a file was cut).
 var ErrStreamCut = errors.New("counters: the event stream was cut off")
 
+// MaxBlockSize bounds a block of a counters session's stream. A runtime
+// writes blocks of at most about 100 KiB, and counter events are small; a
+// larger block is refused as damage before it is read, so a broken or
+// hostile peer cannot make a long-lived session (the monitor's /metrics
+// keeps one per process) allocate the nettrace reader's default 64 MiB.
+const MaxBlockSize = 1 << 20
+
+// readerLimits bound what a counters session's reader keeps, for the same
+// reason: a runtime's counters session has tens of metadata records, a
+// handful of stacks per sequence-point region and a few writing threads.
+func readerLimits() nettrace.ReaderConfig {
+	return nettrace.ReaderConfig{MaxBlockSize: MaxBlockSize, MaxMetadata: 4096, MaxStackBytes: 16 << 20, MaxThreads: 4096}
+}
+
 // stopTimeout bounds the StopTracing a cancelled Run sends: a runtime has
 // been seen not to answer it.
 const stopTimeout = 3 * time.Second
@@ -118,7 +132,7 @@ func (s *Session) Close() error { return s.ep.Close() }
 // a stream that stops early, fn's error, or ctx.Err() (checked between
 // events: a Read blocked in r is not interrupted).
 func ReadTrace(ctx context.Context, r io.Reader, p *Plan, fn func(Update) error) error {
-	nr, err := nettrace.NewReader(r)
+	nr, err := nettrace.NewReaderConfig(r, readerLimits())
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -23,6 +23,13 @@ const maxRetryDelay = time.Minute
 // closed (the runtime then ends the session by itself).
 const stopTurnTimeout = 3 * time.Second
 
+// MaxSeriesPerProcess bounds the time series /metrics keeps for one
+// process, as dotnet-counters' --maxTimeSeries: a runtime that publishes
+// ever new counter names or tag values cannot grow the monitor's memory and
+// its scrapes without bound. Samples of further series are dropped and
+// counted in clrdiag_collector_series_dropped_total.
+const MaxSeriesPerProcess = 1000
+
 // stallGrace is added to two refresh intervals to make the time after which
 // a session that publishes nothing is reopened.
 const stallGrace = 2 * time.Second
@@ -68,7 +75,9 @@ type procMetrics struct {
 	err    error // the last session error; nil while up or before the first attempt
 	errors int   // session errors so far
 	series map[seriesKey]counters.Sample
-	cancel context.CancelFunc
+	// seriesDropped counts samples of series beyond MaxSeriesPerProcess.
+	seriesDropped int
+	cancel        context.CancelFunc
 }
 
 // collector keeps one long-lived System.Runtime counters session per
@@ -224,8 +233,13 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 				return nil
 			}
 			sm := *u.Sample
+			key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
 			c.mu.Lock()
-			pm.series[seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}] = sm
+			if _, known := pm.series[key]; known || len(pm.series) < MaxSeriesPerProcess {
+				pm.series[key] = sm
+			} else {
+				pm.seriesDropped++
+			}
 			sampled = true
 			c.mu.Unlock()
 			select {
@@ -284,6 +298,9 @@ var (
 	collectorErrorsDesc = prometheus.NewDesc("clrdiag_collector_errors_total",
 		"Counters sessions of the process that could not be opened, broke or stalled.",
 		[]string{"pid", "process_name"}, nil)
+	seriesDroppedDesc = prometheus.NewDesc("clrdiag_collector_series_dropped_total",
+		"Samples dropped because the process has more than MaxSeriesPerProcess (1000) time series.",
+		[]string{"pid", "process_name"}, nil)
 	discoveryUpDesc = prometheus.NewDesc("clrdiag_discovery_up",
 		"1 when the last process discovery succeeded.", nil, nil)
 )
@@ -305,6 +322,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		pid := strconv.Itoa(pm.p.PID)
 		ch <- prometheus.MustNewConstMetric(collectorUpDesc, prometheus.GaugeValue, up, pid, pm.p.Name)
 		ch <- prometheus.MustNewConstMetric(collectorErrorsDesc, prometheus.CounterValue, float64(pm.errors), pid, pm.p.Name)
+		if pm.seriesDropped > 0 {
+			ch <- prometheus.MustNewConstMetric(seriesDroppedDesc, prometheus.CounterValue, float64(pm.seriesDropped), pid, pm.p.Name)
+		}
 		for _, sm := range pm.series {
 			ch <- sampleMetric(sm, pm.p)
 		}

@@ -18,6 +18,22 @@ type ReaderConfig struct {
 	// BufferSize is the size of the read buffer over the source (default
 	// 32 KiB; blocks larger than it are read straight into the block buffer).
 	BufferSize int
+
+	// The limits below bound what a Reader keeps between blocks. A file's
+	// size bounds them already; a reader of a live session that may run
+	// for days against a peer it does not trust (the monitor's counters
+	// sessions) sets them, and a peer that exceeds one gets a *FormatError
+	// instead of unbounded memory. Zero means no limit.
+
+	// MaxMetadata bounds the metadata records kept.
+	MaxMetadata int
+	// MaxStackBytes bounds the stacks kept for one sequence-point region
+	// (without it: 2 GiB).
+	MaxStackBytes int
+	// MaxThreads bounds the capture threads whose sequence numbers are
+	// tracked to detect dropped events; when a new thread would exceed it
+	// the tracked set starts over (gaps across the reset are not counted).
+	MaxThreads int
 }
 
 // Stats counts what a Reader has read so far.
@@ -936,6 +952,9 @@ func (r *Reader) checkSeq(ct uint64, seq uint32) {
 	}
 	r.flushCur()
 	last, ok := r.loadSeq(ct)
+	if !ok && r.cfg.MaxThreads > 0 && len(r.seqs) >= r.cfg.MaxThreads {
+		clear(r.seqs)
+	}
 	if ok && last != 0 {
 		if d := int32(seq - last - 1); d > 0 {
 			r.stats.DroppedEvents += uint64(d)
@@ -1106,6 +1125,9 @@ func (r *Reader) addMetadata(md *Metadata, off int64) error {
 	if !r.v6 && r.lookupMeta(md.ID) != nil {
 		return r.errAt(off, nil, "metadata id %d is defined twice", md.ID)
 	}
+	if r.cfg.MaxMetadata > 0 && r.stats.Metadata >= int64(r.cfg.MaxMetadata) && r.lookupMeta(md.ID) == nil {
+		return r.errAt(off, nil, "more than %d metadata records (ReaderConfig.MaxMetadata)", r.cfg.MaxMetadata)
+	}
 	if md.ID < 1<<16 {
 		for int(md.ID) >= len(r.meta) {
 			r.meta = append(r.meta, nil)
@@ -1157,6 +1179,9 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 	base := uint32(len(r.arena))
 	if len(r.arena)+len(b) > 1<<31 {
 		return r.errAt(off, nil, "more than 2 GiB of stacks without a sequence point")
+	}
+	if r.cfg.MaxStackBytes > 0 && len(r.arena)+len(b) > r.cfg.MaxStackBytes {
+		return r.errAt(off, nil, "more than %d bytes of stacks without a sequence point (ReaderConfig.MaxStackBytes)", r.cfg.MaxStackBytes)
 	}
 	r.arena = append(r.arena, b...)
 	contiguous := len(r.stacks) == 0 || first == r.stackBase+uint32(len(r.stacks))
