@@ -32,7 +32,22 @@ type Config struct {
 	// 1<<20); past it the timeline stops and Profile.TimelineTruncated is
 	// set.
 	MaxTimelineRuns int
+	// MaxStacks bounds the distinct raw stacks kept (default
+	// DefaultMaxStacks) and MaxAddresses the distinct return addresses in
+	// them (default DefaultMaxAddresses). Past either cap a new stack is
+	// not kept: its samples and events are counted on one stack made of
+	// OverCapFrame, and Profile.Capped says so. Together they bound the
+	// memory of a Builder and of the exports whatever the trace holds.
+	MaxStacks, MaxAddresses int
 }
+
+// Default stack caps: a real trace of a large application has tens of
+// thousands of distinct stacks and return addresses. At the caps a Builder
+// holds at most about 150 MB (measured by BenchmarkCrafted).
+const (
+	DefaultMaxStacks    = 1 << 18
+	DefaultMaxAddresses = 1 << 18
+)
 
 // Builder builds a Profile from a stream of events in one pass. Samples are
 // aggregated by unique stack as they arrive and symbolised by Finish, so the
@@ -55,10 +70,12 @@ type Builder struct {
 	symbols      SymbolTable
 
 	stackIndex map[string]int
-	// addrs are the distinct stack addresses seen, sorted; newAddrs those
-	// of stacks interned since addrs was last sorted.
-	addrs          []uint64
-	newAddrs       []uint64
+	// addrSeen holds the distinct stack addresses seen, addrs the same for
+	// range queries (is a rundown method touched by a stack?).
+	addrSeen       map[uint64]struct{}
+	addrs          addrSet
+	overCap        int // the over-the-cap stack, -1 until needed
+	capped         CapStats
 	rundownMethods int
 	stackKeys      []string
 	keyBuf         []byte
@@ -81,6 +98,8 @@ type Builder struct {
 	gapTicks       int64
 	rundown        bool
 	runtime        *clrevents.RuntimeInformation
+	runtimeVersion string // from a module path, when RuntimeInformation has none
+	commandLine    string
 	decodeErrors   int
 	firstDecodeErr error
 
@@ -101,6 +120,7 @@ type threadAcc struct {
 	managed     int64
 	external    int64
 	all         int64 // samples of any kind, for the period estimate
+	changes     int64 // kept samples whose stack differs from the previous one
 	first, last int64
 	// timeline holds runs with their start in raw ticks until Finish
 	// converts it; runLast is the tick of the last sample of the current
@@ -234,6 +254,7 @@ const (
 	kindRundownMethod
 	kindModule
 	kindRuntimeInfo
+	kindProcessInfo
 	kindGCStart
 	kindSuspendBegin
 	kindRestartEnd
@@ -248,11 +269,19 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 	if cfg.MaxTimelineRuns <= 0 {
 		cfg.MaxTimelineRuns = 1 << 20
 	}
+	if cfg.MaxStacks <= 0 {
+		cfg.MaxStacks = DefaultMaxStacks
+	}
+	if cfg.MaxAddresses <= 0 {
+		cfg.MaxAddresses = DefaultMaxAddresses
+	}
 	b := &Builder{
 		cfg: cfg, hdr: h,
 		threads:     make(map[uint64]*threadAcc),
 		kinds:       make(map[*nettrace.Metadata]eventKind),
 		stackIndex:  make(map[string]int),
+		addrSeen:    make(map[uint64]struct{}),
+		overCap:     -1,
 		eventStack:  make(map[int]int64),
 		allocs:      make(map[string]*TypeAllocation),
 		exceptions:  make(map[string]*exceptionAcc),
@@ -290,6 +319,8 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 	switch {
 	case md.ProviderName == clrevents.ProviderSampleProfiler && id == uint32(clrevents.IDThreadSample):
 		k = kindSample
+	case md.ProviderName == providerEventPipe && id == 1:
+		k = kindProcessInfo
 	case md.ProviderName == clrevents.ProviderRundown:
 		k = kindBookkeeping
 		switch uint16(id) {
@@ -404,6 +435,9 @@ func (b *Builder) Add(ev *nettrace.Event) {
 			return
 		}
 		b.symbols.AddModule(&m)
+		if b.runtimeVersion == "" {
+			b.runtimeVersion = versionFromPath(m.ModuleILPath)
+		}
 	case kindRuntimeInfo:
 		if b.runtime == nil {
 			ri, err := clrevents.DecodeRuntimeInformation(ev.Payload, version)
@@ -412,6 +446,10 @@ func (b *Builder) Add(ev *nettrace.Event) {
 				return
 			}
 			b.runtime = &ri
+		}
+	case kindProcessInfo:
+		if b.commandLine == "" {
+			b.commandLine = utf16z(ev.Payload)
 		}
 	case kindGCStart:
 		g, err := clrevents.DecodeGCStart(ev.Payload, version)
@@ -554,6 +592,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		stack := b.internKey()
 		slot = t.remember(stack, b.stackKeys[stack])
 	}
+	if slot != t.hot && t.managed+t.external > 0 {
+		t.changes++
+	}
 	t.hot = slot
 	stack := t.recent[slot].stack
 	if kind == clrevents.SampleManaged {
@@ -605,14 +646,7 @@ func sameStack(ev *nettrace.Event, n int, key string) bool {
 // touched reports whether a stack address seen so far lies in [start, end]
 // (end included: a caller's return address can point just past the call).
 func (b *Builder) touched(start, end uint64) bool {
-	if len(b.newAddrs) > 0 {
-		b.addrs = append(b.addrs, b.newAddrs...)
-		b.newAddrs = b.newAddrs[:0]
-		slices.Sort(b.addrs)
-		b.addrs = slices.Compact(b.addrs)
-	}
-	i, _ := slices.BinarySearch(b.addrs, start)
-	return i < len(b.addrs) && b.addrs[i] <= end
+	return b.addrs.any(start, end)
 }
 
 // intern returns the index of the event's stack among the distinct stacks
@@ -673,19 +707,54 @@ func (b *Builder) stackKey(ev *nettrace.Event) {
 	b.keyBuf = buf
 }
 
-// internKey interns the stack in b.keyBuf.
+// internKey interns the stack in b.keyBuf. A stack that would go over
+// Config.MaxStacks or Config.MaxAddresses gets the over-the-cap stack.
 func (b *Builder) internKey() int {
 	if i, ok := b.stackIndex[string(b.keyBuf)]; ok {
 		return i
 	}
+	if len(b.stackKeys)-min(b.overCap+1, 1) >= b.cfg.MaxStacks {
+		b.capped.Stacks = true
+		return b.overCapStack()
+	}
+	fresh := 0
 	for j := 0; j+8 <= len(b.keyBuf); j += 8 {
-		b.newAddrs = append(b.newAddrs, binary.LittleEndian.Uint64(b.keyBuf[j:]))
+		if _, ok := b.addrSeen[binary.LittleEndian.Uint64(b.keyBuf[j:])]; !ok {
+			fresh++
+		}
+	}
+	if fresh > 0 && len(b.addrSeen)+fresh > b.cfg.MaxAddresses {
+		b.capped.Addresses = true
+		return b.overCapStack()
+	}
+	for j := 0; j+8 <= len(b.keyBuf) && fresh > 0; j += 8 {
+		a := binary.LittleEndian.Uint64(b.keyBuf[j:])
+		if _, ok := b.addrSeen[a]; !ok {
+			b.addrSeen[a] = struct{}{}
+			b.addrs.add(a)
+			fresh--
+		}
 	}
 	i := len(b.stackKeys)
 	k := string(b.keyBuf)
 	b.stackIndex[k] = i
 	b.stackKeys = append(b.stackKeys, k)
 	return i
+}
+
+// overCapKey is the stack key of the over-the-cap stack: no real stack key
+// has an odd length.
+const overCapKey = "\x00"
+
+// overCapStack returns the over-the-cap stack, interned on first use. It is
+// not in stackIndex, so each stack over the cap is looked up again (and
+// found again over the cap) rather than remembered.
+func (b *Builder) overCapStack() int {
+	if b.overCap < 0 {
+		b.overCap = len(b.stackKeys)
+		b.stackKeys = append(b.stackKeys, overCapKey)
+	}
+	return b.overCap
 }
 
 // Finish symbolises the stacks with every method range seen and returns the
@@ -699,7 +768,9 @@ func (b *Builder) Finish() *Profile {
 		DecodeErrors:      b.decodeErrors,
 		FirstDecodeError:  b.firstDecodeErr,
 		TimelineTruncated: b.truncated,
+		Capped:            b.capped,
 	}
+	p.Capped.MaxStacks, p.Capped.MaxAddresses = b.cfg.MaxStacks, b.cfg.MaxAddresses
 	if b.haveTime {
 		p.Start = b.hdr.TimeOf(b.minTS)
 		p.Duration = b.hdr.DurationOf(b.maxTS - b.minTS)
@@ -707,17 +778,146 @@ func (b *Builder) Finish() *Profile {
 	p.Period = b.period()
 	p.Symbols = SymbolStats{Methods: b.symbols.Methods(), Modules: len(b.symbols.modules),
 		Rundown: b.rundown, RundownMethods: b.rundownMethods}
+	p.RuntimeVersion = b.runtimeVersion
+	if b.runtime != nil {
+		if v := versionFromPath(b.runtime.RuntimeDllPath); v != "" {
+			p.RuntimeVersion = v
+		} else if p.RuntimeVersion == "" && b.runtime.VMMajorVersion >= 5 && b.runtime.VMMajorVersion < 100 {
+			// From .NET 5 the CLR's major and minor version are the
+			// product's (its build and revision are not).
+			p.RuntimeVersion = strconv.Itoa(int(b.runtime.VMMajorVersion)) + "." + strconv.Itoa(int(b.runtime.VMMinorVersion))
+		}
+	}
+	p.CommandLine = b.commandLine
+	if p.CommandLine == "" && b.runtime != nil {
+		p.CommandLine = b.runtime.CommandLine
+	}
+	p.ProcessName = processName(p.CommandLine)
 
-	// Resolve every distinct stack.
-	frameOf := make(map[uint64]int)
+	symOf, stackResolved := b.symbolise(p)
+
+	for _, t := range b.order {
+		t.flush()
+		if t.managed+t.external == 0 {
+			continue // every sample of the thread was filtered out
+		}
+		th := &Thread{ID: t.id, Managed: t.managed, External: t.external, StackChanges: t.changes,
+			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS),
+			FirstStack: -1, FirstKind: t.firstKind}
+		if t.firstStack >= 0 {
+			th.FirstStack = symOf[t.firstStack]
+		}
+		th.Waiting = th.Managed == 0 && th.StackChanges*100 <= th.External
+		if t.all > 1 {
+			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
+		}
+		byStack := make(map[int]int, len(t.counts))
+		for k, n := range t.counts {
+			stack := symOf[k>>1]
+			i, ok := byStack[stack]
+			if !ok {
+				i = len(th.Samples)
+				byStack[stack] = i
+				th.Samples = append(th.Samples, StackSample{Stack: stack})
+			}
+			if k&1 != 0 {
+				th.Samples[i].Managed += n
+			} else {
+				th.Samples[i].External += n
+			}
+			if int(k>>1) == b.overCap {
+				p.Capped.Samples += n
+			}
+		}
+		for _, s := range th.Samples {
+			n := s.Count()
+			frames := int64(len(p.Stacks[s.Stack].Frames))
+			p.Symbols.SampleFrames += n * frames
+			p.Symbols.ResolvedSampleFrames += n * int64(stackResolved[s.Stack])
+			p.Symbols.EventFrames += n * frames
+			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s.Stack])
+		}
+		sort.Slice(th.Samples, func(i, j int) bool {
+			a, c := th.Samples[i], th.Samples[j]
+			if a.Count() != c.Count() {
+				return a.Count() > c.Count()
+			}
+			return a.Stack < c.Stack
+		})
+		th.Timeline = t.timeline
+		for _, c := range th.Timeline.chunks {
+			for i := range c {
+				c[i].start = int64(b.hdr.DurationOf(c[i].start - b.minTS))
+				c[i].stackKind = uint32(symOf[c[i].stackKind>>1])<<1 | c[i].stackKind&1
+			}
+		}
+		p.Threads = append(p.Threads, th)
+	}
+	remap := func(m map[int]int64) map[int]int64 {
+		out := make(map[int]int64, len(m))
+		for s, n := range m {
+			out[symOf[s]] += n
+		}
+		return out
+	}
+	for s, n := range remap(b.eventStack) {
+		p.Symbols.EventFrames += n * int64(len(p.Stacks[s].Frames))
+		p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s])
+	}
+	if b.overCap >= 0 {
+		p.Capped.Events = b.eventStack[b.overCap]
+	}
+
+	p.GC = b.gc
+	for _, a := range b.allocs {
+		p.GC.Allocations = append(p.GC.Allocations, *a)
+	}
+	sort.Slice(p.GC.Allocations, func(i, j int) bool {
+		a, c := p.GC.Allocations[i], p.GC.Allocations[j]
+		if a.Bytes != c.Bytes {
+			return a.Bytes > c.Bytes
+		}
+		return a.Type < c.Type
+	})
+	for name, acc := range b.exceptions {
+		p.Exceptions = append(p.Exceptions, ExceptionStats{Type: name, Count: acc.count, Sites: p.sites(remap(acc.stacks))})
+	}
+	sort.Slice(p.Exceptions, func(i, j int) bool {
+		a, c := p.Exceptions[i], p.Exceptions[j]
+		if a.Count != c.Count {
+			return a.Count > c.Count
+		}
+		return a.Type < c.Type
+	})
+	p.Contention = b.contention
+	p.Contention.Sites = p.sites(remap(b.contSites))
+	return p
+}
+
+// symbolise resolves every distinct address once and turns the raw stacks
+// into p.Frames and p.Stacks, merging raw stacks that resolve to the same
+// frames. It returns the p.Stacks index of each raw stack and the number of
+// resolved frames of each of p.Stacks.
+func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
+	frameOf := make(map[uint64]int, len(b.addrSeen))
 	frameByName := make(map[[2]string]int)
-	p.Stacks = make([]Stack, len(b.stackKeys))
-	stackResolved := make([]int, len(b.stackKeys)) // resolved frames per stack
+	stackOf := make(map[string]int, len(b.stackKeys))
+	symOf = make([]int, len(b.stackKeys))
+	var frames []int // of the raw stack being resolved, reused
+	var key []byte
 	for i, k := range b.stackKeys {
-		n := len(k) / 8
-		frames := make([]int, n)
-		for j := range n {
-			addr := stringUint64(k[8*j:])
+		frames = frames[:0]
+		if k == overCapKey {
+			fi, ok := frameByName[[2]string{"", OverCapFrame}]
+			if !ok {
+				fi = len(p.Frames)
+				frameByName[[2]string{"", OverCapFrame}] = fi
+				p.Frames = append(p.Frames, Frame{Name: OverCapFrame})
+			}
+			frames = append(frames, fi)
+		}
+		for j := 0; j+8 <= len(k); j += 8 {
+			addr := stringUint64(k[j:])
 			fi, ok := frameOf[addr]
 			if !ok {
 				p.Symbols.Addresses++
@@ -737,84 +937,28 @@ func (b *Builder) Finish() *Profile {
 				}
 				frameOf[addr] = fi
 			}
-			frames[j] = fi
-			if p.Frames[fi].Resolved {
-				stackResolved[i]++
+			frames = append(frames, fi)
+		}
+		key = key[:0]
+		for _, f := range frames {
+			key = binary.LittleEndian.AppendUint32(key, uint32(f))
+		}
+		si, ok := stackOf[string(key)]
+		if !ok {
+			si = len(p.Stacks)
+			stackOf[string(key)] = si
+			p.Stacks = append(p.Stacks, Stack{Frames: slices.Clone(frames)})
+			n := 0
+			for _, f := range frames {
+				if p.Frames[f].Resolved {
+					n++
+				}
 			}
+			stackResolved = append(stackResolved, n)
 		}
-		p.Stacks[i] = Stack{Frames: frames}
+		symOf[i] = si
 	}
-
-	for _, t := range b.order {
-		t.flush()
-		if t.managed+t.external == 0 {
-			continue // every sample of the thread was filtered out
-		}
-		th := &Thread{ID: t.id, Managed: t.managed, External: t.external,
-			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS),
-			FirstStack: t.firstStack, FirstKind: t.firstKind}
-		if t.all > 1 {
-			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
-		}
-		for k, n := range t.counts {
-			stack, kind := int(k>>1), clrevents.SampleExternal
-			if k&1 != 0 {
-				kind = clrevents.SampleManaged
-			}
-			th.Samples = append(th.Samples, StackSample{Stack: stack, Kind: kind, Count: n})
-			frames := int64(len(p.Stacks[stack].Frames))
-			p.Symbols.SampleFrames += n * frames
-			p.Symbols.ResolvedSampleFrames += n * int64(stackResolved[stack])
-			p.Symbols.EventFrames += n * frames
-			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[stack])
-		}
-		sort.Slice(th.Samples, func(i, j int) bool {
-			a, c := th.Samples[i], th.Samples[j]
-			if a.Count != c.Count {
-				return a.Count > c.Count
-			}
-			if a.Stack != c.Stack {
-				return a.Stack < c.Stack
-			}
-			return a.Kind < c.Kind
-		})
-		th.Timeline = t.timeline
-		for _, c := range th.Timeline.chunks {
-			for i := range c {
-				c[i].start = int64(b.hdr.DurationOf(c[i].start - b.minTS))
-			}
-		}
-		p.Threads = append(p.Threads, th)
-	}
-	for s, n := range b.eventStack {
-		p.Symbols.EventFrames += n * int64(len(p.Stacks[s].Frames))
-		p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s])
-	}
-
-	p.GC = b.gc
-	for _, a := range b.allocs {
-		p.GC.Allocations = append(p.GC.Allocations, *a)
-	}
-	sort.Slice(p.GC.Allocations, func(i, j int) bool {
-		a, c := p.GC.Allocations[i], p.GC.Allocations[j]
-		if a.Bytes != c.Bytes {
-			return a.Bytes > c.Bytes
-		}
-		return a.Type < c.Type
-	})
-	for name, acc := range b.exceptions {
-		p.Exceptions = append(p.Exceptions, ExceptionStats{Type: name, Count: acc.count, Sites: p.sites(acc.stacks)})
-	}
-	sort.Slice(p.Exceptions, func(i, j int) bool {
-		a, c := p.Exceptions[i], p.Exceptions[j]
-		if a.Count != c.Count {
-			return a.Count > c.Count
-		}
-		return a.Type < c.Type
-	})
-	p.Contention = b.contention
-	p.Contention.Sites = p.sites(b.contSites)
-	return p
+	return symOf, stackResolved
 }
 
 // sites groups stack counts by the top resolved frame of each stack.
@@ -878,10 +1022,12 @@ func Read(r io.Reader, cfg Config) (*Profile, error) {
 			b.Add(&ev)
 			continue
 		}
+		p := b.Finish()
+		p.DroppedEvents = tr.Stats().DroppedEvents
 		if errors.Is(err, io.EOF) {
-			return b.Finish(), nil
+			return p, nil
 		}
-		return b.Finish(), err
+		return p, err
 	}
 }
 

@@ -131,28 +131,22 @@ func benchmarkCapture(b *testing.B, data []byte) {
 			}
 		}
 	})
-	for _, format := range []string{"folded", "pprof", "speedscope", "chromium"} {
-		b.Run("convert-"+format, func(b *testing.B) {
+	for _, f := range Formats() {
+		b.Run("convert-"+f.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
 			var out bytes.Buffer
 			for b.Loop() {
 				out.Reset()
-				p, err := Read(bytes.NewReader(data), Config{Timeline: format == "chromium" || format == "speedscope"})
+				p, err := Read(bytes.NewReader(data), Config{Timeline: f.Timeline})
 				if err != nil {
 					b.Fatal(err)
 				}
-				switch format {
-				case "folded":
-					err = WriteFolded(&out, p)
-				case "pprof":
-					err = WritePprof(&out, p)
-				case "speedscope":
-					err = WriteSpeedscope(&out, p, "bench")
-				case "chromium":
-					err = WriteChromium(&out, p)
-				}
+				wp, err := p.Weighted("")
 				if err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Write(&out, wp); err != nil {
 					b.Fatal(err)
 				}
 			}

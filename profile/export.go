@@ -21,36 +21,41 @@ var ErrNoTimeline = errors.New("profile has no timeline (build it with Config.Ti
 // of a thread with no managed frames) in the exporters.
 const noFrames = "[no managed frames]"
 
-// frameStrings returns a display string (Module!Name) per frame.
-func (p *Profile) frameStrings() []string {
-	out := make([]string, len(p.Frames))
-	for i, f := range p.Frames {
-		out[i] = f.String()
+// unknownModule is the Chromium category of a frame without a module.
+const unknownModule = "unknown"
+
+// title is what a profile is called in the viewers: its Name, or the
+// process id.
+func (w *Weighted) title() string {
+	switch {
+	case w.Name != "":
+		return w.Name
+	case w.ProcessID != 0:
+		return "process " + strconv.Itoa(w.ProcessID)
 	}
-	return out
+	return "profile"
 }
 
-// WriteFolded writes the profile as folded stacks, one line per distinct
-// stack over all threads: "root;caller;...;leaf value", frames as
-// Module!Namespace.Type.Method, value in nanoseconds (samples times the
-// period). Lines are sorted. Flame graph tools (flamegraph.pl, inferno,
-// speedscope) read this format.
-func WriteFolded(w io.Writer, p *Profile) error {
-	names := p.frameStrings()
-	for i, n := range names {
-		names[i] = strings.NewReplacer(";", ",", "\n", " ", "\r", " ").Replace(n)
+// WriteFolded writes the profile as folded stacks: one line per distinct
+// stack over all groups, "root;caller;...;leaf value", frames as
+// Module!Namespace.Type.Method, the value of the default sample type (for a
+// CPU profile, nanoseconds). Lines are sorted; stacks whose value is 0 are
+// left out. Flame graph tools (flamegraph.pl, inferno, speedscope) read this
+// format.
+func WriteFolded(w io.Writer, wp *Weighted) error {
+	repl := strings.NewReplacer(";", ",", "\n", " ", "\r", " ")
+	names := make([]string, len(wp.Frames))
+	for i, f := range wp.Frames {
+		names[i] = repl.Replace(f.String())
 	}
-	counts := make(map[int]int64)
-	for _, t := range p.Threads {
-		for _, s := range t.Samples {
-			counts[s.Stack] += s.Count
-		}
-	}
-	lines := make([]string, 0, len(counts))
+	counts := make(map[string]int64)
 	var sb strings.Builder
-	for s, n := range counts {
+	for st, v := range wp.merged() {
+		if v == 0 {
+			continue
+		}
 		sb.Reset()
-		frames := p.Stacks[s].Frames
+		frames := wp.Stacks[st].Frames
 		if len(frames) == 0 {
 			sb.WriteString(noFrames)
 		}
@@ -60,59 +65,73 @@ func WriteFolded(w io.Writer, p *Profile) error {
 				sb.WriteByte(';')
 			}
 		}
-		sb.WriteByte(' ')
-		sb.WriteString(strconv.FormatInt(n*int64(p.Period), 10))
-		lines = append(lines, sb.String())
+		counts[sb.String()] += v
+	}
+	lines := make([]string, 0, len(counts))
+	for l := range counts {
+		lines = append(lines, l)
 	}
 	sort.Strings(lines)
 	bw := bufio.NewWriter(w)
 	for _, l := range lines {
 		bw.WriteString(l)
+		bw.WriteByte(' ')
+		bw.WriteString(strconv.FormatInt(counts[l], 10))
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
 }
 
-// WritePprof writes the profile as a gzipped pprof protocol buffer: sample
-// types "samples" (count) and "time" (nanoseconds; "cpu" for a managed-only
-// profile, "wall" otherwise), one function and location per frame with the
-// module as file name, and labels "thread" (numeric) and "kind"
-// (Managed/External) on every sample.
-func WritePprof(w io.Writer, p *Profile) error {
-	pp, err := p.Pprof()
+// WritePprof writes the profile as a gzipped pprof protocol buffer (see
+// Weighted.Pprof).
+func WritePprof(w io.Writer, wp *Weighted) error {
+	pp, err := wp.Pprof()
 	if err != nil {
 		return err
 	}
 	return pp.Write(w)
 }
 
-// Pprof converts the profile to a github.com/google/pprof/profile value.
-func (p *Profile) Pprof() (*profile.Profile, error) {
-	timeType := "wall"
-	if p.ManagedOnly {
-		timeType = "cpu"
-	}
+// Pprof converts the profile to a github.com/google/pprof/profile value:
+// one sample type per Types (the default first in pprof's views), one
+// sample per group and distinct stack with the numeric label "thread", one
+// function and location per frame (the module as file name, the signature
+// in the system name), and one mapping named after the profile with
+// HasFunctions set, so pprof neither looks for a binary nor complains that
+// it has none.
+func (w *Weighted) Pprof() (*profile.Profile, error) {
 	pp := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: timeType, Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: timeType, Unit: "nanoseconds"},
-		Period:     int64(p.Period),
-		// Samples are listed by thread, so the default ordering of views
-		// is the time column.
-		DefaultSampleType: timeType,
-		TimeNanos:         p.Start.UnixNano(),
-		DurationNanos:     int64(p.Duration),
+		PeriodType:    &profile.ValueType{Type: w.PeriodType.Type, Unit: w.PeriodType.Unit},
+		Period:        w.Period,
+		TimeNanos:     w.Start.UnixNano(),
+		DurationNanos: int64(w.Duration),
+		Comments:      w.Comments,
 	}
-	locs := make([]*profile.Location, len(p.Frames))
-	for i, f := range p.Frames {
-		fn := &profile.Function{ID: uint64(i + 1), Name: f.Name, SystemName: f.Name + f.Signature, Filename: f.Module}
+	if w.Start.IsZero() {
+		pp.TimeNanos = 0
+	}
+	for _, t := range w.Types {
+		pp.SampleType = append(pp.SampleType, &profile.ValueType{Type: t.Type, Unit: t.Unit})
+	}
+	if w.Default >= 0 && w.Default < len(w.Types) {
+		pp.DefaultSampleType = w.Types[w.Default].Type
+	}
+	m := &profile.Mapping{ID: 1, File: w.title(), HasFunctions: true}
+	pp.Mapping = []*profile.Mapping{m}
+	locs := make([]*profile.Location, len(w.Frames))
+	pp.Function = make([]*profile.Function, 0, len(w.Frames)+1)
+	pp.Location = make([]*profile.Location, 0, len(w.Frames)+1)
+	for i, f := range w.Frames {
+		fn := &profile.Function{ID: uint64(i + 1), Name: f.Name, SystemName: systemName(f), Filename: f.Module}
 		pp.Function = append(pp.Function, fn)
-		locs[i] = &profile.Location{ID: uint64(i + 1), Address: f.Address, Line: []profile.Line{{Function: fn}}}
+		locs[i] = &profile.Location{ID: uint64(i + 1), Mapping: m, Address: f.Address, Line: []profile.Line{{Function: fn}}}
 		pp.Location = append(pp.Location, locs[i])
+		m.Limit = max(m.Limit, f.Address+1)
 	}
 	var empty *profile.Location
-	for _, t := range p.Threads {
-		for _, s := range t.Samples {
-			frames := p.Stacks[s.Stack].Frames
+	for _, g := range w.Groups {
+		for _, s := range g.Samples {
+			frames := w.Stacks[s.Stack].Frames
 			stack := make([]*profile.Location, len(frames))
 			for i, f := range frames {
 				stack[i] = locs[f]
@@ -122,23 +141,37 @@ func (p *Profile) Pprof() (*profile.Profile, error) {
 					id := uint64(len(pp.Function) + 1)
 					fn := &profile.Function{ID: id, Name: noFrames, SystemName: noFrames}
 					pp.Function = append(pp.Function, fn)
-					empty = &profile.Location{ID: id, Line: []profile.Line{{Function: fn}}}
+					empty = &profile.Location{ID: id, Mapping: m, Line: []profile.Line{{Function: fn}}}
 					pp.Location = append(pp.Location, empty)
 				}
 				stack = []*profile.Location{empty}
 			}
-			pp.Sample = append(pp.Sample, &profile.Sample{
-				Location: stack,
-				Value:    []int64{s.Count, s.Count * int64(p.Period)},
-				Label:    map[string][]string{"kind": {s.Kind.String()}},
-				NumLabel: map[string][]int64{"thread": {int64(t.ID)}},
-			})
+			ps := &profile.Sample{Location: stack, Value: s.Values}
+			if g.ThreadID != 0 {
+				ps.NumLabel = map[string][]int64{"thread": {int64(g.ThreadID)}}
+			}
+			pp.Sample = append(pp.Sample, ps)
 		}
 	}
 	if err := pp.CheckValid(); err != nil {
 		return nil, fmt.Errorf("profile: pprof conversion: %w", err)
 	}
 	return pp, nil
+}
+
+// systemName is a frame's name with its signature, as a declaration: the
+// runtime writes signatures without the method name ("instance void
+// (int32)"), so the name goes where the runtime left two spaces:
+// "instance void App.Type.Method(int32)". Other signatures follow the name
+// after a space.
+func systemName(f Frame) string {
+	if f.Signature == "" {
+		return f.Name
+	}
+	if i := strings.Index(f.Signature, "  ("); i >= 0 {
+		return f.Signature[:i+1] + f.Name + f.Signature[i+2:]
+	}
+	return f.Name + " " + f.Signature
 }
 
 // SpeedscopeSchema is the $schema value of speedscope files.
@@ -148,24 +181,57 @@ const SpeedscopeSchema = "https://www.speedscope.app/file-format-schema.json"
 // writer.
 const flushAt = 64 << 10
 
+// speedscopeUnit maps a ValueType unit to one of speedscope's.
+func speedscopeUnit(unit string) string {
+	switch unit {
+	case "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes":
+		return unit
+	}
+	return "none"
+}
+
 // WriteSpeedscope writes the profile in speedscope's JSON format
-// (https://www.speedscope.app/file-format-schema.json): one "sampled"
-// profile per thread, stacks root first, weights in nanoseconds. With a
-// timeline the samples are in time order (speedscope's Time Order view is
-// then a timeline); without one each distinct stack appears once.
-func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
+// (https://www.speedscope.app/file-format-schema.json), weighed by the
+// default sample type, stacks root first: first an "All threads" profile
+// merging every group by stack, then one "sampled" profile per group with
+// weight (for a CPU profile, per thread). With Runs a group's samples are
+// in time order (speedscope's Time Order view is then a timeline); without
+// them each distinct stack appears once. activeProfileIndex points at the
+// busiest group, so speedscope opens on the thread that did the most work.
+func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	b := make([]byte, 0, flushAt+4096)
 	flush := func() error {
 		_, err := w.Write(b)
 		b = b[:0]
 		return err
 	}
+	unit := "none"
+	if wp.Default >= 0 && wp.Default < len(wp.Types) {
+		unit = speedscopeUnit(wp.Types[wp.Default].Unit)
+	}
+	merged := wp.merged()
+	// The groups with weight get a profile, after "All threads".
+	var shown []int
+	active := 0
+	for i, g := range wp.Groups {
+		for _, s := range g.Samples {
+			if s.Values[wp.Default] != 0 {
+				if i == wp.Active {
+					active = len(shown) + 1
+				}
+				shown = append(shown, i)
+				break
+			}
+		}
+	}
 	b = append(b, `{"$schema":`...)
 	b = appendJSONString(b, SpeedscopeSchema)
 	b = append(b, `,"exporter":"clrdiag","name":`...)
-	b = appendJSONString(b, name)
-	b = append(b, `,"activeProfileIndex":0,"shared":{"frames":[`...)
-	for i, fr := range p.Frames {
+	b = appendJSONString(b, wp.title())
+	b = append(b, `,"activeProfileIndex":`...)
+	b = strconv.AppendInt(b, int64(active), 10)
+	b = append(b, `,"shared":{"frames":[`...)
+	for i, fr := range wp.Frames {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -182,95 +248,121 @@ func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
 			}
 		}
 	}
-	if len(p.Frames) > 0 {
+	if len(wp.Frames) > 0 {
 		b = append(b, ',')
 	}
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, noFrames)
 	b = append(b, `}]},"profiles":[`...)
-	period := int64(p.Period)
 	// Each stack's JSON array is encoded once, when first needed.
-	stacks := stackArrays{p: p}
-	for ti, t := range p.Threads {
-		if ti > 0 {
-			b = append(b, ',')
-		}
-		// Time-ordered runs when there is a timeline, else one entry per
-		// distinct stack.
-		var start, end int64
-		if t.Timeline.n > 0 {
-			start = t.Timeline.chunks[0][0].start
-			end = start
-			for _, c := range t.Timeline.chunks {
-				for _, r := range c {
-					end += int64(r.count) * period
+	stacks := stackArrays{frames: len(wp.Frames), stacks: wp.Stacks}
+	sep := false
+	// list appends a JSON list of n items, each written by item(i).
+	list := func(n int, item func(i int)) error {
+		sep = false
+		for i := range n {
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			item(i)
+			if len(b) >= flushAt {
+				if err := flush(); err != nil {
+					return err
 				}
 			}
-		} else {
-			for _, s := range t.Samples {
-				end += s.Count * period
-			}
 		}
-		b = append(b, `{"type":"sampled","name":"Thread `...)
-		b = strconv.AppendUint(b, t.ID, 10)
-		b = append(b, `","unit":"nanoseconds","startValue":`...)
+		return nil
+	}
+	header := func(name string, start, end int64) {
+		b = append(b, `{"type":"sampled","name":`...)
+		b = appendJSONString(b, name)
+		b = append(b, `,"unit":"`...)
+		b = append(b, unit...)
+		b = append(b, `","startValue":`...)
 		b = strconv.AppendInt(b, start, 10)
 		b = append(b, `,"endValue":`...)
 		b = strconv.AppendInt(b, end, 10)
 		b = append(b, `,"samples":[`...)
-		sep := false
-		sample := func(stack int) error {
-			if sep {
-				b = append(b, ',')
-			}
-			sep = true
-			b = append(b, stacks.get(stack)...)
-			if len(b) >= flushAt {
-				return flush()
-			}
-			return nil
+	}
+
+	// All threads: the distinct stacks with weight.
+	var order []int
+	var total int64
+	for st, v := range merged {
+		if v != 0 {
+			order = append(order, st)
+			total += v
 		}
-		weight := func(w int64) error {
-			if sep {
-				b = append(b, ',')
+	}
+	header("All threads", 0, total)
+	if err := list(len(order), func(i int) { b = append(b, stacks.get(order[i])...) }); err != nil {
+		return err
+	}
+	b = append(b, `],"weights":[`...)
+	if err := list(len(order), func(i int) { b = strconv.AppendInt(b, merged[order[i]], 10) }); err != nil {
+		return err
+	}
+	b = append(b, "]}"...)
+
+	for _, gi := range shown {
+		g := &wp.Groups[gi]
+		b = append(b, ',')
+		if g.Runs != nil {
+			var start, end int64
+			first := true
+			for r := range g.Runs {
+				if first {
+					start, end, first = int64(r.Start), int64(r.Start), false
+				}
+				end += r.Count * wp.Period
 			}
-			sep = true
-			b = strconv.AppendInt(b, w, 10)
-			if len(b) >= flushAt {
-				return flush()
-			}
-			return nil
-		}
-		if t.Timeline.n > 0 {
-			for _, c := range t.Timeline.chunks {
-				for _, r := range c {
-					if err := sample(int(r.stackKind >> 1)); err != nil {
+			header(g.Name, start, end)
+			sep = false
+			for r := range g.Runs {
+				if sep {
+					b = append(b, ',')
+				}
+				sep = true
+				b = append(b, stacks.get(r.Stack)...)
+				if len(b) >= flushAt {
+					if err := flush(); err != nil {
 						return err
 					}
 				}
 			}
 			b = append(b, `],"weights":[`...)
 			sep = false
-			for _, c := range t.Timeline.chunks {
-				for _, r := range c {
-					if err := weight(int64(r.count) * period); err != nil {
+			for r := range g.Runs {
+				if sep {
+					b = append(b, ',')
+				}
+				sep = true
+				b = strconv.AppendInt(b, r.Count*wp.Period, 10)
+				if len(b) >= flushAt {
+					if err := flush(); err != nil {
 						return err
 					}
 				}
 			}
-		} else {
-			for _, s := range t.Samples {
-				if err := sample(s.Stack); err != nil {
-					return err
-				}
+			b = append(b, "]}"...)
+			continue
+		}
+		var kept []Sample
+		var end int64
+		for _, s := range g.Samples {
+			if v := s.Values[wp.Default]; v != 0 {
+				kept = append(kept, s)
+				end += v
 			}
-			b = append(b, `],"weights":[`...)
-			sep = false
-			for _, s := range t.Samples {
-				if err := weight(s.Count * period); err != nil {
-					return err
-				}
-			}
+		}
+		header(g.Name, 0, end)
+		if err := list(len(kept), func(i int) { b = append(b, stacks.get(kept[i].Stack)...) }); err != nil {
+			return err
+		}
+		b = append(b, `],"weights":[`...)
+		if err := list(len(kept), func(i int) { b = strconv.AppendInt(b, kept[i].Values[wp.Default], 10) }); err != nil {
+			return err
 		}
 		b = append(b, "]}"...)
 	}
@@ -282,23 +374,24 @@ func WriteSpeedscope(w io.Writer, p *Profile, name string) error {
 // root first; the pseudo-frame after the last frame for an empty stack),
 // each once.
 type stackArrays struct {
-	p    *Profile
-	enc  []byte
-	span [][2]int32 // enc[lo:hi] of each stack; hi 0 until encoded
+	frames int
+	stacks []Stack
+	enc    []byte
+	span   [][2]int32 // enc[lo:hi] of each stack; hi 0 until encoded
 }
 
 func (s *stackArrays) get(stack int) []byte {
 	if s.span == nil {
-		s.span = make([][2]int32, len(s.p.Stacks))
+		s.span = make([][2]int32, len(s.stacks))
 	}
 	if sp := s.span[stack]; sp[1] > 0 {
 		return s.enc[sp[0]:sp[1]]
 	}
 	lo := len(s.enc)
-	frames := s.p.Stacks[stack].Frames
+	frames := s.stacks[stack].Frames
 	s.enc = append(s.enc, '[')
 	if len(frames) == 0 {
-		s.enc = strconv.AppendInt(s.enc, int64(len(s.p.Frames)), 10)
+		s.enc = strconv.AppendInt(s.enc, int64(s.frames), 10)
 	}
 	for i := len(frames) - 1; i >= 0; i-- {
 		s.enc = strconv.AppendInt(s.enc, int64(frames[i]), 10)
@@ -311,55 +404,89 @@ func (s *stackArrays) get(stack int) []byte {
 	return s.enc[lo:]
 }
 
-// WriteChromium writes the profile's timeline as Chromium trace-event JSON
-// (chrome://tracing, Perfetto): per thread, a "B" event when a frame appears
-// on the sampled stack and the matching "E" event when it leaves it,
-// timestamps in microseconds from the start of the trace. Gaps longer than
-// four periods without samples close every frame. It needs a profile built
-// with Config.Timeline.
-func WriteChromium(w io.Writer, p *Profile) error {
-	hasTimeline := false
-	for _, t := range p.Threads {
-		hasTimeline = hasTimeline || t.Timeline.n > 0
+// WriteChromium writes the groups' Runs as Chromium trace-event JSON, which
+// Perfetto (https://ui.perfetto.dev) and Chrome DevTools' Performance panel
+// open: per thread, a "B" event when a frame appears on the sampled stack
+// and an "E" event with the same name and category (the frame's module)
+// when it leaves it, timestamps in microseconds from the start of the trace
+// and never going back on a thread. Gaps longer than four periods without
+// samples close every frame. "M" events name the process and the threads
+// and sort the busiest thread first. It needs Runs (a profile built with
+// Config.Timeline) and returns ErrNoTimeline without them.
+func WriteChromium(w io.Writer, wp *Weighted) error {
+	hasRuns := false
+	for _, g := range wp.Groups {
+		hasRuns = hasRuns || g.Runs != nil
 	}
-	if !hasTimeline && len(p.Threads) > 0 {
+	if !hasRuns && len(wp.Groups) > 0 {
 		return ErrNoTimeline
 	}
 	// Each frame's B and E events up to the timestamp are encoded once:
 	// enc[begin[i]:end[i]] opens frame i, enc[end[i]:begin[i+1]] closes it.
 	var enc []byte
-	begin := make([]int, len(p.Frames)+1)
-	end := make([]int, len(p.Frames))
-	for i, f := range p.Frames {
+	begin := make([]int, len(wp.Frames)+1)
+	end := make([]int, len(wp.Frames))
+	for i, f := range wp.Frames {
+		cat := f.Module
+		if cat == "" {
+			cat = unknownModule
+		}
 		begin[i] = len(enc)
 		enc = append(enc, ",\n{\"ph\":\"B\",\"name\":"...)
 		enc = appendJSONString(enc, f.Name)
 		enc = append(enc, `,"cat":`...)
-		enc = appendJSONString(enc, f.Module)
+		enc = appendJSONString(enc, cat)
 		enc = append(enc, `,"ts":`...)
 		end[i] = len(enc)
 		enc = append(enc, ",\n{\"ph\":\"E\",\"name\":"...)
 		enc = appendJSONString(enc, f.Name)
+		enc = append(enc, `,"cat":`...)
+		enc = appendJSONString(enc, cat)
 		enc = append(enc, `,"ts":`...)
 	}
-	begin[len(p.Frames)] = len(enc)
+	begin[len(wp.Frames)] = len(enc)
 	b := make([]byte, 0, flushAt+4096)
 	b = append(b, `{"displayTimeUnit":"ms","traceEvents":[`...)
-	pid := strconv.Itoa(p.ProcessID)
+	pid := strconv.Itoa(wp.ProcessID)
+	b = append(b, `{"ph":"M","name":"process_name","pid":`...)
+	b = append(b, pid...)
+	b = append(b, `,"tid":0,"args":{"name":`...)
+	b = appendJSONString(b, wp.title())
+	b = append(b, `}}`...)
+	// Threads sort by work, the busiest first.
+	rank := make([]int, len(wp.Groups))
+	for i := range rank {
+		rank[i] = i
+	}
+	sort.SliceStable(rank, func(i, j int) bool { return wp.Groups[rank[i]].Work > wp.Groups[rank[j]].Work })
+	sortIndex := make([]int, len(wp.Groups))
+	for r, gi := range rank {
+		sortIndex[gi] = r
+	}
+	period := time.Duration(wp.Period)
 	var suffix, ts []byte // ,"pid":..,"tid":..} and the current timestamp
 	var open []int        // frames, root first
-	for ti, t := range p.Threads {
-		tid := strconv.FormatUint(t.ID, 10)
-		if ti > 0 {
-			b = append(b, ',', '\n')
+	for gi, g := range wp.Groups {
+		if g.Runs == nil {
+			continue
 		}
+		tid := strconv.FormatUint(g.ThreadID, 10)
+		b = append(b, ",\n"...)
 		b = append(b, `{"ph":"M","name":"thread_name","pid":`...)
 		b = append(b, pid...)
 		b = append(b, `,"tid":`...)
 		b = append(b, tid...)
-		b = append(b, `,"args":{"name":"Thread `...)
+		b = append(b, `,"args":{"name":`...)
+		b = appendJSONString(b, g.Name)
+		b = append(b, `}},`...)
+		b = append(b, "\n"...)
+		b = append(b, `{"ph":"M","name":"thread_sort_index","pid":`...)
+		b = append(b, pid...)
+		b = append(b, `,"tid":`...)
 		b = append(b, tid...)
-		b = append(b, `"}}`...)
+		b = append(b, `,"args":{"sort_index":`...)
+		b = strconv.AppendInt(b, int64(sortIndex[gi]), 10)
+		b = append(b, `}}`...)
 		suffix = append(append(append(append(suffix[:0], `,"pid":`...), pid...), `,"tid":`...), tid...)
 		suffix = append(suffix, '}')
 		open = open[:0]
@@ -375,45 +502,42 @@ func WriteChromium(w io.Writer, p *Profile) error {
 				b = append(b, suffix...)
 			}
 		}
-		for _, c := range t.Timeline.chunks {
-			for _, r := range c {
-				if len(b) >= flushAt {
-					if _, err := w.Write(b); err != nil {
-						return err
-					}
-					b = b[:0]
+		for r := range g.Runs {
+			if len(b) >= flushAt {
+				if _, err := w.Write(b); err != nil {
+					return err
 				}
-				rs := max(time.Duration(r.start), at) // keep each thread's timestamps monotonic
-				stack := int(r.stackKind >> 1)
-				if rs > at+4*p.Period {
-					if len(open) > 0 {
-						ts = appendMicros(ts[:0], int64(at))
-						closeTo(0)
-					}
-					openStack = -1
+				b = b[:0]
+			}
+			rs := max(r.Start, at) // keep each thread's timestamps monotonic
+			if rs > at+4*period {
+				if len(open) > 0 {
+					ts = appendMicros(ts[:0], int64(at))
+					closeTo(0)
 				}
-				at = rs + time.Duration(r.count)*p.Period
-				if stack == openStack {
-					continue // no frame starts or ends
-				}
-				openStack = stack
-				frames := p.Stacks[stack].Frames
-				common := 0
-				for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
-					common++
-				}
-				if len(open) == common && len(frames) == common {
-					continue
-				}
-				ts = appendMicros(ts[:0], int64(rs))
-				closeTo(common)
-				for i := len(frames) - 1 - common; i >= 0; i-- {
-					f := frames[i]
-					open = append(open, f)
-					b = append(b, enc[begin[f]:end[f]]...)
-					b = append(b, ts...)
-					b = append(b, suffix...)
-				}
+				openStack = -1
+			}
+			at = rs + time.Duration(r.Count)*period
+			if r.Stack == openStack {
+				continue // no frame starts or ends
+			}
+			openStack = r.Stack
+			frames := wp.Stacks[r.Stack].Frames
+			common := 0
+			for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
+				common++
+			}
+			if len(open) == common && len(frames) == common {
+				continue
+			}
+			ts = appendMicros(ts[:0], int64(rs))
+			closeTo(common)
+			for i := len(frames) - 1 - common; i >= 0; i-- {
+				f := frames[i]
+				open = append(open, f)
+				b = append(b, enc[begin[f]:end[f]]...)
+				b = append(b, ts...)
+				b = append(b, suffix...)
 			}
 		}
 		if len(open) > 0 {

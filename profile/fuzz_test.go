@@ -19,12 +19,18 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		_ = WriteFolded(io.Discard, p)
-		_ = WriteSpeedscope(io.Discard, p, "fuzz")
-		_ = WriteChromium(io.Discard, p)
-		if _, err := p.Pprof(); err != nil {
-			t.Fatalf("pprof: %v", err)
+		for _, m := range Measures() {
+			wp, err := p.Weighted(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = WriteFolded(io.Discard, wp)
+			_ = WriteSpeedscope(io.Discard, wp)
+			_ = WriteChromium(io.Discard, wp)
+			if _, err := wp.Pprof(); err != nil {
+				t.Fatalf("pprof: %v", err)
+			}
+			_ = BuildReport(p, ReportConfig{Measure: m}).WriteText(io.Discard)
 		}
-		_ = BuildReport(p, ReportConfig{}).WriteText(io.Discard)
 	})
 }

@@ -27,6 +27,24 @@ type Profile struct {
 	ManagedOnly bool
 	// Runtime is what RuntimeInformation says, when the trace has it.
 	Runtime *clrevents.RuntimeInformation
+	// RuntimeVersion is the version of the .NET runtime the trace came
+	// from ("3.1.2", "8.0.10"), read from the runtime's install path in
+	// RuntimeInformation or in a module event, or major.minor from
+	// RuntimeInformation's CLR version on .NET 5 and later ("5.0"); empty
+	// when the trace does not say (RuntimeInformation of .NET Core 3.x
+	// reports the CLR as 4.0.30319.0).
+	RuntimeVersion string
+	// CommandLine is the target's command line from the trace's ProcessInfo
+	// event (or RuntimeInformation), and ProcessName the application it
+	// names ("app" for "dotnet app.dll", "myservice" for
+	// "/srv/myservice"); both empty when the trace has neither.
+	CommandLine string
+	ProcessName string
+	// DroppedEvents is the number of events the runtime could not write
+	// (its buffers were full), as the trace's sequence numbers show; the
+	// profile misses their samples. Set by Read (a Builder's caller sets it
+	// from its reader's Stats).
+	DroppedEvents uint64
 
 	// Frames are the distinct frames; Stacks index into them.
 	Frames []Frame
@@ -46,7 +64,29 @@ type Profile struct {
 	FirstDecodeError error
 	// TimelineTruncated is set when Config.MaxTimelineRuns was reached.
 	TimelineTruncated bool
+	// Capped says whether Config.MaxStacks or Config.MaxAddresses was
+	// reached: the samples and events whose stack would have gone over the
+	// cap are kept, on one stack made of the pseudo-frame OverCapFrame.
+	Capped CapStats
 }
+
+// CapStats says what the stack caps of Config cost.
+type CapStats struct {
+	// MaxStacks and MaxAddresses are the caps in effect.
+	MaxStacks, MaxAddresses int
+	// Stacks and Addresses are set when that cap was reached.
+	Stacks, Addresses bool
+	// Samples counts the samples put on the over-the-cap stack, Events the
+	// other events with a stack (exceptions, contention, EventSource events).
+	Samples, Events int64
+}
+
+// Hit reports whether a cap was reached.
+func (c CapStats) Hit() bool { return c.Stacks || c.Addresses }
+
+// OverCapFrame names the pseudo-frame of the stack that stands for every
+// stack beyond Config.MaxStacks or Config.MaxAddresses.
+const OverCapFrame = "[stack not kept: over the profile's stack cap]"
 
 // Frame is one frame: a resolved managed method, or an address that no
 // method range covered.
@@ -71,7 +111,9 @@ func (f Frame) String() string {
 }
 
 // Stack is a list of Frames indexes, leaf first. An empty stack means the
-// sampled thread had no managed frames.
+// sampled thread had no managed frames. The stacks of a Profile are
+// distinct as lists of frames: two raw stacks whose return addresses differ
+// but resolve to the same methods are one Stack.
 type Stack struct {
 	Frames []int
 }
@@ -82,10 +124,20 @@ type SampleKind = clrevents.SampleKind
 // Thread holds the samples of one OS thread.
 type Thread struct {
 	ID uint64
-	// Samples aggregates samples by stack and kind.
+	// Samples aggregates the thread's samples by stack, one entry per
+	// distinct Stack, most samples first.
 	Samples []StackSample
 	// Managed and External count the samples by kind.
 	Managed, External int64
+	// StackChanges counts the samples whose stack differs from the
+	// thread's previous sample: a thread that waits in one place has
+	// almost none, a thread that works has many.
+	StackChanges int64
+	// Waiting is set for a thread that looks blocked for the whole trace:
+	// no Managed sample, and its stack changed in at most 1% of its
+	// samples (a thread in Console.ReadLine, Thread.Sleep or a lock wait).
+	// Its time is wall-clock time, not CPU time.
+	Waiting bool
 	// First and Last are offsets from Profile.Start.
 	First, Last time.Duration
 	// Period is this thread's own mean sampling interval (0 with fewer than
@@ -106,12 +158,20 @@ func (t *Thread) Total(period time.Duration) time.Duration {
 	return time.Duration(t.Managed+t.External) * period
 }
 
-// StackSample is how many samples of one kind a thread had with one stack.
+// Work ranks threads by how much they did rather than how long they
+// existed: Managed samples plus stack changes. Viewers open on the
+// thread with the most work.
+func (t *Thread) Work() int64 { return t.Managed + t.StackChanges }
+
+// StackSample is how many samples of each kind a thread had with one
+// stack.
 type StackSample struct {
-	Stack int
-	Kind  SampleKind
-	Count int64
+	Stack             int
+	Managed, External int64
 }
+
+// Count is the number of samples of either kind.
+func (s StackSample) Count() int64 { return s.Managed + s.External }
 
 // Run is a span of consecutive samples of a thread with the same stack and
 // kind. Start is the offset from Profile.Start of its first sample.

@@ -121,7 +121,7 @@ func TestFilters(t *testing.T) {
 
 func TestFolded(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteFolded(&buf, readSynth(t, 8, Config{})); err != nil {
+	if err := WriteFolded(&buf, weighted(t, readSynth(t, 8, Config{}), "")); err != nil {
 		t.Fatal(err)
 	}
 	want := "App!App.Program.Main;App!App.Lazy.Jitted 2000000\n" +
@@ -184,40 +184,82 @@ func TestReadDamaged(t *testing.T) {
 	}
 }
 
-// checkPprof parses the pprof output and checks totals.
+// weighted is p.Weighted(measure), failing the test on error.
+func weighted(t testing.TB, p *Profile, measure string) *Weighted {
+	t.Helper()
+	wp, err := p.Weighted(measure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wp
+}
+
+// checkPprof parses the pprof output and checks the sample types, the
+// totals, the mapping and that no two samples have the same stack and
+// labels.
 func checkPprof(t *testing.T, p *Profile) *pprofile.Profile {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WritePprof(&buf, p); err != nil {
+	if err := WritePprof(&buf, weighted(t, p, "")); err != nil {
 		t.Fatal(err)
 	}
 	pp, err := pprofile.Parse(&buf)
 	if err != nil {
 		t.Fatalf("pprof does not parse: %v", err)
 	}
-	var samples, ns, want int64
+	var types []string
+	for _, st := range pp.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	if want := []string{"samples/count", "wall/nanoseconds", "cpu/nanoseconds"}; !slices.Equal(types, want) {
+		t.Errorf("pprof sample types %v, want %v", types, want)
+	}
+	var samples, wall, cpu, want, managed int64
+	seen := map[string]bool{}
 	for _, s := range pp.Sample {
 		samples += s.Value[0]
-		ns += s.Value[1]
+		wall += s.Value[1]
+		cpu += s.Value[2]
 		if len(s.Location) == 0 {
 			t.Fatal("pprof sample without locations")
 		}
+		key := fmt.Sprint(s.NumLabel["thread"])
+		for _, l := range s.Location {
+			key += fmt.Sprintf(";%d", l.ID)
+			if l.Mapping == nil || l.Mapping.ID != 1 {
+				t.Fatalf("location %d has mapping %v, want the main mapping", l.ID, l.Mapping)
+			}
+		}
+		if seen[key] {
+			t.Errorf("two pprof samples with the same thread and stack: %s", key)
+		}
+		seen[key] = true
 	}
 	for _, th := range p.Threads {
 		want += th.Managed + th.External
+		managed += th.Managed
 	}
-	if samples != want || ns != want*int64(p.Period) || pp.Period != int64(p.Period) {
-		t.Errorf("pprof totals: %d samples %d ns, want %d samples at %v", samples, ns, want, p.Period)
+	if samples != want || wall != want*int64(p.Period) || cpu != managed*int64(p.Period) || pp.Period != int64(p.Period) {
+		t.Errorf("pprof totals: %d samples %d wall ns %d cpu ns, want %d samples (%d managed) at %v", samples, wall, cpu, want, managed, p.Period)
+	}
+	if len(pp.Mapping) != 1 || !pp.Mapping[0].HasFunctions || pp.Mapping[0].File == "" {
+		t.Errorf("pprof mappings %+v, want one main mapping with functions", pp.Mapping)
+	}
+	for _, fn := range pp.Function {
+		if !strings.Contains(fn.SystemName, fn.Name) {
+			t.Errorf("function %q has system name %q", fn.Name, fn.SystemName)
+		}
 	}
 	return pp
 }
 
-// checkSpeedscope checks the keys the schema requires and the frame
-// indices.
+// checkSpeedscope checks the keys the schema requires, the frame indices,
+// the "All threads" profile and that speedscope opens on the busiest
+// thread.
 func checkSpeedscope(t *testing.T, p *Profile) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteSpeedscope(&buf, p, "test"); err != nil {
+	if err := WriteSpeedscope(&buf, weighted(t, p, "")); err != nil {
 		t.Fatal(err)
 	}
 	var f map[string]any
@@ -238,10 +280,11 @@ func checkSpeedscope(t *testing.T, p *Profile) {
 		}
 	}
 	profiles, _ := f["profiles"].([]any)
-	if len(profiles) != len(p.Threads) {
-		t.Fatalf("%d profiles for %d threads", len(profiles), len(p.Threads))
+	if len(profiles) != len(p.Threads)+1 {
+		t.Fatalf("%d profiles for %d threads, want one more (All threads)", len(profiles), len(p.Threads))
 	}
-	for _, pr := range profiles {
+	var all, threads float64
+	for i, pr := range profiles {
 		m := pr.(map[string]any)
 		for _, k := range []string{"type", "name", "unit", "startValue", "endValue", "samples", "weights"} {
 			if _, ok := m[k]; !ok {
@@ -267,56 +310,45 @@ func checkSpeedscope(t *testing.T, p *Profile) {
 		if span := m["endValue"].(float64) - m["startValue"].(float64); span != sum {
 			t.Errorf("endValue-startValue = %v, sum of weights %v", span, sum)
 		}
+		if i == 0 {
+			if m["name"] != "All threads" {
+				t.Errorf("first profile %q, want All threads", m["name"])
+			}
+			all = sum
+		} else {
+			threads += sum
+		}
+	}
+	if all != threads {
+		t.Errorf("All threads weighs %v, the threads %v", all, threads)
+	}
+	busiest := p.Threads[0]
+	for _, th := range p.Threads {
+		if th.Work() > busiest.Work() {
+			busiest = th
+		}
+	}
+	active := int(f["activeProfileIndex"].(float64))
+	if name := profiles[active].(map[string]any)["name"]; name != fmt.Sprintf("Thread %d", busiest.ID) {
+		t.Errorf("speedscope opens on %v, want the busiest thread %d", name, busiest.ID)
 	}
 }
 
-// checkChromium parses the trace-event JSON and checks that B and E events
-// nest per thread with non-decreasing timestamps.
+// checkChromium converts p to Chromium trace-event JSON, validates it
+// (validateTraceEvents) and returns the number of B events.
 func checkChromium(t *testing.T, p *Profile) int {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteChromium(&buf, p); err != nil {
+	if err := WriteChromium(&buf, weighted(t, p, "")); err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		TraceEvents []struct {
-			Name string  `json:"name"`
-			Ph   string  `json:"ph"`
-			Ts   float64 `json:"ts"`
-			Tid  uint64  `json:"tid"`
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
-		t.Fatalf("chromium JSON: %v", err)
-	}
-	open := map[uint64][]string{}
-	last := map[uint64]float64{}
-	begins := 0
-	for _, e := range f.TraceEvents {
-		switch e.Ph {
-		case "B":
-			begins++
-			open[e.Tid] = append(open[e.Tid], e.Name)
-		case "E":
-			st := open[e.Tid]
-			if len(st) == 0 || st[len(st)-1] != e.Name {
-				t.Fatalf("thread %d: E %q does not match open %v", e.Tid, e.Name, st)
-			}
-			open[e.Tid] = st[:len(st)-1]
-		case "M":
-			continue
-		default:
-			t.Fatalf("unexpected phase %q", e.Ph)
+	begins, problems := validateTraceEvents(buf.Bytes())
+	for i, pr := range problems {
+		if i == 10 {
+			t.Errorf("... and %d more", len(problems)-i)
+			break
 		}
-		if e.Ts < last[e.Tid] {
-			t.Fatalf("thread %d: time goes back %v -> %v", e.Tid, last[e.Tid], e.Ts)
-		}
-		last[e.Tid] = e.Ts
-	}
-	for tid, st := range open {
-		if len(st) > 0 {
-			t.Errorf("thread %d: %d frames left open", tid, len(st))
-		}
+		t.Error(pr)
 	}
 	return begins
 }
@@ -332,13 +364,16 @@ func TestExportsSynthetic(t *testing.T) {
 	if want := []string{"0xdead0000", "App.Lazy.Jitted", "App.Program.Main", "App.Worker.Leaf", "App.Worker.Work", noFrames}; !slices.Equal(names, want) {
 		t.Errorf("pprof functions = %v, want %v", names, want)
 	}
+	if pp.Mapping[0].File != "app" {
+		t.Errorf("pprof main mapping %q, want the app's name", pp.Mapping[0].File)
+	}
 	checkSpeedscope(t, p)
 	// Thread 100: one run of Main>Work>Leaf (3 B); thread 200: Main>Work>0xdead0000
 	// (3 B) then Jitted under Main (1 B); thread 300: the pseudo-frame-less empty stack (0).
 	if n := checkChromium(t, p); n != 7 {
 		t.Errorf("chromium: %d B events, want 7", n)
 	}
-	if err := WriteChromium(&bytes.Buffer{}, readSynth(t, 8, Config{})); !errors.Is(err, ErrNoTimeline) {
+	if err := WriteChromium(&bytes.Buffer{}, weighted(t, readSynth(t, 8, Config{}), "")); !errors.Is(err, ErrNoTimeline) {
 		t.Errorf("chromium without timeline: %v", err)
 	}
 	checkSpeedscope(t, readSynth(t, 8, Config{}))

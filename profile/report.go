@@ -21,34 +21,52 @@ type ReportConfig struct {
 	// Inclusive orders the method table by inclusive time (default:
 	// exclusive time).
 	Inclusive bool
+	// Measure is what the method table weighs: MeasureWall (default, every
+	// sample) or MeasureCPU (Managed samples only).
+	Measure string
 }
 
 // Report is what a profile says, ready to print or to encode as JSON.
 // Durations are in nanoseconds in JSON.
 type Report struct {
-	ProcessID   int           `json:"process_id"`
-	Runtime     string        `json:"runtime,omitempty"`
-	CommandLine string        `json:"command_line,omitempty"`
-	Start       time.Time     `json:"start"`
-	Duration    time.Duration `json:"duration_ns"`
-	Period      time.Duration `json:"sampling_period_ns"`
-	Samples     int64         `json:"samples"`
-	Managed     int64         `json:"managed_samples"`
-	External    int64         `json:"external_samples"`
-	ManagedOnly bool          `json:"managed_only"`
-	Symbols     SymbolStats   `json:"symbols"`
+	ProcessID   int    `json:"process_id"`
+	ProcessName string `json:"process_name,omitempty"`
+	// Runtime is the .NET version the trace came from ("3.1.2"), or
+	// "unknown"; RuntimeBuild the CLR's own version from
+	// RuntimeInformation ("4.0.30319.0" on .NET Core 3.x).
+	Runtime      string        `json:"runtime"`
+	RuntimeBuild string        `json:"runtime_build,omitempty"`
+	CommandLine  string        `json:"command_line,omitempty"`
+	Start        time.Time     `json:"start"`
+	Duration     time.Duration `json:"duration_ns"`
+	Period       time.Duration `json:"sampling_period_ns"`
+	Samples      int64         `json:"samples"`
+	Managed      int64         `json:"managed_samples"`
+	External     int64         `json:"external_samples"`
+	ManagedOnly  bool          `json:"managed_only"`
+	// DroppedEvents is what the runtime could not write (buffers full).
+	DroppedEvents uint64      `json:"dropped_events"`
+	Symbols       SymbolStats `json:"symbols"`
+	// Measure is what Methods weighs: "wall" (every sample) or "cpu"
+	// (Managed samples only); Inclusive is set when Methods is ordered by
+	// inclusive time.
+	Measure   string `json:"measure"`
+	Inclusive bool   `json:"ordered_by_inclusive"`
 	// Methods is ordered by exclusive time, or by inclusive time with
-	// ReportConfig.Inclusive.
+	// ReportConfig.Inclusive, in the Measure.
 	Methods      []MethodTime      `json:"methods"`
 	Threads      []ThreadTotal     `json:"threads"`
 	GC           GCReport          `json:"gc"`
 	Exceptions   []ExceptionReport `json:"exceptions"`
 	Contention   ContentionReport  `json:"contention"`
 	DecodeErrors int               `json:"decode_errors,omitempty"`
+	// Notes are what to know before trusting the numbers (Profile.Notes).
+	Notes []string `json:"notes"`
 }
 
 // MethodTime is the time spent in a method (exclusive: as the leaf frame;
-// inclusive: anywhere on the stack, counted once per sample).
+// inclusive: anywhere on the stack, counted once per sample), in the
+// report's Measure.
 type MethodTime struct {
 	Method       string        `json:"method"`
 	Module       string        `json:"module,omitempty"`
@@ -57,6 +75,13 @@ type MethodTime struct {
 	Inclusive    time.Duration `json:"inclusive_ns"`
 	ExclusivePct float64       `json:"exclusive_pct"`
 	InclusivePct float64       `json:"inclusive_pct"`
+	// ManagedPct is the share of the method's exclusive samples that were
+	// Managed (running managed code); -1 when it has none.
+	ManagedPct float64 `json:"managed_pct"`
+	// Waiting is set when at least 90% of the method's exclusive samples
+	// come from threads that waited the whole trace (Thread.Waiting): its
+	// time is time blocked there, not CPU time.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // ThreadTotal is the sampled time of one thread.
@@ -66,7 +91,11 @@ type ThreadTotal struct {
 	External int64         `json:"external_samples"`
 	Time     time.Duration `json:"time_ns"`
 	// ManagedPct is the share of the thread's samples in managed code.
-	ManagedPct float64 `json:"managed_pct"`
+	ManagedPct   float64 `json:"managed_pct"`
+	StackChanges int64   `json:"stack_changes"`
+	// Waiting is Thread.Waiting; WaitingIn the leaf of its stack then.
+	Waiting   bool   `json:"waiting,omitempty"`
+	WaitingIn string `json:"waiting_in,omitempty"`
 }
 
 // GCReport summarises garbage collection.
@@ -109,36 +138,78 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	if top <= 0 {
 		top = 20
 	}
-	r := &Report{ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration, Period: p.Period,
-		ManagedOnly: p.ManagedOnly, Symbols: p.Symbols, DecodeErrors: p.DecodeErrors}
-	if p.Runtime != nil {
-		r.Runtime = p.Runtime.VMVersion()
-		r.CommandLine = p.Runtime.CommandLine
+	measure := cfg.Measure
+	if measure == "" {
+		measure = MeasureWall
 	}
-	excl := make(map[int]int64) // frame (-1: empty stack) -> samples
-	incl := make(map[int]int64)
+	r := &Report{ProcessID: p.ProcessID, ProcessName: p.ProcessName, Runtime: p.RuntimeVersion, CommandLine: p.CommandLine,
+		Start: p.Start, Duration: p.Duration, Period: p.Period, ManagedOnly: p.ManagedOnly, DroppedEvents: p.DroppedEvents,
+		Symbols: p.Symbols, DecodeErrors: p.DecodeErrors, Measure: measure, Inclusive: cfg.Inclusive, Notes: p.Notes()}
+	if r.Runtime == "" {
+		r.Runtime = "unknown"
+	}
+	if p.Runtime != nil {
+		r.RuntimeBuild = p.Runtime.VMVersion()
+	}
+	if r.Notes == nil {
+		r.Notes = []string{}
+	}
+	// Per frame (-1: empty stack), samples of the measure: exclusive,
+	// inclusive, and exclusive ones that were Managed or on waiting threads.
+	type acc struct{ excl, incl, exclManaged, exclAll, exclWaiting int64 }
+	byFrame := make(map[int]*acc)
+	get := func(f int) *acc {
+		a := byFrame[f]
+		if a == nil {
+			a = &acc{}
+			byFrame[f] = a
+		}
+		return a
+	}
 	seen := make(map[int]bool)
+	var measured int64
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
 		r.External += t.External
-		tt := ThreadTotal{ID: t.ID, Managed: t.Managed, External: t.External, Time: t.Total(p.Period)}
+		tt := ThreadTotal{ID: t.ID, Managed: t.Managed, External: t.External, Time: t.Total(p.Period),
+			StackChanges: t.StackChanges, Waiting: t.Waiting}
 		if n := t.Managed + t.External; n > 0 {
 			tt.ManagedPct = 100 * float64(t.Managed) / float64(n)
 		}
+		if t.Waiting && len(t.Samples) > 0 {
+			tt.WaitingIn = noFrames
+			if fr := p.Stacks[t.Samples[0].Stack].Frames; len(fr) > 0 {
+				tt.WaitingIn = p.Frames[fr[0]].String()
+			}
+		}
 		r.Threads = append(r.Threads, tt)
 		for _, s := range t.Samples {
+			n := s.Count()
+			if measure == MeasureCPU {
+				n = s.Managed
+			}
+			measured += n
 			frames := p.Stacks[s.Stack].Frames
+			leaf := -1
+			if len(frames) > 0 {
+				leaf = frames[0]
+			}
+			a := get(leaf)
+			a.excl += n
+			a.exclAll += s.Count()
+			a.exclManaged += s.Managed
+			if t.Waiting {
+				a.exclWaiting += s.Count()
+			}
 			if len(frames) == 0 {
-				excl[-1] += s.Count
-				incl[-1] += s.Count
+				a.incl += n
 				continue
 			}
-			excl[frames[0]] += s.Count
 			clear(seen)
 			for _, f := range frames {
 				if !seen[f] {
 					seen[f] = true
-					incl[f] += s.Count
+					get(f).incl += n
 				}
 			}
 		}
@@ -151,14 +222,21 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		return r.Threads[i].ID < r.Threads[j].ID
 	})
 	pct := func(n int64) float64 {
-		if r.Samples == 0 {
+		if measured == 0 {
 			return 0
 		}
-		return 100 * float64(n) / float64(r.Samples)
+		return 100 * float64(n) / float64(measured)
 	}
-	for f, n := range incl {
-		m := MethodTime{Method: noFrames, Exclusive: time.Duration(excl[f]) * p.Period,
-			Inclusive: time.Duration(n) * p.Period, ExclusivePct: pct(excl[f]), InclusivePct: pct(n)}
+	for f, a := range byFrame {
+		if a.incl == 0 {
+			continue
+		}
+		m := MethodTime{Method: noFrames, Exclusive: time.Duration(a.excl) * p.Period,
+			Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(a.excl), InclusivePct: pct(a.incl), ManagedPct: -1}
+		if a.exclAll > 0 {
+			m.ManagedPct = 100 * float64(a.exclManaged) / float64(a.exclAll)
+			m.Waiting = a.exclWaiting*10 >= a.exclAll*9
+		}
 		if f >= 0 {
 			m.Method, m.Module, m.Resolved = p.Frames[f].Name, p.Frames[f].Module, p.Frames[f].Resolved
 		}
@@ -232,11 +310,27 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("Process %d", r.ProcessID)
-	if r.Runtime != "" {
-		p(", runtime %s", termsafe.String(r.Runtime))
+	if r.ProcessName != "" {
+		p(" (%s)", termsafe.String(r.ProcessName))
 	}
-	p("\nTrace: %s from %s\n", r.Duration.Round(time.Millisecond), r.Start.UTC().Format(time.RFC3339))
-	p("Samples: %d (%d managed, %d external), period %s", r.Samples, r.Managed, r.External, r.Period.Round(time.Microsecond))
+	switch {
+	case r.Runtime != "unknown":
+		p(", .NET %s", termsafe.String(r.Runtime))
+		if r.RuntimeBuild != "" {
+			p(" (CLR build %s)", r.RuntimeBuild)
+		}
+	case r.RuntimeBuild != "":
+		p(", .NET version unknown (CLR build %s)", r.RuntimeBuild)
+	default:
+		p(", .NET version unknown (no RuntimeInformation or runtime path in the trace)")
+	}
+	p("\nTrace: %s from %s", r.Duration.Round(time.Millisecond), r.Start.UTC().Format(time.RFC3339))
+	if r.DroppedEvents > 0 {
+		p(", %d events dropped by the runtime", r.DroppedEvents)
+	} else {
+		p(", no events dropped")
+	}
+	p("\nSamples: %d (%d managed, %d external), period %s", r.Samples, r.Managed, r.External, r.Period.Round(time.Microsecond))
 	if r.ManagedOnly {
 		p(", external samples dropped")
 	}
@@ -257,20 +351,50 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("Decode errors: %d runtime events did not decode\n", r.DecodeErrors)
 	}
 
+	for _, n := range r.Notes {
+		p("Note: %s.\n", termsafe.String(n))
+	}
 	if len(r.Methods) > 0 {
-		p("\nTop methods\n  Exclusive\t%%\tInclusive\t%%\tMethod\n")
+		order := "exclusive"
+		if r.Inclusive {
+			order = "inclusive"
+		}
+		switch r.Measure {
+		case MeasureCPU:
+			p("\nTop methods by %s cpu time (Managed samples only: running managed code)\n", order)
+		default:
+			p("\nTop methods by %s wall time (every sample: running, waiting, or in native code)\n", order)
+		}
+		p("  Exclusive\t%%\tInclusive\t%%\tManaged %%\tMethod\n")
+		waiting := false
 		for _, m := range r.Methods {
 			name := m.Method
 			if m.Module != "" {
 				name = m.Module + "!" + name
 			}
-			p("  %s\t%.1f\t%s\t%.1f\t%s\n", ms(m.Exclusive), m.ExclusivePct, ms(m.Inclusive), m.InclusivePct, termsafe.String(name))
+			managed := "-"
+			if m.ManagedPct >= 0 {
+				managed = fmt.Sprintf("%.0f", m.ManagedPct)
+			}
+			if m.Waiting {
+				name += "  (waiting)"
+				waiting = true
+			}
+			p("  %s\t%.1f\t%s\t%.1f\t%s\t%s\n", ms(m.Exclusive), m.ExclusivePct, ms(m.Inclusive), m.InclusivePct, managed, termsafe.String(name))
+		}
+		if waiting && r.Measure != MeasureCPU {
+			p("  (waiting): the samples come from threads that waited there the whole trace: time blocked, not CPU.\n" +
+				"  --sample cpu ranks by Managed samples only.\n")
 		}
 	}
 	if len(r.Threads) > 0 {
-		p("\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %%\n")
+		p("\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %%\tStack changes\tState\n")
 		for _, t := range r.Threads {
-			p("  %d\t%s\t%d\t%d\t%.1f\n", t.ID, ms(t.Time), t.Managed, t.External, t.ManagedPct)
+			state := "ran"
+			if t.Waiting {
+				state = "waited in " + termsafe.String(t.WaitingIn)
+			}
+			p("  %d\t%s\t%d\t%d\t%.1f\t%d\t%s\n", t.ID, ms(t.Time), t.Managed, t.External, t.ManagedPct, t.StackChanges, state)
 		}
 	}
 

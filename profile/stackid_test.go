@@ -108,7 +108,7 @@ func TestStackIDsAcrossSequencePoints(t *testing.T) {
 	for _, th := range p.Threads {
 		got := map[string]int64{}
 		for _, s := range th.Samples {
-			got[names(s.Stack)] += s.Count
+			got[names(s.Stack)] += s.Count()
 		}
 		if !reflect.DeepEqual(got, want[th.ID]) {
 			t.Errorf("thread %d: samples %v, want %v", th.ID, got, want[th.ID])

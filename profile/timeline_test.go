@@ -58,21 +58,28 @@ func TestTimelineMatchesSamples(t *testing.T) {
 		t.Fatal("timeline truncated")
 	}
 	for _, th := range p.Threads {
-		fromRuns := make(map[StackSample]int64)
+		fromRuns := make(map[int]StackSample)
 		var last time.Duration
 		for r := range th.Timeline.All() {
 			if r.Start < last || r.Count <= 0 {
 				t.Fatalf("thread %d: run %+v after %v", th.ID, r, last)
 			}
 			last = r.Start
-			fromRuns[StackSample{Stack: r.Stack, Kind: r.Kind}] += r.Count
+			s := fromRuns[r.Stack]
+			s.Stack = r.Stack
+			if r.Kind == clrevents.SampleManaged {
+				s.Managed += r.Count
+			} else {
+				s.External += r.Count
+			}
+			fromRuns[r.Stack] = s
 		}
 		if len(fromRuns) != len(th.Samples) {
-			t.Errorf("thread %d: %d stack/kind pairs in the timeline, %d in Samples", th.ID, len(fromRuns), len(th.Samples))
+			t.Errorf("thread %d: %d stacks in the timeline, %d in Samples", th.ID, len(fromRuns), len(th.Samples))
 		}
 		for _, s := range th.Samples {
-			if got := fromRuns[StackSample{Stack: s.Stack, Kind: s.Kind}]; got != s.Count {
-				t.Errorf("thread %d stack %d %v: %d samples in the timeline, %d in Samples", th.ID, s.Stack, s.Kind, got, s.Count)
+			if got := fromRuns[s.Stack]; got != s {
+				t.Errorf("thread %d stack %d: %+v in the timeline, %+v in Samples", th.ID, s.Stack, got, s)
 			}
 		}
 		if len(th.Samples) <= recentStacks {

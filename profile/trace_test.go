@@ -101,6 +101,8 @@ func synthTrace(t testing.TB, ptrSize int) []byte {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The session starts with the target's command line.
+	write(md("Microsoft-DotNETCore-EventPipe", 1, 0), 100, 999_000_000, 0, (&le{}).str(`dotnet C:\app\app.dll --serve`).b)
 	sample := md(clrevents.ProviderSampleProfiler, 0, 0)
 	managed := (&le{}).u32(2).b
 	external := (&le{}).u32(1).b
@@ -138,6 +140,10 @@ func synthTrace(t testing.TB, ptrSize int) []byte {
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10002000, 0x100, 7, "App.Worker", "Leaf"))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10005000, 0x100, 7, "App.Worker", "Unused"))
 	write(md(clrevents.ProviderRundown, 146, 1), 300, base+20*ms, 0, (&le{}).u16(9).b)
+	// RuntimeInformation as .NET Core 3.1 writes it: CLR 4.0.30319.0.
+	write(md(clrevents.ProviderRundown, 187, 0), 300, base+20*ms, 0, (&le{}).u16(9).u16(2).u16(4).u16(0).u16(0).u16(0).
+		u16(4).u16(0).u16(30319).u16(0).u32(0).u8(2).str("").u64(0).u64(0).
+		str("/usr/share/dotnet/shared/Microsoft.NETCore.App/3.1.2/libcoreclr.so").b)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/profile"
 )
 
 // plantLink puts a symbolic link to a file holding "precious" at path and
@@ -84,7 +85,8 @@ func TestCollectOutputRule(t *testing.T) {
 	}
 	// --format: the converted file is checked before the session too.
 	y := filepath.Join(dir, "y.nettrace")
-	os.WriteFile(convertedName(y, "folded"), []byte("old"), 0o644)
+	folded, _ := profile.LookupFormat("folded")
+	os.WriteFile(convertedName(y, folded), []byte("old"), 0o644)
 	n := sessionsStarted(srv)
 	if code, errOut = collect("-o", y, "--format", "folded"); code != exitIO || !strings.Contains(errOut, "y.folded") {
 		t.Errorf("collect --format onto an existing converted file: exit %d\n%s", code, errOut)

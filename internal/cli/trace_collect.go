@@ -20,6 +20,7 @@ import (
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/profile"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -258,8 +259,11 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if format = strings.ToLower(format); format == "nettrace" {
 				format = ""
 			}
-			if _, ok := convertFormats[format]; format != "" && !ok {
-				return usageErrorf("unknown --format %q: use nettrace, speedscope, chromium, pprof or folded", format)
+			var conv profile.Format
+			if format != "" {
+				if conv, err = profile.LookupFormat(format); err != nil {
+					return usageErrorf("--format: %w (or nettrace, the default)", err)
+				}
 			}
 			if output != "" {
 				if err := checkOutput(output, force); err != nil {
@@ -279,7 +283,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 				}
 			}
 			if format != "" {
-				if err := checkOutput(convertedName(output, format), force); err != nil {
+				if err := checkOutput(convertedName(output, conv), force); err != nil {
 					return err
 				}
 			}
@@ -293,7 +297,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if err := c.run(ctx); err != nil || format == "" {
 				return err
 			}
-			summary, err := convertTrace(e, output, convertedName(output, format), format, &profileFlags{}, force)
+			summary, err := convertTrace(e, output, convertedName(output, conv), conv, &profileFlags{}, force)
 			if err != nil {
 				return fmt.Errorf("convert the trace to %s (the .nettrace file is kept): %w", format, err)
 			}
@@ -310,7 +314,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
 	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
 	addForceFlag(cmd, &force)
-	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: speedscope, chromium, pprof or folded (the .nettrace file is kept)")
+	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: "+strings.Join(profile.FormatNames(), ", ")+" (the .nettrace file is kept)")
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
 	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
 	fl.StringVar(&stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,17 +21,10 @@ func init() {
 	registerTrace(newTraceReportCmd)
 }
 
-// convertFormats maps --format values to the default output suffix.
-var convertFormats = map[string]string{
-	"speedscope": ".speedscope.json",
-	"chromium":   ".chromium.json",
-	"pprof":      ".pb.gz",
-	"folded":     ".folded",
-}
-
 type profileFlags struct {
 	threads     []uint
 	managedOnly bool
+	sample      string
 }
 
 func (f *profileFlags) config(timeline bool) profile.Config {
@@ -43,11 +38,28 @@ func (f *profileFlags) config(timeline bool) profile.Config {
 func (f *profileFlags) register(cmd *cobra.Command) {
 	cmd.Flags().UintSliceVar(&f.threads, "thread", nil, "keep only these OS thread ids (repeatable or comma-separated)")
 	cmd.Flags().BoolVar(&f.managedOnly, "managed-only", false, "drop External samples (threads blocked or in native code)")
+	cmd.Flags().StringVar(&f.sample, "sample", "", "what to weigh: wall (every sample: thread time, running or waiting) or cpu "+
+		"(Managed samples only: running managed code); default wall, cpu with --managed-only")
+}
+
+// measure checks --sample.
+func (f *profileFlags) measure() (string, error) {
+	m := strings.ToLower(f.sample)
+	if m == "" {
+		return "", nil
+	}
+	for _, ok := range profile.Measures() {
+		if m == ok {
+			return m, nil
+		}
+	}
+	return "", usageErrorf("unknown --sample %q: use %s", f.sample, strings.Join(profile.Measures(), " or "))
 }
 
 // readProfile builds a profile from FILE ("-" reads standard input). A
-// damaged or truncated trace still gives the profile of what was read, with
-// a warning.
+// damaged or truncated trace gives the profile of what was read together
+// with an *ExitError (exitDamaged) that says so: the caller uses the
+// profile, then returns the error.
 func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, error) {
 	var r io.Reader = e.stdin
 	if name != "-" {
@@ -58,19 +70,20 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 		defer f.Close()
 		r = f
 	}
-	p, err := profile.Read(r, cfg)
+	p, err := profile.Read(bufio.NewReaderSize(r, 1<<20), cfg)
 	var fe *nettrace.FormatError
 	switch {
 	case err == nil:
 	case p != nil && errors.As(err, &fe):
 		fmt.Fprintf(e.stderr, "clrdiag: warning: %s: %v; using the events before it\n", name, err)
+		err = &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w (the output covers the events before the damage)", name, err)}
 	default:
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if p.DecodeErrors > 0 {
 		fmt.Fprintf(e.stderr, "clrdiag: warning: %d runtime events did not decode (first: %v)\n", p.DecodeErrors, p.FirstDecodeError)
 	}
-	return p, nil
+	return p, err
 }
 
 // symbolSummary says how many sample frames resolved, and why not.
@@ -87,61 +100,92 @@ func symbolSummary(p *profile.Profile) string {
 	return msg
 }
 
-// convertedName is the default output of converting the trace in to format:
-// in without its .nettrace suffix, plus the format's suffix.
-func convertedName(in, format string) string {
-	return strings.TrimSuffix(strings.TrimSuffix(in, ".nettrace"), ".netperf") + convertFormats[format]
+// convertedName is the default output of converting the trace in to f: in
+// without its .nettrace suffix, plus the format's suffix.
+func convertedName(in string, f profile.Format) string {
+	return strings.TrimSuffix(strings.TrimSuffix(in, ".nettrace"), ".netperf") + f.Suffix
+}
+
+// lookupFormat is profile.LookupFormat as a usage error.
+func lookupFormat(name string) (profile.Format, error) {
+	f, err := profile.LookupFormat(name)
+	if err != nil {
+		return f, usageErrorf("--format: %w", err)
+	}
+	return f, nil
 }
 
 // convertTrace converts the samples of the trace in ("-" for standard input)
-// to format (a convertFormats key), written to out ("-" for standard
-// output), and returns a one-line summary of what it wrote.
-func convertTrace(e *env, in, out, format string, pf *profileFlags, force bool) (string, error) {
-	if _, ok := convertFormats[format]; !ok {
-		return "", usageErrorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)
+// to format f, written to out ("-" for standard output), prints the
+// profile's notes on stderr and returns a one-line summary of what it
+// wrote. A trace without samples (after the --thread filter) is an error
+// that says how to collect samples, and nothing is written.
+func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, force bool) (string, error) {
+	measure, err := pf.measure()
+	if err != nil {
+		return "", err
 	}
 	if err := checkOutput(out, force); err != nil {
 		return "", err
 	}
-	p, err := readProfile(e, in, pf.config(format == "chromium" || format == "speedscope"))
-	if err != nil {
-		return "", err
+	p, readErr := readProfile(e, in, pf.config(f.Timeline))
+	if p == nil {
+		return "", readErr
+	}
+	var samples int64
+	for _, t := range p.Threads {
+		samples += t.Managed + t.External
+	}
+	if samples == 0 {
+		if len(pf.threads) > 0 {
+			return "", fmt.Errorf("%s: no samples of thread %v: nothing to convert (clrdiag trace report %s lists the sampled threads)", in, pf.threads, in)
+		}
+		if readErr != nil {
+			return "", readErr
+		}
+		return "", fmt.Errorf("%s: nothing to convert: %s", in, profile.NoSamplesAdvice)
 	}
 	if p.TimelineTruncated {
 		fmt.Fprintln(e.stderr, "clrdiag: warning: timeline too long; later samples are aggregated only")
 	}
+	wp, err := p.Weighted(measure)
+	if err != nil {
+		return "", usageError(err)
+	}
+	if wp.Name == "" && in != "-" {
+		wp.Name = filepath.Base(in)
+	}
 	var w io.Writer = e.stdout
-	var f *os.File
+	var file *os.File
 	if out != "-" {
-		if f, err = safefile.Create(out, safefile.Options{Overwrite: force}); err != nil {
+		if file, err = safefile.Create(out, safefile.Options{Overwrite: force}); err != nil {
 			return "", err
 		}
-		w = f
+		w = file
 	}
-	switch format {
-	case "speedscope":
-		err = profile.WriteSpeedscope(w, p, in)
-	case "chromium":
-		err = profile.WriteChromium(w, p)
-	case "pprof":
-		err = profile.WritePprof(w, p)
-	case "folded":
-		err = profile.WriteFolded(w, p)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	err = f.Write(bw, wp)
+	if err == nil {
+		err = bw.Flush()
 	}
-	if f != nil {
-		if cerr := f.Close(); err == nil {
+	if file != nil {
+		if cerr := file.Close(); err == nil {
 			err = cerr
 		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", out, err)
 	}
-	var samples int64
-	for _, t := range p.Threads {
-		samples += t.Managed + t.External
+	for _, n := range p.Notes() {
+		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 	}
-	return fmt.Sprintf("wrote %s: %d samples on %d threads, period %s; %s",
-		out, samples, len(p.Threads), p.Period, symbolSummary(p)), nil
+	busiest := ""
+	if wp.Active >= 0 && len(wp.Groups) > 1 {
+		busiest = fmt.Sprintf(" (busiest: %s)", strings.ToLower(wp.Groups[wp.Active].Name))
+	}
+	summary := fmt.Sprintf("wrote %s: %d samples on %d threads%s, weighed by %s time, period %s; %s",
+		out, samples, len(p.Threads), busiest, wp.Types[wp.Default].Type, p.Period, symbolSummary(p))
+	return summary, readErr
 }
 
 func newTraceConvertCmd(e *env) *cobra.Command {
@@ -151,39 +195,41 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 		pf     profileFlags
 		force  bool
 	)
+	var formats strings.Builder
+	for _, f := range profile.Formats() {
+		fmt.Fprintf(&formats, "  %-11s %s\n", f.Name, f.Viewers)
+	}
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
-		Short: "Convert the CPU samples of a trace to speedscope, Chromium, pprof or folded stacks",
+		Short: "Convert the CPU samples of a trace to " + strings.Join(profile.FormatNames(), ", "),
 		Long: "Convert the SampleProfiler samples of a nettrace file (\"-\" for standard input) into a\n" +
 			"profile that other tools open, with stacks symbolised from the trace's method events:\n" +
-			"  speedscope  https://www.speedscope.app (one sampled profile per thread, in time order)\n" +
-			"  chromium    chrome://tracing or https://ui.perfetto.dev (B/E events per thread)\n" +
-			"  pprof       go tool pprof (gzipped protobuf, values in nanoseconds)\n" +
-			"  folded      flamegraph.pl / inferno (root;...;leaf nanoseconds)\n" +
-			"The output goes to FILE with the format's suffix, or to -o (\"-\" for standard output).",
+			formats.String() +
+			"--sample wall (the default) weighs every sample: thread time, running or waiting;\n" +
+			"--sample cpu weighs Managed samples only (the pprof file always has both).\n" +
+			"The output goes to FILE with the format's suffix, or to -o (\"-\" for standard output).\n" +
+			"A trace without CPU samples is an error: collect with --profile dotnet-sampled-thread-time.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, ok := convertFormats[format]; !ok {
-				return usageErrorf("unknown --format %q: use speedscope, chromium, pprof or folded", format)
+			f, err := lookupFormat(format)
+			if err != nil {
+				return err
 			}
 			in := args[0]
 			if out == "" {
 				out = "-"
 				if in != "-" {
-					out = convertedName(in, format)
+					out = convertedName(in, f)
 				}
 			}
-			summary, err := convertTrace(e, in, out, format, &pf, force)
-			if err != nil {
-				return err
-			}
-			if out != "-" {
+			summary, err := convertTrace(e, in, out, f, &pf, force)
+			if summary != "" && out != "-" {
 				fmt.Fprintln(e.stderr, summary)
 			}
-			return nil
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", "speedscope", "speedscope, chromium, pprof or folded")
+	cmd.Flags().StringVarP(&format, "format", "f", profile.FormatNames()[0], strings.Join(profile.FormatNames(), ", "))
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (\"-\" for standard output; default: FILE with the format's suffix)")
 	addForceFlag(cmd, &force)
 	pf.register(cmd)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
 	pprofile "github.com/google/pprof/profile"
+
+	"github.com/clrdiag/clrdiag/profile"
 )
 
 // sampleTrace extracts the committed only_managed_samples capture into a
@@ -25,13 +27,14 @@ func sampleTrace(t *testing.T) string {
 
 func TestTraceConvert(t *testing.T) {
 	in := sampleTrace(t)
-	for _, format := range []string{"speedscope", "chromium", "pprof", "folded"} {
+	for _, f := range profile.Formats() {
+		format := f.Name
 		code, _, stderr := run(t, "trace", "convert", in, "--format", format)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", format, code, stderr)
 		}
-		out := strings.TrimSuffix(in, ".nettrace") + convertFormats[format]
-		if !strings.Contains(stderr, "wrote "+out+": 7423 samples on 1 threads") || !strings.Contains(stderr, "27273 of 27273 sample frames resolved") {
+		out := strings.TrimSuffix(in, ".nettrace") + f.Suffix
+		if !strings.Contains(stderr, "wrote "+out+": 7423 samples on 1 threads, weighed by wall time") || !strings.Contains(stderr, "27273 of 27273 sample frames resolved") {
 			t.Errorf("%s: stderr %q", format, stderr)
 		}
 		f, err := os.Open(out)
@@ -56,12 +59,21 @@ func TestTraceConvert(t *testing.T) {
 		}
 		f.Close()
 	}
-	// To standard output, keeping one thread that does not exist.
-	code, stdout, _ := run(t, "trace", "convert", in, "-f", "folded", "-o", "-", "--thread", "1")
-	if code != 0 || stdout != "" {
-		t.Errorf("--thread 1: exit %d, output %q", code, stdout)
+	// To standard output, keeping one thread that does not exist: an
+	// error, nothing written.
+	code, stdout, stderr := run(t, "trace", "convert", in, "-f", "folded", "-o", "-", "--thread", "1")
+	if code != exitFailure || stdout != "" || !strings.Contains(stderr, "no samples of thread [1]") {
+		t.Errorf("--thread 1: exit %d, output %q, stderr %q", code, stdout, stderr)
 	}
-	if code, _, stderr := run(t, "trace", "convert", in, "-f", "svg"); code != exitUsage || !strings.Contains(stderr, "unknown --format") {
+	// --sample cpu weighs Managed samples (all of this trace's).
+	code, stdout, _ = run(t, "trace", "convert", in, "-f", "folded", "-o", "-", "--sample", "cpu")
+	if code != 0 || !strings.Contains(stdout, "NoNativeStacks!NoNativeStacks.Program.Main;") {
+		t.Errorf("--sample cpu: exit %d, output %q", code, stdout)
+	}
+	if code, _, stderr := run(t, "trace", "convert", in, "--sample", "heap"); code != exitUsage || !strings.Contains(stderr, "unknown --sample") {
+		t.Errorf("bad --sample: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := run(t, "trace", "convert", in, "-f", "svg"); code != exitUsage || !strings.Contains(stderr, `--format: unknown format "svg"`) {
 		t.Errorf("bad format: exit %d, %q", code, stderr)
 	}
 	if code, _, _ := run(t, "trace", "convert", filepath.Join(t.TempDir(), "missing.nettrace")); code != exitIO {
@@ -88,7 +100,7 @@ func TestTraceReport(t *testing.T) {
 		t.Errorf("report: %+v", r)
 	}
 	code, stdout, _ = run(t, "trace", "report", in, "--inclusive", "--top", "1")
-	if code != 0 || !strings.Contains(stdout, "Top methods") || !strings.Contains(stdout, "10424.0ms  100.0  NoNativeStacks!") {
+	if code != 0 || !strings.Contains(stdout, "Top methods") || !strings.Contains(stdout, "10424.0ms  100.0  100        NoNativeStacks!") {
 		t.Errorf("text report (exit %d):\n%s", code, stdout)
 	}
 }

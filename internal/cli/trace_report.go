@@ -18,10 +18,15 @@ func newTraceReportCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report FILE",
 		Short: "Summarise a trace: hot methods, threads, GC, exceptions, lock contention",
-		Long: "Read a nettrace file (\"-\" for standard input) and report the top methods by exclusive\n" +
-			"(or --inclusive) sampled time, per-thread managed/external samples, garbage collections\n" +
+		Long: "Read a nettrace file (\"-\" for standard input) and report where it came from (process,\n" +
+			".NET version, dropped events), the top methods by exclusive (or --inclusive) sampled time,\n" +
+			"per-thread managed/external samples and which threads only waited, garbage collections\n" +
 			"(by generation and reason, pause times, allocations by type when allocation ticks were\n" +
-			"collected), exceptions by type with their throw sites, and lock contention.",
+			"collected), exceptions by type with their throw sites, and lock contention.\n\n" +
+			"--sample wall (the default) ranks by every sample: thread time, running or waiting, so a\n" +
+			"thread blocked in Console.ReadLine weighs as much as one that computes (such methods are\n" +
+			"marked (waiting)); --sample cpu ranks by Managed samples only (running managed code).\n" +
+			"Notes say when the numbers need care (for example .NET Core 3.x labels most samples External).",
 		Example: "  clrdiag trace report app.nettrace --top 10\n" +
 			"  clrdiag trace report app.nettrace topN -n 5 --inclusive   # dotnet-trace's spelling",
 		Args: reportArgs,
@@ -29,15 +34,24 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			if len(args) == 2 && !cmd.Flags().Changed("top") && !cmd.Flags().Changed("number") && !cmd.Flags().Changed("topN") {
 				top = 5 // dotnet-trace report topN's default
 			}
-			p, err := readProfile(e, args[0], pf.config(false))
+			measure, err := pf.measure()
 			if err != nil {
 				return err
 			}
-			r := profile.BuildReport(p, profile.ReportConfig{Top: top, Inclusive: inclusive})
-			if asJSON {
-				return writeJSON(e.stdout, r)
+			p, readErr := readProfile(e, args[0], pf.config(false))
+			if p == nil {
+				return readErr
 			}
-			return r.WriteText(e.stdout)
+			r := profile.BuildReport(p, profile.ReportConfig{Top: top, Inclusive: inclusive, Measure: measure})
+			if asJSON {
+				err = writeJSON(e.stdout, r)
+			} else {
+				err = r.WriteText(e.stdout)
+			}
+			if err != nil {
+				return err
+			}
+			return readErr
 		},
 	}
 	cmd.Flags().IntVar(&top, "top", 20, "how many methods, types and sites to list (-n, --number: dotnet-trace's names)")

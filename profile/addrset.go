@@ -1,0 +1,71 @@
+package profile
+
+import "slices"
+
+// addrSet holds distinct addresses for the query "is any of them in
+// [start, end]?", asked once per rundown method. It is a log-structured
+// merge of sorted runs: new addresses collect in a small unsorted buffer,
+// a full buffer is sorted and merged with the runs of equal size like a
+// binary counter carries. Adding is amortised O(log n) per address and a
+// query O(log² n), so a trace that alternates new stacks and rundown
+// methods stays near-linear instead of re-sorting everything per method.
+// The addresses added must be distinct.
+type addrSet struct {
+	pending []uint64   // unsorted, at most pendingAddrs
+	runs    [][]uint64 // runs[i] is nil or sorted with pendingAddrs<<i addresses
+}
+
+// pendingAddrs is the size of the unsorted buffer a query scans.
+const pendingAddrs = 64
+
+func (s *addrSet) add(a uint64) {
+	s.pending = append(s.pending, a)
+	if len(s.pending) < pendingAddrs {
+		return
+	}
+	carry := slices.Clone(s.pending)
+	slices.Sort(carry)
+	s.pending = s.pending[:0]
+	for i := 0; ; i++ {
+		if i == len(s.runs) {
+			s.runs = append(s.runs, nil)
+		}
+		if s.runs[i] == nil {
+			s.runs[i] = carry
+			return
+		}
+		carry = mergeSorted(s.runs[i], carry)
+		s.runs[i] = nil
+	}
+}
+
+// any reports whether an address of the set lies in [start, end].
+func (s *addrSet) any(start, end uint64) bool {
+	for _, a := range s.pending {
+		if a >= start && a <= end {
+			return true
+		}
+	}
+	for _, r := range s.runs {
+		if i, _ := slices.BinarySearch(r, start); i < len(r) && r[i] <= end {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSorted merges two sorted slices into a new one.
+func mergeSorted(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] <= b[0] {
+			out = append(out, a[0])
+			a = a[1:]
+		} else {
+			out = append(out, b[0])
+			b = b[1:]
+		}
+	}
+	out = append(out, a...)
+	return append(out, b...)
+}

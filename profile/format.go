@@ -1,0 +1,61 @@
+package profile
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Format is an export format: everything `trace convert`, `trace collect
+// --format` and the monitor need to offer it. Adding a format is adding an
+// entry to Formats.
+type Format struct {
+	// Name is the --format value.
+	Name string
+	// Suffix is appended to the trace's name (without .nettrace) to name
+	// the output file.
+	Suffix string
+	// Viewers says which tools open the output, for help texts.
+	Viewers string
+	// ContentType is the output's media type, for HTTP responses.
+	ContentType string
+	// Timeline is set when the format draws time and so needs a profile
+	// built with Config.Timeline (Groups with Runs).
+	Timeline bool
+	// Write writes a profile in the format.
+	Write func(w io.Writer, wp *Weighted) error
+}
+
+// Formats returns the export formats, the default (speedscope) first.
+func Formats() []Format {
+	return []Format{
+		{Name: "speedscope", Suffix: ".speedscope.json", ContentType: "application/json", Timeline: true, Write: WriteSpeedscope,
+			Viewers: "https://www.speedscope.app: all threads merged, then one profile per thread in time order"},
+		{Name: "chromium", Suffix: ".chromium.json", ContentType: "application/json", Timeline: true, Write: WriteChromium,
+			Viewers: "Perfetto (https://ui.perfetto.dev) or Chrome DevTools' Performance panel: B/E events per thread"},
+		{Name: "pprof", Suffix: ".pb.gz", ContentType: "application/octet-stream", Write: WritePprof,
+			Viewers: "go tool pprof: gzipped protobuf, sample types samples, wall and cpu"},
+		{Name: "folded", Suffix: ".folded", ContentType: "text/plain; charset=utf-8", Write: WriteFolded,
+			Viewers: "flamegraph.pl, inferno, speedscope: root;...;leaf value"},
+	}
+}
+
+// FormatNames lists the formats' names, the default first.
+func FormatNames() []string {
+	var names []string
+	for _, f := range Formats() {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// LookupFormat returns the format named name (case-insensitive), or an
+// error that lists the formats.
+func LookupFormat(name string) (Format, error) {
+	for _, f := range Formats() {
+		if strings.EqualFold(f.Name, name) {
+			return f, nil
+		}
+	}
+	return Format{}, fmt.Errorf("unknown format %q: use %s", name, strings.Join(FormatNames(), ", "))
+}

@@ -1,0 +1,179 @@
+package profile
+
+import (
+	"fmt"
+	"iter"
+	"time"
+)
+
+// ValueType says what the values of one sample type measure, as pprof's
+// ValueType: Type ("wall", "cpu", "alloc_space", "samples") and Unit
+// ("nanoseconds", "bytes", "count").
+type ValueType struct {
+	Type, Unit string
+}
+
+// Weighted is a profile as stacks with values: the model every export
+// format writes (see Formats). It does not depend on where the stacks came
+// from: a CPU profile gives one (Profile.Weighted), and so can a heap
+// snapshot or an allocation, contention or exception profile, whose sample
+// types are just other ValueTypes.
+//
+// A Weighted shares Frames, Stacks and the timelines with the Profile it
+// came from; neither is modified by the exporters.
+type Weighted struct {
+	// Name is what was profiled, usually the application's name: pprof's
+	// main mapping, speedscope's and Chromium's process name.
+	Name      string
+	ProcessID int
+	Start     time.Time
+	Duration  time.Duration
+	// Types are the values of every Sample, in order. Default indexes the
+	// one that single-valued formats (folded, speedscope, Chromium) weigh
+	// stacks by and that pprof shows first.
+	Types   []ValueType
+	Default int
+	// PeriodType and Period describe the sampling (pprof's fields); Period
+	// is also the weight of one sample of a Group's Runs, in
+	// Types[Default]'s unit.
+	PeriodType ValueType
+	Period     int64
+	Frames     []Frame
+	Stacks     []Stack
+	Groups     []Group
+	// Active indexes the Group a viewer should open first (the thread that
+	// did the most work), -1 for none.
+	Active int
+	// Comments are notes for whoever reads the profile (pprof comments).
+	Comments []string
+}
+
+// Group is a part of a Weighted profile, usually one thread.
+type Group struct {
+	// Name is how viewers title the group ("Thread 1234").
+	Name string
+	// ThreadID is the OS thread id, exported as pprof's numeric label
+	// "thread"; 0 for a group that is not a thread.
+	ThreadID uint64
+	// Samples has one entry per distinct stack of the group.
+	Samples []Sample
+	// Runs, when not nil, yields the group's samples in time order, each
+	// run weighing Count × Period; formats that draw time (Chromium,
+	// speedscope) need it.
+	Runs iter.Seq[Run]
+	// Work ranks groups for Active: higher means busier.
+	Work int64
+}
+
+// Sample is the values (one per Weighted.Types) of one stack.
+type Sample struct {
+	Stack  int
+	Values []int64
+}
+
+// Measures of a CPU profile: the sample types of Profile.Weighted.
+const (
+	// MeasureWall weighs every sample: thread time, running or not.
+	MeasureWall = "wall"
+	// MeasureCPU weighs Managed samples only: time running managed code.
+	MeasureCPU = "cpu"
+)
+
+// Measures lists the measures Profile.Weighted accepts, the default first.
+func Measures() []string { return []string{MeasureWall, MeasureCPU} }
+
+// cpuTypes returns the sample types of a CPU profile's Weighted, in order.
+func cpuTypes() []ValueType {
+	return []ValueType{{"samples", "count"}, {MeasureWall, "nanoseconds"}, {MeasureCPU, "nanoseconds"}}
+}
+
+// Weighted returns the profile as weighted stacks with three sample types:
+// "samples" (count), "wall" (every sample times the period) and "cpu"
+// (Managed samples times the period), one Group per thread. measure
+// ("wall" or "cpu"; "" is wall, cpu for a ManagedOnly profile) is the
+// default type, and the one the Groups' Runs follow: with cpu they skip
+// External samples.
+func (p *Profile) Weighted(measure string) (*Weighted, error) {
+	if measure == "" {
+		measure = MeasureWall
+		if p.ManagedOnly {
+			measure = MeasureCPU
+		}
+	}
+	types := cpuTypes()
+	def := -1
+	for i, t := range types {
+		if t.Type == measure && i > 0 {
+			def = i
+		}
+	}
+	if def < 0 {
+		return nil, fmt.Errorf("profile: unknown measure %q (want %s or %s)", measure, MeasureWall, MeasureCPU)
+	}
+	period := int64(p.Period)
+	w := &Weighted{Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
+		Types: types, Default: def, PeriodType: types[1], Period: period,
+		Frames: p.Frames, Stacks: p.Stacks, Active: -1, Comments: p.Notes()}
+	n := 0
+	for _, t := range p.Threads {
+		n += len(t.Samples)
+	}
+	values := make([]int64, 0, 3*n) // one allocation for every sample's values
+	for _, t := range p.Threads {
+		g := Group{Name: fmt.Sprintf("Thread %d", t.ID), ThreadID: t.ID, Work: t.Work(),
+			Samples: make([]Sample, len(t.Samples))}
+		for i, s := range t.Samples {
+			values = append(values, s.Count(), s.Count()*period, s.Managed*period)
+			g.Samples[i] = Sample{Stack: s.Stack, Values: values[len(values)-3 : len(values) : len(values)]}
+		}
+		if t.Timeline.n > 0 {
+			g.Runs = t.Timeline.All()
+			if measure == MeasureCPU {
+				g.Runs = t.Timeline.managed()
+			}
+		}
+		w.Groups = append(w.Groups, g)
+	}
+	w.Active = w.busiest()
+	return w, nil
+}
+
+// busiest returns the index of the group with the most work (ties: the
+// most samples of the default type, then the first), -1 without groups.
+func (w *Weighted) busiest() int {
+	best, bestWork, bestTotal := -1, int64(0), int64(0)
+	for i, g := range w.Groups {
+		var total int64
+		for _, s := range g.Samples {
+			total += s.Values[w.Default]
+		}
+		if best < 0 || g.Work > bestWork || (g.Work == bestWork && total > bestTotal) {
+			best, bestWork, bestTotal = i, g.Work, total
+		}
+	}
+	return best
+}
+
+// merged sums the default values of every group by stack: sums[stack].
+func (w *Weighted) merged() []int64 {
+	sums := make([]int64, len(w.Stacks))
+	for _, g := range w.Groups {
+		for _, s := range g.Samples {
+			sums[s.Stack] += s.Values[w.Default]
+		}
+	}
+	return sums
+}
+
+// managed yields the runs of Managed samples.
+func (tl *Timeline) managed() iter.Seq[Run] {
+	return func(yield func(Run) bool) {
+		for _, c := range tl.chunks {
+			for _, r := range c {
+				if r.stackKind&1 != 0 && !yield(r.run()) {
+					return
+				}
+			}
+		}
+	}
+}
