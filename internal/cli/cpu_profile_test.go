@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	pprofile "github.com/google/pprof/profile"
 
@@ -69,14 +70,25 @@ func TestRealCPUProfileHot(t *testing.T) {
 	if worker == int64(tg.PID) {
 		t.Errorf("the worker thread is the main thread %d", worker)
 	}
+	var types []string
+	for _, st := range pp.SampleType {
+		types = append(types, st.Type)
+	}
+	if strings.Join(types, ",") != "samples,wall,cpu" || pp.DefaultSampleType != "wall" {
+		t.Errorf("pprof sample types %v (default %q), want samples, wall, cpu (default wall)", types, pp.DefaultSampleType)
+	}
+	if len(pp.Mapping) != 1 || pp.Mapping[0].File != "Hot" || !pp.Mapping[0].HasFunctions {
+		t.Errorf("pprof mappings %+v, want one named Hot with functions", pp.Mapping)
+	}
 	flat := map[string]int64{}
-	kinds := map[string]int{}
+	var wall, cpu int64
 	for _, s := range pp.Sample {
 		if s.NumLabel["thread"][0] != worker || len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
 			continue
 		}
 		flat[s.Location[0].Line[0].Function.Name] += s.Value[1]
-		kinds[strings.Join(s.Label["kind"], ",")]++
+		wall += s.Value[1]
+		cpu += s.Value[2]
 	}
 	top, topV := "", int64(-1)
 	for name, v := range flat {
@@ -87,7 +99,7 @@ func TestRealCPUProfileHot(t *testing.T) {
 	if top != "Hot.Burner.MostlyHot" || flat["Hot.Burner.SometimesHot"] == 0 {
 		t.Errorf("worker's largest flat value: %s (%d); SometimesHot %d; all %v", top, topV, flat["Hot.Burner.SometimesHot"], flat)
 	}
-	t.Logf("worker sample stacks by kind: %v", kinds)
+	t.Logf("worker: wall %v, cpu (Managed samples) %v", time.Duration(wall), time.Duration(cpu))
 
 	// The report of the worker thread's samples: 3/4 and 1/4.
 	code, out, errOut := run(t, "trace", "report", trace, "--json", "--thread", fmt.Sprint(worker))
@@ -128,13 +140,41 @@ func TestRealCPUProfileHot(t *testing.T) {
 		t.Logf("skipping go tool pprof: %v", err)
 		return
 	}
-	cmd := exec.Command(goTool, "tool", "pprof", "-top", pb)
-	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+dir)
-	txt, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go tool pprof -top: %v\n%s", err, txt)
+	for _, args := range [][]string{{"-top"}, {"-top", "-sample_index=cpu"}, {"-traces"}, {"-raw"}} {
+		cmd := exec.Command(goTool, append(append([]string{"tool", "pprof"}, args...), pb)...)
+		cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+dir)
+		txt, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go tool pprof %v: %v\n%s", args, err, txt)
+		}
+		if strings.Contains(string(txt), "Main binary filename not available") {
+			t.Errorf("go tool pprof %v looks for a binary:\n%s", args, txt)
+		}
+		if !strings.Contains(string(txt), mostly) || !strings.Contains(string(txt), sometimes) {
+			t.Errorf("go tool pprof %v does not list the hot methods:\n%s", args, txt)
+		}
+		if args[0] == "-top" && !strings.Contains(string(txt), "File: Hot") {
+			t.Errorf("go tool pprof %v does not name the application:\n%s", args, txt)
+		}
 	}
-	if !strings.Contains(string(txt), mostly) || !strings.Contains(string(txt), sometimes) {
-		t.Errorf("go tool pprof -top does not list the hot methods:\n%s", txt)
+
+	// The whole report: the main thread, blocked in Console.ReadLine, is
+	// marked as waiting, and the 3.1 note is there.
+	code, out, errOut = run(t, "trace", "report", trace)
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{"(Hot), .NET 3.1.2", "System.Console!System.ConsolePal.Read  (waiting)",
+		fmt.Sprintf("%d ", tg.PID), "waited in System.Console!System.ConsolePal.Read", "Top methods by exclusive wall time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if rep.Managed*10 < rep.Samples && !strings.Contains(out, ".NET Core 3.x labels a thread External") {
+		t.Errorf("the worker's samples are mostly External but the report does not say why:\n%s", out)
+	}
+	code, out, _ = run(t, "trace", "report", trace, "--sample", "cpu", "--top", "1")
+	if code != 0 || !strings.Contains(out, "Top methods by exclusive cpu time") || !strings.Contains(out, "Hot!Hot.Burner.MostlyHot") {
+		t.Errorf("report --sample cpu (exit %d) does not rank MostlyHot first:\n%s", code, out)
 	}
 }
