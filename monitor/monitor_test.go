@@ -21,6 +21,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/nettrace"
@@ -467,5 +468,23 @@ func TestDumpRefusesPlantedLink(t *testing.T) {
 	code, body := do(t, hs, "POST", "/processes/56/dump?type=mini")
 	if code != http.StatusConflict || !strings.Contains(string(body), "symbolic link") || len(f.Dumps()) != 0 {
 		t.Errorf("dump onto a planted link: %d %s, %d dumps requested", code, body, len(f.Dumps()))
+	}
+}
+
+// TestDumpTimeout: a dump may take longer than other commands, up to
+// Config.DumpTimeout; past it the answer is 504.
+func TestDumpTimeout(t *testing.T) {
+	f := fake(t, ipctest.Config{PID: 57, Fault: func(set, id uint8) ipctest.Fault {
+		if set == ipc.SetDump {
+			return ipctest.FaultNeverAnswer
+		}
+		return ipctest.FaultNone
+	}})
+	hs := serve(t, monitor.Config{DumpDir: t.TempDir(), CommandTimeout: 10 * time.Second, DumpTimeout: 200 * time.Millisecond,
+		Source: monitor.StaticSource{{PID: 57, Dialer: f}}})
+	start := time.Now()
+	code, body := do(t, hs, "POST", "/processes/57/dump?type=mini")
+	if code != http.StatusGatewayTimeout || time.Since(start) > 8*time.Second {
+		t.Errorf("dump that never ends: %d after %v: %s", code, time.Since(start), body)
 	}
 }

@@ -39,6 +39,10 @@ const (
 // ErrNoAPIKey is returned by New when neither an API key nor NoAuth is set.
 var ErrNoAPIKey = errors.New("monitor: an API key is required (or set NoAuth)")
 
+// DefaultDumpTimeout is Config.DumpTimeout's default: a full dump of a
+// large process takes minutes.
+const DefaultDumpTimeout = 5 * time.Minute
+
 // Config configures a Server. The zero value with an APIKey serves the local
 // processes with dumps disabled.
 type Config struct {
@@ -69,6 +73,9 @@ type Config struct {
 	NoMetrics bool
 	// CommandTimeout bounds each diagnostic command; 0 means diag's default.
 	CommandTimeout time.Duration
+	// DumpTimeout bounds a dump request, which lasts as long as createdump
+	// writes the dump; 0 means DefaultDumpTimeout.
+	DumpTimeout time.Duration
 	// Now returns the current time (for dump names); nil means time.Now.
 	Now func() time.Time
 }
@@ -108,6 +115,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.DumpTimeout <= 0 {
+		cfg.DumpTimeout = DefaultDumpTimeout
 	}
 	if cfg.DumpDir != "" {
 		abs, err := filepath.Abs(cfg.DumpDir)
@@ -300,7 +310,7 @@ func (s *Server) env(w http.ResponseWriter, r *http.Request, _ Process, c *diag.
 
 var dumpTypes = map[string]ipc.DumpType{"": ipc.DumpFull, "full": ipc.DumpFull, "heap": ipc.DumpWithHeap, "mini": ipc.DumpNormal, "triage": ipc.DumpTriage}
 
-func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, _ *diag.Client) {
 	if s.cfg.DumpDir == "" {
 		writeError(w, http.StatusNotImplemented, errors.New("dumps are disabled: start the monitor with a dump directory (--dump-dir)"))
 		return
@@ -324,7 +334,8 @@ func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, c *diag
 		writeError(w, http.StatusConflict, err)
 		return
 	}
-	if err := c.WriteDump(r.Context(), diag.DumpRequest{Path: path, Type: typ}); err != nil {
+	dc := diag.NewClient(p.Dialer, &diag.Config{Timeout: s.cfg.DumpTimeout}) // a dump outlasts other commands
+	if err := dc.WriteDump(r.Context(), diag.DumpRequest{Path: path, Type: typ}); err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}

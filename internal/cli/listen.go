@@ -87,7 +87,7 @@ func (f *targetFlags) reverseTarget(srv *reverse.Server, rt *reverse.Runtime, su
 			return rec.Wrap(c, ep)
 		})
 	}
-	client := diag.NewClient(d, nil)
+	client := diag.NewClient(d, f.clientConfig())
 	var (
 		mu      sync.Mutex
 		resumed = !suspends

@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
@@ -21,23 +24,66 @@ import (
 func init() { register(newMonitorCmd) }
 
 // monitorAddr turns --urls (http://host:port, or host:port) into a listen
-// address.
+// address. The ASP.NET and dotnet-monitor wildcards http://*:PORT and
+// http://+:PORT mean every interface.
 func monitorAddr(s string) (string, error) {
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return "", err
+	orig := s
+	if strings.Contains(s, ";") {
+		return "", fmt.Errorf("--urls %s: give one URL (the monitor serves one address)", orig)
+	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		if !strings.EqualFold(scheme, "http") {
+			return "", fmt.Errorf("--urls %s: only http is supported (put a TLS proxy in front)", orig)
 		}
-		if u.Scheme != "http" {
-			return "", fmt.Errorf("--urls %s: only http is supported (put a TLS proxy in front)", s)
+		s = strings.TrimSuffix(rest, "/")
+		if strings.Contains(s, "/") {
+			return "", fmt.Errorf("--urls %s: give scheme, host and port only (no path)", orig)
 		}
-		s = u.Host
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", fmt.Errorf("--urls %s: %w", s, err)
+		return "", fmt.Errorf("--urls %s: %w (want http://HOST:PORT, e.g. http://127.0.0.1:52323 or http://*:52323)", orig, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("--urls %s: port %q is not a number from 0 to 65535", orig, port)
+	}
+	if host == "*" || host == "+" {
+		host = "" // every interface
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// listenError explains why the monitor cannot serve on addr.
+func listenError(addr, urls string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return usageErrorf("--urls %s: address %s is already in use by another program; give a free port with --urls (e.g. --urls http://127.0.0.1:0 picks one)", urls, addr)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, os.ErrPermission):
+		return usageErrorf("--urls %s: not allowed to listen on %s (ports below 1024 need privileges); give another port with --urls", urls, addr)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return usageErrorf("--urls %s: %s is not an address of this machine; give one of its addresses (or * for all) with --urls", urls, addr)
+	}
+	return usageErrorf("--urls %s: cannot listen on %s: %w", urls, addr, err)
+}
+
+// checkDumpDir checks --dump-dir at start, for local targets: the
+// directory must exist (the runtime creates no directory).
+func checkMonitorDumpDir(dir string, reverse bool) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case reverse && err != nil:
+		return nil // a path in the connecting containers' file systems
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("--dump-dir %s does not exist: create it, writable by the users of the target processes (the runtime writes the dumps and creates no directory)", dir)
+	case err != nil:
+		return usageErrorf("--dump-dir %s: %w", dir, err)
+	case !st.IsDir():
+		return usageErrorf("--dump-dir %s is not a directory", dir)
+	}
+	return nil
 }
 
 func newMonitorCmd(e *env) *cobra.Command {
@@ -45,6 +91,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 		urls, apiKey, dumpDir, port string
 		noAuth, noMetrics           bool
 		metricsWindow, discovery    time.Duration
+		dumpTimeout                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
@@ -70,7 +117,13 @@ func newMonitorCmd(e *env) *cobra.Command {
 				apiKey = rand.Text()
 				fmt.Fprintf(e.stderr, "API key (send 'Authorization: Bearer <key>'): %s\n", apiKey)
 			}
-			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir,
+			if err := checkMonitorDumpDir(dumpDir, port != ""); err != nil {
+				return err
+			}
+			if dumpTimeout < 0 {
+				return usageErrorf("--dump-timeout %v: give a positive duration", dumpTimeout)
+			}
+			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout,
 				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics}
 			if dc := e.global.discoverConfig(); dc != nil {
 				cfg.Source = httpmon.LocalSource{Discover: dc}
@@ -103,7 +156,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			defer m.Close() // stops the counters sessions of /metrics
 			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 			if err != nil {
-				return err
+				return listenError(addr, urls, err)
 			}
 			hs := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
 			fmt.Fprintf(e.stderr, "Listening on http://%s\n", ln.Addr())
@@ -120,7 +173,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&urls, "urls", "http://127.0.0.1:52323", "address to serve the API on")
+	fl.StringVar(&urls, "urls", "http://127.0.0.1:52323", "address to serve the API on: http://HOST:PORT (http://*:PORT or http://+:PORT: every interface)")
+	fl.DurationVar(&dumpTimeout, "dump-timeout", httpmon.DefaultDumpTimeout, "how long a dump request may take (createdump writes the whole dump first)")
 	fl.StringVar(&apiKey, "api-key", "", "API key clients must send as 'Authorization: Bearer <key>' (default: generated and printed)")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without authentication (dangerous outside a private network)")
 	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets); dumps are disabled without it")

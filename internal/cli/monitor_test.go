@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -36,12 +37,13 @@ func (s *monBuffer) String() string {
 }
 
 func TestMonitorAddr(t *testing.T) {
-	for in, want := range map[string]string{"http://127.0.0.1:52323": "127.0.0.1:52323", "localhost:1": "localhost:1", "http://[::1]:80": "[::1]:80"} {
+	for in, want := range map[string]string{"http://127.0.0.1:52323": "127.0.0.1:52323", "localhost:1": "localhost:1", "http://[::1]:80": "[::1]:80",
+		"http://*:52323": ":52323", "http://+:52325/": ":52325", "HTTP://localhost:2": "localhost:2"} {
 		if got, err := monitorAddr(in); err != nil || got != want {
 			t.Errorf("monitorAddr(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"https://x:1", "nohost", "http://x"} {
+	for _, bad := range []string{"https://x:1", "nohost", "http://x", "http://a:1;http://b:2", "http://a:99999", "http://a:1/path"} {
 		if _, err := monitorAddr(bad); err == nil {
 			t.Errorf("monitorAddr(%q) accepted", bad)
 		}
@@ -114,5 +116,24 @@ func TestMonitorListenMode(t *testing.T) {
 	}
 	if code, body := get("/processes/4545", "k3y"); code != 200 || !strings.Contains(body, `"pid": 4545`) {
 		t.Fatalf("info: %d %s", code, body)
+	}
+}
+
+// TestMonitorStartErrors: a port in use names the flag to change; a
+// --dump-dir that does not exist is refused at start.
+func TestMonitorStartErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := "http://" + ln.Addr().String()
+	code, _, errOut := run(t, "monitor", "--no-auth", "--no-metrics", "--urls", busy)
+	if code != exitUsage || !strings.Contains(errOut, "already in use") || !strings.Contains(errOut, "--urls") {
+		t.Errorf("port in use: exit %d %s", code, errOut)
+	}
+	code, _, errOut = run(t, "monitor", "--no-auth", "--no-metrics", "--urls", "http://127.0.0.1:0", "--dump-dir", "/nonexistent/dumps")
+	if code != exitUsage || !strings.Contains(errOut, "--dump-dir /nonexistent/dumps does not exist") {
+		t.Errorf("missing --dump-dir: exit %d %s", code, errOut)
 	}
 }

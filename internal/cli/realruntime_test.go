@@ -120,6 +120,12 @@ func TestRealDump(t *testing.T) {
 		t.Errorf("dump onto a link: exit %d %s", code, errOut)
 	}
 	checkVictim(t, victim)
+	// A directory that does not exist is refused before the runtime is
+	// asked (3.1 would answer a bare E_FAIL).
+	code, _, errOut = run(t, "dump", "-p", fmt.Sprint(tg.PID), "-o", "/nonexistent/dir/x")
+	if code != exitUsage || !strings.Contains(errOut, "/nonexistent/dir does not exist") {
+		t.Errorf("dump into a missing directory: exit %d %s", code, errOut)
+	}
 	// The target keeps running.
 	tg.Send(t, "ping")
 	tg.Expect(t, "PONG", 10*time.Second)

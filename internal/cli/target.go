@@ -25,6 +25,15 @@ type targetFlags struct {
 	cmd  *cobra.Command // for its stderr (listen and launch messages)
 	// launch, set by registerLaunch, lets the command start its target.
 	launch *launchFlags
+	// timeout, when set by the command before resolve, bounds each
+	// command sent to the runtime (diag.Config.Timeout: 0 the default,
+	// negative no limit).
+	timeout time.Duration
+}
+
+// clientConfig is the diag configuration of the target's client.
+func (f *targetFlags) clientConfig() *diag.Config {
+	return &diag.Config{Timeout: f.timeout}
 }
 
 func (f *targetFlags) register(cmd *cobra.Command) {
@@ -108,7 +117,7 @@ func (f *targetFlags) given() int {
 func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 	if f.g != nil && f.g.replay != nil && f.given() == 0 {
 		// A replayed recording needs no process.
-		return &target{Client: diag.NewClient(f.g.replay, nil)}, nil
+		return &target{Client: diag.NewClient(f.g.replay, f.clientConfig())}, nil
 	}
 	if args := f.childArgs(); len(args) > 0 {
 		return f.launchTarget(ctx, args)
@@ -170,7 +179,7 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 		}
 		t.Endpoint = ep
 	}
-	t.Client = diag.NewClient(f.dialer(t.Endpoint), nil)
+	t.Client = diag.NewClient(f.dialer(t.Endpoint), f.clientConfig())
 	return &t, nil
 }
 
