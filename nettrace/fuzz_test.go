@@ -40,13 +40,14 @@ func fuzzSeeds(f *testing.F) [][]byte {
 
 // FuzzReader feeds arbitrary bytes to the reader: it must never panic or
 // hang, must end with io.EOF (only after the end-of-stream marker) or a
-// *FormatError / ErrUnsupportedFormat, and everything it returns must be
-// usable.
+// *FormatError / ErrUnsupportedFormat, everything it returns must be
+// usable, and ReadEvent's fast path must agree with the general decoder.
 func FuzzReader(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFastPath(t, data)
 		r, err := NewReaderConfig(bytes.NewReader(data), ReaderConfig{BufferSize: 4096})
 		if err != nil {
 			var fe *FormatError

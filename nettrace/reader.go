@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math/bits"
 	"time"
 )
 
@@ -89,12 +90,10 @@ type Reader struct {
 	metaMap map[uint32]*Metadata
 
 	// stacks of the current sequence-point region
-	arena      []byte
-	stacks     []stackRef // index = id - stackBase
-	stackBase  uint32
-	stackMap   map[uint32]stackRef
-	lastStack  uint32
-	lastStackB []byte
+	arena     []byte
+	stacks    [][]byte // index = id - stackBase; slices of arena
+	stackBase uint32
+	stackMap  map[uint32][]byte // ids that do not extend stacks
 	// stackRegion is Event.StackRegion: bumped whenever an id may change
 	// meaning.
 	stackRegion uint64
@@ -116,8 +115,6 @@ type Reader struct {
 
 	stats Stats
 }
-
-type stackRef struct{ off, n uint32 }
 
 const seqCacheSize = 64
 
@@ -750,28 +747,268 @@ func (r *Reader) startBlock(b []byte, off int64, compressed bool) {
 // *FormatError (after all complete events) for damaged or truncated input.
 // Errors are sticky.
 func (r *Reader) ReadEvent(ev *Event) error {
+	// Fast path: the next event of the current compressed block, decoded
+	// in this one function, whose only calls are in tail position or after
+	// the last use of a local (the Go ABI saves no register across a call,
+	// so a call in the middle would spill everything live). The relative
+	// fields (sequence number, timestamp) stay in locals until the event
+	// is known to be good; the absolute ones are stored as decoded, which
+	// is harmless when the general decoder in readEventSlow starts the
+	// blob over: it stores the same values again. It takes over for blobs
+	// near the end of the block, metadata records, unknown or sparse ids,
+	// long payload sizes and errors.
+	b := r.blk
+	p := r.pos
+	if !r.compressed || len(b)-p < fastMargin {
+		return r.readEventSlow(ev)
+	}
+	st := &r.st
+	flags := b[p]
+	q := p + 1
+	// Each varint: one byte inline, up to eight branch-free, longer ones
+	// (only legal in the timestamp) by the general decoder.
+	if flags&flagMetadataID != 0 {
+		if c := b[q]; c < 0x80 {
+			st.metaID = uint32(c)
+			q++
+		} else {
+			x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
+			if n == 0 {
+				return r.readEventSlow(ev)
+			}
+			st.metaID = uint32(x)
+			q += n
+		}
+	}
+	seq := st.seq
+	if flags&(flagCaptureThread|flagThreadID) != 0 {
+		if flags&flagCaptureThread != 0 {
+			var v [3]uint64 // sequence delta, capture thread, processor
+			for i := range v {
+				if c := b[q]; c < 0x80 {
+					v[i] = uint64(c)
+					q++
+				} else {
+					x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
+					if n == 0 {
+						return r.readEventSlow(ev)
+					}
+					v[i] = x
+					q += n
+				}
+			}
+			seq += uint32(v[0]) + 1
+			st.capThread = v[1]
+			st.proc = uint32(v[2])
+		} else if st.metaID != 0 {
+			seq++
+		}
+		if flags&flagThreadID != 0 {
+			if c := b[q]; c < 0x80 {
+				st.thread = uint64(c)
+				q++
+			} else {
+				x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
+				if n == 0 {
+					return r.readEventSlow(ev)
+				}
+				st.thread = x
+				q += n
+			}
+		}
+	} else if st.metaID != 0 {
+		seq++
+	}
+	if flags&flagStackID != 0 {
+		if c := b[q]; c < 0x80 {
+			st.stackID = uint32(c)
+			q++
+		} else {
+			x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
+			if n == 0 {
+				return r.readEventSlow(ev)
+			}
+			st.stackID = uint32(x)
+			q += n
+		}
+	}
+	// The timestamp delta: often one to three bytes, ten when negative.
+	ts := st.ts
+	if c := b[q]; c < 0x80 {
+		ts += uint64(c)
+		q++
+	} else if c1 := b[q+1]; c1 < 0x80 {
+		ts += uint64(c&0x7f) | uint64(c1)<<7
+		q += 2
+	} else if c2 := b[q+2]; c2 < 0x80 {
+		ts += uint64(c&0x7f) | uint64(c1&0x7f)<<7 | uint64(c2)<<14
+		q += 3
+	} else {
+		x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
+		if n == 0 {
+			x, n = uvarint10(binary.LittleEndian.Uint64(b[q:]), b[q+8], b[q+9])
+			if n == 0 {
+				return r.readEventSlow(ev)
+			}
+		}
+		ts += x
+		q += n
+	}
+	if flags&(flagActivityID|flagRelatedActivity|flagPayloadSize) != 0 {
+		if flags&flagActivityID != 0 {
+			if r.v6 {
+				if b[q] >= 0x80 {
+					return r.readEventSlow(ev)
+				}
+				st.label = uint32(b[q])
+				q++
+			} else {
+				st.act = GUID(b[q : q+16])
+				q += 16
+			}
+		}
+		if flags&flagRelatedActivity != 0 && !r.v6 {
+			st.rel = GUID(b[q : q+16])
+			q += 16
+		}
+		if flags&flagPayloadSize != 0 {
+			c := b[q]
+			if c < 0x80 {
+				st.size = uint32(c)
+				q++
+			} else if c1 := b[q+1]; c1 < 0x80 {
+				st.size = uint32(c&0x7f) | uint32(c1)<<7
+				q += 2
+			} else {
+				return r.readEventSlow(ev)
+			}
+		}
+	}
+	end := q + int(st.size)
+	id := st.metaID
+	if end > len(b) || id == 0 || id >= uint32(len(r.meta)) {
+		return r.readEventSlow(ev)
+	}
+	md := r.meta[id]
+	if md == nil {
+		return r.readEventSlow(ev)
+	}
+	var stack []byte
+	if sid := st.stackID; sid != 0 {
+		j := sid - r.stackBase
+		if j >= uint32(len(r.stacks)) {
+			return r.readEventSlow(ev)
+		}
+		stack = r.stacks[j]
+	}
+	// Commit.
+	st.seq, st.ts = seq, ts
+	r.pos = end
+	r.stats.Events++
+	ev.Metadata = md
+	ev.SequenceNumber = seq
+	ev.ThreadID = st.thread
+	ev.CaptureThreadID = st.capThread
+	ev.ProcessorNumber = st.proc
+	ev.StackID = st.stackID
+	ev.StackRegion = r.stackRegion
+	ev.Timestamp = int64(ts)
+	ev.ActivityID = st.act
+	ev.RelatedActivityID = st.rel
+	ev.IsSorted = flags&flagSorted != 0
+	ev.LabelListID = 0
+	ev.Labels = nil
+	ev.ThreadIndex = 0
+	ev.CaptureThreadIndex = 0
+	ev.Payload = b[q:end:end]
+	ev.header = &r.hdr
+	ev.stack = stack
+	ev.pointerSize = r.hdr.PointerSize
+	if r.v6 || flags&flagCaptureThread != 0 || !r.curLive || r.curCap != st.capThread {
+		return r.finishEvent(ev, flags)
+	}
+	r.curSeq = seq
+	return nil
+}
+
+// finishEvent is the end of ReadEvent's fast path for V6 events and events
+// whose sequence number needs checking.
+func (r *Reader) finishEvent(ev *Event, flags byte) error {
+	if r.v6 {
+		r.fillV6(ev)
+	}
+	if flags&flagCaptureThread != 0 || !r.curLive || r.curCap != r.st.capThread {
+		r.checkSeq(r.st.capThread, r.st.seq)
+	} else {
+		r.curSeq = r.st.seq
+	}
+	return nil
+}
+
+// fastMargin is the number of bytes ReadEvent's fast path wants left in the
+// block: more than the longest compressed header (1 flags byte, varints of
+// at most 5+5+10+5+10+5+10 bytes, two GUIDs, a 5-byte size), so that it
+// never runs off the end while decoding one.
+const fastMargin = 96
+
+// uvarint8 decodes a LEB128 varint of at most 8 bytes from the first bytes
+// of u (little-endian), branch-free. It returns the value and its length,
+// or length 0 when the varint is longer.
+func uvarint8(u uint64) (uint64, int) {
+	m := ^u & 0x8080808080808080 // stop bits
+	if m == 0 {
+		return 0, 0
+	}
+	n := bits.TrailingZeros64(m) + 1
+	x := u & (1<<uint(n) - 1) & 0x7f7f7f7f7f7f7f7f
+	x = x&0x007f007f007f007f | (x&0x7f007f007f007f00)>>1
+	x = x&0x00003fff00003fff | (x&0x3fff00003fff0000)>>2
+	x = x&0x000000000fffffff | (x&0x0fffffff00000000)>>4
+	return x, n >> 3
+}
+
+// uvarint10 decodes a 9- or 10-byte LEB128 varint from its first 8 bytes
+// (little-endian u) and bytes 8 and 9. It returns length 0 when it is
+// longer or overflows 64 bits.
+func uvarint10(u uint64, c8, c9 byte) (uint64, int) {
+	x := u & 0x7f7f7f7f7f7f7f7f
+	x = x&0x007f007f007f007f | (x&0x7f007f007f007f00)>>1
+	x = x&0x00003fff00003fff | (x&0x3fff00003fff0000)>>2
+	x = x&0x000000000fffffff | (x&0x0fffffff00000000)>>4
+	if c8 < 0x80 {
+		return x | uint64(c8)<<56, 9
+	}
+	if c9 > 1 {
+		return 0, 0
+	}
+	return x | uint64(c8&0x7f)<<56 | uint64(c9)<<63, 10
+}
+
+// errSkipped tells that a blob was consumed without producing an event (a
+// metadata record inside an event block).
+var errSkipped = errors.New("nettrace: blob skipped")
+
+// readEventSlow is ReadEvent for everything but a compressed event in the
+// current block: other encodings, metadata blobs, block boundaries, errors
+// and the end of the stream.
+func (r *Reader) readEventSlow(ev *Event) error {
 	for {
 		if r.pos < len(r.blk) {
 			var err error
-			var ok bool
 			switch {
 			case r.compressed:
-				ok, err = r.decodeCompressed(ev)
+				err = r.decodeCompressed(ev)
 			case r.netperf:
-				ok, err = r.decodeNetPerf(ev)
+				err = r.decodeNetPerf(ev)
 			default:
-				ok, err = r.decodeUncompressed(ev)
+				err = r.decodeUncompressed(ev)
 			}
-			if err != nil {
-				if r.blkErr != nil {
-					err = r.blkErr // the block was cut: report the truncation
-				}
-				r.fail(err)
-				return err
-			}
-			if ok {
+			if err == nil {
 				r.stats.Events++
 				return nil
+			}
+			if err != errSkipped {
+				return r.blobFailed(err)
 			}
 			continue
 		}
@@ -795,6 +1032,16 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	}
 }
 
+// blobFailed makes err (from decoding a blob of the current block) sticky;
+// in a block that was cut short the truncation is what gets reported.
+func (r *Reader) blobFailed(err error) error {
+	if r.blkErr != nil {
+		err = r.blkErr
+	}
+	r.fail(err)
+	return err
+}
+
 func (r *Reader) fail(err error) {
 	r.err = err
 	r.blk, r.pos = nil, 0
@@ -805,31 +1052,91 @@ func (r *Reader) blobErr(p int, format string, args ...any) error {
 	return r.errAt(r.blkOff+int64(p), nil, format, args...)
 }
 
-// decodeCompressed decodes one compressed blob at r.pos. ok is false for
-// metadata blobs (which are consumed but not delivered).
-func (r *Reader) decodeCompressed(ev *Event) (ok bool, err error) {
+// decodeCompressed decodes the compressed blob at r.pos into ev. It returns
+// errSkipped for a metadata blob (consumed, not delivered).
+//
+// This is the decoder's hot path: the flags of a typical event ask for few
+// fields (often only the timestamp delta), so rare fields are decoded out of
+// line and the one- and two-byte varints the common fields use are decoded
+// inline.
+func (r *Reader) decodeCompressed(ev *Event) error {
 	b := r.blk
 	p := r.pos
+	if uint(p) >= uint(len(b)) {
+		return r.blobErr(p, "event header runs past the end of the block")
+	}
 	st := &r.st
 	flags := b[p]
 	p++
+	if flags&(flagMetadataID|flagCaptureThread|flagThreadID|flagStackID) != 0 {
+		var err error
+		if p, err = r.decodeIDs(b, p, flags); err != nil {
+			return err
+		}
+	} else if st.metaID != 0 {
+		st.seq++
+	}
+	// Timestamp delta (wrapping: negative deltas are encoded as huge values).
+	if p+1 < len(b) && b[p] < 0x80 {
+		st.ts += uint64(b[p])
+		p++
+	} else if p+1 < len(b) && b[p+1] < 0x80 {
+		st.ts += uint64(b[p]&0x7f) | uint64(b[p+1])<<7
+		p += 2
+	} else {
+		var v uint64
+		if v, p = uvarint(b, p); p < 0 {
+			return r.blobErr(r.pos, "bad timestamp varint in event header")
+		}
+		st.ts += v
+	}
+	if flags&(flagActivityID|flagRelatedActivity|flagPayloadSize) != 0 {
+		var err error
+		if p, err = r.decodeActivityAndSize(b, p, flags); err != nil {
+			return err
+		}
+	}
+	end := p + int(st.size)
+	if end > len(b) || end < p {
+		return r.blobErr(r.pos, "event payload of %d bytes runs past the end of the block (%d bytes left)", st.size, len(b)-p)
+	}
+	payload := b[p:end:end]
+	r.pos = end
+	if st.metaID == 0 {
+		if err := r.addMetadataBlob(payload, r.blkOff+int64(p)); err != nil {
+			return err
+		}
+		return errSkipped
+	}
+	if flags&flagCaptureThread != 0 || !r.curLive || r.curCap != st.capThread {
+		r.checkSeq(st.capThread, st.seq)
+	} else {
+		r.curSeq = st.seq
+	}
+	return r.fill(ev, payload, flags&flagSorted != 0)
+}
+
+// decodeIDs decodes the metadata id, sequence/capture thread/processor,
+// thread id and stack id fields that flags announce.
+func (r *Reader) decodeIDs(b []byte, p int, flags byte) (int, error) {
+	st := &r.st
 	var v uint64
 	if flags&flagMetadataID != 0 {
 		if v, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad metadata id varint in event header")
+			return p, r.blobErr(r.pos, "bad metadata id varint in event header")
 		}
 		st.metaID = uint32(v)
 	}
 	if flags&flagCaptureThread != 0 {
 		if v, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad sequence number varint in event header")
+			return p, r.blobErr(r.pos, "bad sequence number varint in event header")
 		}
 		st.seq += uint32(v) + 1
 		if st.capThread, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad capture thread varint in event header")
+			return p, r.blobErr(r.pos, "bad capture thread varint in event header")
 		}
 		if v, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad processor number varint in event header")
+			return p, r.blobErr(r.pos, "bad processor number varint in event header")
 		}
 		st.proc = uint32(v)
 	} else if st.metaID != 0 {
@@ -837,28 +1144,32 @@ func (r *Reader) decodeCompressed(ev *Event) (ok bool, err error) {
 	}
 	if flags&flagThreadID != 0 {
 		if st.thread, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad thread id varint in event header")
+			return p, r.blobErr(r.pos, "bad thread id varint in event header")
 		}
 	}
 	if flags&flagStackID != 0 {
 		if v, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad stack id varint in event header")
+			return p, r.blobErr(r.pos, "bad stack id varint in event header")
 		}
 		st.stackID = uint32(v)
 	}
-	if v, p = uvarint(b, p); p < 0 {
-		return false, r.blobErr(r.pos, "bad timestamp varint in event header")
-	}
-	st.ts += v // wrapping: negative deltas are encoded as huge values
+	return p, nil
+}
+
+// decodeActivityAndSize decodes the activity ids (V6: label list id) and
+// payload size fields that flags announce.
+func (r *Reader) decodeActivityAndSize(b []byte, p int, flags byte) (int, error) {
+	st := &r.st
+	var v uint64
 	if flags&flagActivityID != 0 {
 		if r.v6 {
 			if v, p = uvarint(b, p); p < 0 {
-				return false, r.blobErr(r.pos, "bad label list id varint in event header")
+				return p, r.blobErr(r.pos, "bad label list id varint in event header")
 			}
 			st.label = uint32(v)
 		} else {
 			if p+16 > len(b) {
-				return false, r.blobErr(r.pos, "activity id runs past the end of the block")
+				return p, r.blobErr(r.pos, "activity id runs past the end of the block")
 			}
 			st.act = GUID(b[p : p+16])
 			p += 16
@@ -866,45 +1177,36 @@ func (r *Reader) decodeCompressed(ev *Event) (ok bool, err error) {
 	}
 	if flags&flagRelatedActivity != 0 && !r.v6 {
 		if p+16 > len(b) {
-			return false, r.blobErr(r.pos, "related activity id runs past the end of the block")
+			return p, r.blobErr(r.pos, "related activity id runs past the end of the block")
 		}
 		st.rel = GUID(b[p : p+16])
 		p += 16
 	}
 	if flags&flagPayloadSize != 0 {
 		if v, p = uvarint(b, p); p < 0 {
-			return false, r.blobErr(r.pos, "bad payload size varint in event header")
+			return p, r.blobErr(r.pos, "bad payload size varint in event header")
 		}
 		st.size = uint32(v)
 	}
-	end := p + int(st.size)
-	if end > len(b) || end < p {
-		return false, r.blobErr(r.pos, "event payload of %d bytes runs past the end of the block (%d bytes left)", st.size, len(b)-p)
-	}
-	payload := b[p:end:end]
-	r.pos = end
-	if st.metaID == 0 {
-		return false, r.addMetadataBlob(payload, r.blkOff+int64(p))
-	}
-	if flags&flagCaptureThread != 0 || !r.curLive || r.curCap != st.capThread {
-		r.checkSeq(st.capThread, st.seq)
-	} else {
-		r.curSeq = st.seq
-	}
-	return true, r.fill(ev, payload, flags&flagSorted != 0)
+	return p, nil
 }
 
 // fill completes ev from r.st.
 func (r *Reader) fill(ev *Event, payload []byte, sorted bool) error {
 	st := &r.st
-	md := r.lookupMeta(st.metaID)
+	var md *Metadata
+	if id := st.metaID; id < uint32(len(r.meta)) {
+		md = r.meta[id]
+	}
 	if md == nil {
-		return r.blobErr(r.pos, "event refers to metadata id %d, which the trace never defined", st.metaID)
+		if md = r.metaMap[st.metaID]; md == nil {
+			return r.blobErr(r.pos, "event refers to metadata id %d, which the trace never defined", st.metaID)
+		}
 	}
 	var stack []byte
-	if st.stackID != 0 {
+	if id := st.stackID; id != 0 {
 		var err error
-		if stack, err = r.resolveStack(st.stackID); err != nil {
+		if stack, err = r.resolveStack(id); err != nil {
 			return err
 		}
 	}
@@ -1013,18 +1315,18 @@ func (r *Reader) checkpoint(ct uint64, seq uint32) {
 	r.seqs[ct] = seq
 }
 
-func (r *Reader) decodeUncompressed(ev *Event) (bool, error) {
+func (r *Reader) decodeUncompressed(ev *Event) error {
 	b := r.blk[r.pos:]
 	hl := v4EventHeaderLen
 	if r.v6 {
 		hl = v6EventHeaderLen
 	}
 	if len(b) < hl {
-		return false, r.blobErr(r.pos, "event header needs %d bytes, block has %d left", hl, len(b))
+		return r.blobErr(r.pos, "event header needs %d bytes, block has %d left", hl, len(b))
 	}
 	size := int(binary.LittleEndian.Uint32(b))
 	if size < hl-4 || size > len(b)-4 {
-		return false, r.blobErr(r.pos, "event size %d is out of range (%d..%d)", size, hl-4, len(b)-4)
+		return r.blobErr(r.pos, "event size %d is out of range (%d..%d)", size, hl-4, len(b)-4)
 	}
 	st := &r.st
 	mid := binary.LittleEndian.Uint32(b[4:])
@@ -1045,49 +1347,55 @@ func (r *Reader) decodeUncompressed(ev *Event) (bool, error) {
 		psz = int(binary.LittleEndian.Uint32(b[76:]))
 	}
 	if psz < 0 || psz > size+4-hl {
-		return false, r.blobErr(r.pos, "event payload size %d exceeds the event size %d", psz, size)
+		return r.blobErr(r.pos, "event payload size %d exceeds the event size %d", psz, size)
 	}
 	payload := b[hl : hl+psz : hl+psz]
 	poff := r.blkOff + int64(r.pos+hl)
 	r.pos += 4 + size
 	if st.metaID == 0 {
-		return false, r.addMetadataBlob(payload, poff)
+		if err := r.addMetadataBlob(payload, poff); err != nil {
+			return err
+		}
+		return errSkipped
 	}
 	r.checkSeq(st.capThread, st.seq)
-	return true, r.fill(ev, payload, mid&(1<<31) != 0)
+	return r.fill(ev, payload, mid&(1<<31) != 0)
 }
 
 // decodeNetPerf decodes one NetPerf V3 event (fixed header, inline stack).
-func (r *Reader) decodeNetPerf(ev *Event) (bool, error) {
+func (r *Reader) decodeNetPerf(ev *Event) error {
 	b := r.blk[r.pos:]
 	if len(b) < netperfEventHeaderLen {
-		return false, r.blobErr(r.pos, "event header needs %d bytes, block has %d left", netperfEventHeaderLen, len(b))
+		return r.blobErr(r.pos, "event header needs %d bytes, block has %d left", netperfEventHeaderLen, len(b))
 	}
 	size := int(int32(binary.LittleEndian.Uint32(b)))
 	if size < netperfEventHeaderLen || size > len(b)-4 {
-		return false, r.blobErr(r.pos, "event size %d is out of range (%d..%d)", size, netperfEventHeaderLen, len(b)-4)
+		return r.blobErr(r.pos, "event size %d is out of range (%d..%d)", size, netperfEventHeaderLen, len(b)-4)
 	}
 	end := 4 + size
 	mid := binary.LittleEndian.Uint32(b[4:])
 	psz := int(int32(binary.LittleEndian.Uint32(b[52:])))
 	if psz < 0 || netperfEventHeaderLen+psz+4 > end {
-		return false, r.blobErr(r.pos, "event payload size %d does not fit the event size %d", psz, size)
+		return r.blobErr(r.pos, "event payload size %d does not fit the event size %d", psz, size)
 	}
 	pe := netperfEventHeaderLen + psz
 	payload := b[netperfEventHeaderLen:pe:pe]
 	ss := int(int32(binary.LittleEndian.Uint32(b[pe:])))
 	if ss < 0 || pe+4+ss > end || ss%r.hdr.PointerSize != 0 {
-		return false, r.blobErr(r.pos+pe, "inline stack of %d bytes does not fit the event (%d bytes left) or is not a multiple of the pointer size", ss, end-pe-4)
+		return r.blobErr(r.pos+pe, "inline stack of %d bytes does not fit the event (%d bytes left) or is not a multiple of the pointer size", ss, end-pe-4)
 	}
 	poff := r.blkOff + int64(r.pos+netperfEventHeaderLen)
 	stack := b[pe+4 : pe+4+ss : pe+4+ss]
 	r.pos += end
 	if mid == 0 {
-		return false, r.addMetadataBlob(payload, poff)
+		if err := r.addMetadataBlob(payload, poff); err != nil {
+			return err
+		}
+		return errSkipped
 	}
 	md := r.lookupMeta(mid)
 	if md == nil {
-		return false, r.blobErr(r.pos-end, "event refers to metadata id %d, which the trace never defined", mid)
+		return r.blobErr(r.pos-end, "event refers to metadata id %d, which the trace never defined", mid)
 	}
 	if ss > 0 {
 		r.stats.Stacks++
@@ -1104,7 +1412,7 @@ func (r *Reader) decodeNetPerf(ev *Event) (bool, error) {
 		pointerSize:       r.hdr.PointerSize,
 	}
 	ev.CaptureThreadID = ev.ThreadID
-	return true, nil
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -1147,18 +1455,17 @@ func (r *Reader) parseMetadataBlock(b []byte, off int64) error {
 	defer func() { r.blk, r.pos = nil, 0 }()
 	var ev Event
 	for r.pos < len(r.blk) {
-		var ok bool
 		var err error
 		if r.compressed {
-			ok, err = r.decodeCompressed(&ev)
+			err = r.decodeCompressed(&ev)
 		} else {
-			ok, err = r.decodeUncompressed(&ev)
+			err = r.decodeUncompressed(&ev)
 		}
-		if err != nil {
-			return err
-		}
-		if ok {
+		if err == nil {
 			return r.blobErr(r.pos, "metadata block holds an event with metadata id %d; expected only metadata records (id 0)", ev.Metadata.ID)
+		}
+		if err != errSkipped {
+			return err
 		}
 	}
 	return nil
@@ -1184,6 +1491,7 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 		return r.errAt(off, nil, "more than %d bytes of stacks without a sequence point (ReaderConfig.MaxStackBytes)", r.cfg.MaxStackBytes)
 	}
 	r.arena = append(r.arena, b...)
+	blk := r.arena[base:]
 	contiguous := len(r.stacks) == 0 || first == r.stackBase+uint32(len(r.stacks))
 	if len(r.stacks) == 0 && r.stackMap == nil {
 		r.stackBase = first
@@ -1202,20 +1510,18 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 		if n < 0 || n > len(b)-p || n%r.hdr.PointerSize != 0 {
 			return r.errAt(off+int64(p-4), nil, "stack %d of %d: %d bytes does not fit the block (%d left) or is not a multiple of the pointer size %d", i, count, n, len(b)-p, r.hdr.PointerSize)
 		}
-		ref := stackRef{off: base + uint32(p), n: uint32(n)}
+		s := blk[p : p+n : p+n]
 		if contiguous && r.stackMap == nil {
-			r.stacks = append(r.stacks, ref)
+			r.stacks = append(r.stacks, s)
 		} else {
 			if r.stackMap == nil {
-				r.stackMap = make(map[uint32]stackRef)
+				r.stackMap = make(map[uint32][]byte)
 			}
-			r.stackMap[first+i] = ref
+			r.stackMap[first+i] = s
 		}
 		p += n
 	}
 	r.stats.Stacks += int64(count)
-	r.lastStackB = nil
-	r.lastStack = 0
 	return nil
 }
 
@@ -1223,27 +1529,19 @@ func (r *Reader) resolveStack(id uint32) ([]byte, error) {
 	if id == 0 {
 		return nil, nil
 	}
-	if id == r.lastStack && r.lastStackB != nil {
-		return r.lastStackB, nil
-	}
-	var ref stackRef
 	if i := id - r.stackBase; i < uint32(len(r.stacks)) {
-		ref = r.stacks[i]
-	} else if s, ok := r.stackMap[id]; ok {
-		ref = s
-	} else {
-		return nil, r.blobErr(r.pos, "event refers to stack id %d, which is not defined in the current sequence-point region", id)
+		return r.stacks[i], nil
 	}
-	s := r.arena[ref.off : ref.off+ref.n : ref.off+ref.n]
-	r.lastStack, r.lastStackB = id, s
-	return s, nil
+	if s, ok := r.stackMap[id]; ok {
+		return s, nil
+	}
+	return nil, r.blobErr(r.pos, "event refers to stack id %d, which is not defined in the current sequence-point region", id)
 }
 
 func (r *Reader) resetStacks() {
 	r.arena = r.arena[:0]
 	r.stacks = r.stacks[:0]
 	r.stackMap = nil
-	r.lastStack, r.lastStackB = 0, nil
 	r.stackRegion++
 }
 
