@@ -2,7 +2,16 @@ module github.com/clrdiag/clrdiag
 
 go 1.26.0
 
-require github.com/spf13/cobra v1.10.2
+require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
+	github.com/spf13/cobra v1.10.2
+)
+
+require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

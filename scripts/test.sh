@@ -40,6 +40,16 @@ if ! command -v mcs >/dev/null 2>&1; then
   fi
 fi
 
+# --- Chromium for the browser tests (profile viewer, monitor dashboard) -------
+if [ -z "${CLRDIAG_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  step "installing chromium (headless browser for the viewer and dashboard tests)"
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium >/dev/null; }; then
+    echo "WARNING: could not install chromium; browser tests will skip (or fail under CI=true)" >&2
+  fi
+fi
+
 # --- the C compiler for the test profiler -------------------------------------
 command -v gcc >/dev/null 2>&1 || echo "WARNING: gcc not found; the profiler attach tests need it" >&2
 

@@ -1,0 +1,229 @@
+// Package browsertest drives Debian's Chromium, headless, from tests, with
+// github.com/chromedp/chromedp: the browser the project's web pages (the
+// profile viewer and the monitor's dashboard) are checked in.
+//
+//	b := browsertest.Start(t, browsertest.Config{})
+//	b.Do(chromedp.Navigate(url))
+//	text := browsertest.Run(b, chromedp.Text(chromedp.CSS("h1")))
+//	b.Screenshot("dashboard")
+//
+// Start skips the test, loudly, when Chromium is not installed (scripts/test.sh
+// installs Debian's chromium package when it is absent) and fails it under
+// CI=true. Every browser runs with a fresh profile directory and with the
+// flags that keep it off the network (no background networking, component
+// updates, sync or QUIC), so a test depends on nothing but the local
+// servers it opens.
+//
+// Screenshots go to $CLRDIAG_SCREENSHOTS when it is set (a directory, created
+// when missing), else to the test's artifact directory (kept with go test
+// -artifacts); the path is logged.
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// DefaultPath is where Debian's chromium package installs the browser.
+const DefaultPath = "/usr/bin/chromium"
+
+// Config configures Start. The zero value is a 1280x800 window, a
+// two-minute budget, and the browser at $CLRDIAG_CHROMIUM or DefaultPath.
+type Config struct {
+	// Width and Height are the window's size; 0 means 1280x800.
+	Width, Height int
+	// Timeout bounds everything the browser does in the test; 0 means two
+	// minutes.
+	Timeout time.Duration
+}
+
+// Browser is one headless Chromium with one tab.
+type Browser struct {
+	t   testing.TB
+	ctx context.Context
+
+	mu      sync.Mutex
+	console []chromedp.ConsoleMessage
+}
+
+// Path returns the Chromium to run: $CLRDIAG_CHROMIUM, DefaultPath, or
+// chromium or chromium-browser on PATH.
+func Path() (string, error) {
+	if p := os.Getenv("CLRDIAG_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	if _, err := os.Stat(DefaultPath); err == nil {
+		return DefaultPath, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("chromium not found (%s, or chromium on PATH); install it with apt-get install chromium, or set CLRDIAG_CHROMIUM", DefaultPath)
+}
+
+// Start starts a headless Chromium for the test and ends it with the test.
+func Start(t testing.TB, cfg Config) *Browser {
+	t.Helper()
+	path, err := Path()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser test cannot run (CI=true): %v", err)
+		}
+		t.Skipf("SKIP (browser test): %v", err)
+	}
+	if cfg.Width == 0 || cfg.Height == 0 {
+		cfg.Width, cfg.Height = 1280, 800
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(cfg.Width, cfg.Height),
+	}
+	base, cancelTimeout := context.WithTimeout(context.Background(), cfg.Timeout)
+	actx, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	b := &Browser{t: t, ctx: ctx}
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+		cancelTimeout()
+	})
+	// Starting the browser is the first action; Console subscribes the
+	// tab's messages before any page loads.
+	messages := chromedp.Console(ctx)
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, m)
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// Context is the tab's context, for chromedp calls the helpers do not cover.
+func (b *Browser) Context() context.Context { return b.ctx }
+
+// Do runs actions in the tab and fails the test on an error.
+func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.t.Fatalf("browser: %v%s", err, b.consoleText())
+	}
+}
+
+// Run runs one action in b's tab and returns its value; it fails the test
+// on an error.
+func Run[T any](b *Browser, action chromedp.Action[T]) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, action)
+	if err != nil {
+		b.t.Fatalf("browser: %v%s", err, b.consoleText())
+	}
+	return v
+}
+
+// Wait waits until the JavaScript expression is truthy and returns its
+// value decoded into T; it fails the test, with what the page logged, when
+// that does not happen within timeout.
+func Wait[T any](b *Browser, what, expr string, timeout time.Duration) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+	if err != nil {
+		shot := b.Screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		b.t.Fatalf("browser: waiting for %s (%s): %v; screenshot %s%s", what, expr, err, shot, b.consoleText())
+	}
+	return v
+}
+
+// Console returns what the pages logged so far: console calls, uncaught
+// exceptions and browser log entries (failed loads, CSP violations).
+func (b *Browser) Console() []chromedp.ConsoleMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]chromedp.ConsoleMessage(nil), b.console...)
+}
+
+// Problems returns the console messages that report an error: exceptions
+// and error-level entries.
+func (b *Browser) Problems() []string {
+	var out []string
+	for _, m := range b.Console() {
+		if m.IsException() || m.Type == "error" {
+			out = append(out, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m.Text))
+		}
+	}
+	return out
+}
+
+func (b *Browser) consoleText() string {
+	msgs := b.Console()
+	if len(msgs) == 0 {
+		return ""
+	}
+	var s strings.Builder
+	s.WriteString("\npage console:")
+	for _, m := range msgs {
+		fmt.Fprintf(&s, "\n  [%s] %s:%d %s", m.Type, m.URL, m.Line+1, m.Text)
+	}
+	return s.String()
+}
+
+// Screenshot saves a PNG of the whole page as name.png and returns its
+// path (see the package comment for where).
+func (b *Browser) Screenshot(name string) string {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	dir := os.Getenv("CLRDIAG_SCREENSHOTS")
+	if dir == "" {
+		if at, ok := b.t.(interface{ ArtifactDir() string }); ok {
+			dir = at.ArtifactDir()
+		} else {
+			dir = b.t.TempDir()
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	b.t.Logf("screenshot: %s", path)
+	return path
+}
