@@ -6,34 +6,40 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	pprofile "github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
+	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/viewer"
 )
 
 func init() { registerTrace(newTraceViewCmd) }
 
-// viewMeasures are the --sample values of trace view.
-var viewMeasures = []string{"wall", "cpu"}
+// isHeapSnapshot tells whether FILE is a heap snapshot (.gcdump) rather
+// than a trace.
+func isHeapSnapshot(name string) bool {
+	return strings.HasSuffix(strings.ToLower(name), ".gcdump")
+}
 
-// viewProfile reads FILE into the pprof profile the viewer shows, and a
-// one-line summary of it.
-func viewProfile(e *env, in, sample string, pf *profileFlags) (*pprofile.Profile, string, error) {
-	cfg := pf.config(false)
-	switch strings.ToLower(sample) {
-	case "", "wall":
-	case "cpu":
-		cfg.ManagedOnly = true
-	default:
-		return nil, "", usageErrorf("unknown --sample %q: use %s", sample, strings.Join(viewMeasures, " or "))
+// viewProfile reads FILE into the pprof profile the viewer shows and a
+// one-line summary of it. A damaged trace gives the profile of what was
+// read and an *ExitError (exitDamaged) to return once the viewer stops.
+func viewProfile(e *env, in string, pf *profileFlags) (*pprofile.Profile, string, error) {
+	if isHeapSnapshot(in) {
+		return viewHeap(e, in, pf)
 	}
-	p, err := readProfile(e, in, cfg)
+	measure, err := pf.measure()
 	if err != nil {
 		return nil, "", err
+	}
+	p, readErr := readProfile(e, in, pf.config(false))
+	if p == nil {
+		return nil, "", readErr
 	}
 	var samples int64
 	for _, t := range p.Threads {
@@ -43,13 +49,60 @@ func viewProfile(e *env, in, sample string, pf *profileFlags) (*pprofile.Profile
 		if len(pf.threads) > 0 {
 			return nil, "", fmt.Errorf("%s: no samples of thread %v: nothing to show (clrdiag trace report %s lists the sampled threads)", in, pf.threads, in)
 		}
-		return nil, "", fmt.Errorf("%s: no CPU samples to show: collect the trace with --profile dotnet-sampled-thread-time", in)
+		if readErr != nil {
+			return nil, "", readErr
+		}
+		return nil, "", fmt.Errorf("%s: nothing to show: %s", in, profile.NoSamplesAdvice)
 	}
-	pp, err := p.Pprof()
+	wp, err := p.Weighted(measure)
+	if err != nil {
+		return nil, "", usageError(err)
+	}
+	if wp.Name == "" && in != "-" {
+		wp.Name = filepath.Base(in)
+	}
+	pp, err := wp.Pprof()
 	if err != nil {
 		return nil, "", err
 	}
-	summary := fmt.Sprintf("%s: %d samples on %d threads, period %s; %s", in, samples, len(p.Threads), p.Period, symbolSummary(p))
+	for _, n := range p.Notes() {
+		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
+	}
+	summary := fmt.Sprintf("%s: %d samples on %d threads, weighed by %s time (the Sample menu switches), period %s; %s",
+		in, samples, len(p.Threads), wp.Types[wp.Default].Type, p.Period, symbolSummary(p))
+	return pp, summary, readErr
+}
+
+// viewHeap reads a heap snapshot into the pprof profile of its flame graph
+// (objects on the dominator-tree path from their kind of root, weighing
+// their size); --sample picks one of its sample types.
+func viewHeap(e *env, in string, pf *profileFlags) (*pprofile.Profile, string, error) {
+	if len(pf.threads) > 0 || pf.managedOnly {
+		return nil, "", usageErrorf("--thread and --managed-only apply to traces, not to heap snapshots (%s)", in)
+	}
+	g, err := loadGraph(e, in)
+	if err != nil {
+		return nil, "", err
+	}
+	f := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{})
+	pp, err := f.Pprof()
+	if err != nil {
+		return nil, "", err
+	}
+	if pf.sample != "" {
+		var names []string
+		for _, st := range pp.SampleType {
+			names = append(names, st.Type)
+			if strings.EqualFold(st.Type, pf.sample) {
+				pp.DefaultSampleType = st.Type
+			}
+		}
+		if !strings.EqualFold(pp.DefaultSampleType, pf.sample) {
+			return nil, "", usageErrorf("unknown --sample %q for a heap snapshot: use %s", pf.sample, strings.Join(names, " or "))
+		}
+	}
+	summary := fmt.Sprintf("%s: %d objects, %d bytes of heap in %d stacks (by retention path from their roots), weighed by %s",
+		in, f.Objects, f.Bytes, len(f.Stacks), pp.DefaultSampleType)
 	return pp, summary, nil
 }
 
@@ -105,28 +158,31 @@ func newTraceViewCmd(e *env) *cobra.Command {
 	var (
 		httpAddr  string
 		noBrowser bool
-		sample    string
 		pf        profileFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "view FILE",
-		Short: "Show a trace's CPU profile in the browser: flame graph, top, peek, source, graph",
+		Short: "Show a trace's CPU profile, or a .gcdump heap, in the browser: flame graph, top, peek, source, graph",
 		Long: "Build the CPU profile of a nettrace file (\"-\" for standard input), as trace convert does,\n" +
 			"and serve pprof's web UI for it on 127.0.0.1 (a free port unless --http): flame graph,\n" +
 			"top, peek, source and, when Graphviz's dot is installed, the call graph. The URL is\n" +
 			"printed on standard output and opened in the browser, unless --no-browser or there is no\n" +
 			"display. Nothing is written to disk. Ctrl-C stops the server.\n" +
 			"--sample wall (the default) weighs every sample: thread time, running or waiting;\n" +
-			"--sample cpu keeps the Managed samples (running managed code).",
+			"--sample cpu weighs the Managed samples (running managed code); the page's Sample menu\n" +
+			"switches between them.\n" +
+			"A FILE ending in .gcdump (clrdiag gcdump collect, dotnet-gcdump) shows the heap: objects\n" +
+			"on their retention path from the kind of root that holds them, weighing their size\n" +
+			"(--sample inuse_space, the default) or their count (--sample inuse_objects).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			addr, err := viewAddr(httpAddr)
 			if err != nil {
 				return err
 			}
-			pp, summary, err := viewProfile(e, args[0], sample, &pf)
-			if err != nil {
-				return err
+			pp, summary, readErr := viewProfile(e, args[0], &pf)
+			if pp == nil {
+				return readErr
 			}
 			v, err := viewer.New(pp, viewer.Config{Log: e.stderr})
 			if errors.Is(err, viewer.ErrEmpty) {
@@ -146,12 +202,14 @@ func newTraceViewCmd(e *env) *cobra.Command {
 			if !noBrowser {
 				openBrowser(e, url)
 			}
-			return viewer.Serve(cmd.Context(), ln, v)
+			if err := viewer.Serve(cmd.Context(), ln, v); err != nil {
+				return err
+			}
+			return readErr // a damaged trace exits 5 once the viewer stops
 		},
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:0", "address to serve on, HOST:PORT (port 0: a free one)")
 	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "print the URL without opening a browser")
-	cmd.Flags().StringVar(&sample, "sample", "", "what to weigh: "+strings.Join(viewMeasures, " or ")+" (default wall)")
 	pf.register(cmd)
 	return cmd
 }

@@ -99,7 +99,7 @@ func TestTraceView(t *testing.T) {
 	in := sampleTrace(t)
 	s := startServed(t, "trace", "view", in, "--no-browser")
 	url := s.wait(t, viewURL, 30*time.Second)
-	if !strings.Contains(s.stderr.String(), "7423 samples on 1 threads") || !strings.Contains(s.stderr.String(), "nothing is written to disk") {
+	if !strings.Contains(s.stderr.String(), "7423 samples on 1 threads, weighed by wall time") || !strings.Contains(s.stderr.String(), "nothing is written to disk") {
 		t.Errorf("stderr: %s", s.stderr.String())
 	}
 	code, body := httpGet(t, url)
@@ -124,7 +124,8 @@ func TestTraceViewErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"trace", "view", "x.nettrace", "--http", "nope"}, exitUsage, `--http "nope": want HOST:PORT`},
-		{[]string{"trace", "view", "x.nettrace", "--sample", "heap"}, exitUsage, `unknown --sample "heap"`},
+		{[]string{"trace", "view", "x.nettrace", "--sample", "heap"}, exitUsage, `unknown --sample "heap": use wall or cpu`},
+		{[]string{"trace", "view", "x.gcdump", "--thread", "1"}, exitUsage, "--thread and --managed-only apply to traces"},
 		{[]string{"trace", "view", empty}, exitIO, "no such file"},
 		{[]string{"trace", "view"}, exitUsage, "accepts 1 arg"},
 	} {
