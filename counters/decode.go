@@ -312,7 +312,7 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	if !sp.Wants(name) {
 		return nil
 	}
-	s := &Sample{Time: ev.Time(), Provider: meter, Name: name, Interval: d.plan.Interval}
+	s := &Sample{Time: ev.Time(), Provider: meter, Name: name, Interval: d.plan.Interval, Meter: true}
 	for _, k := range d.instrumentKeys(o, meter, name) {
 		if it, ok := d.instruments[k]; ok {
 			s.MeterTags, s.InstrumentTags = it.meter, it.instrument
@@ -326,6 +326,12 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	case evCounterRate:
 		s.Kind = KindRate
 		s.Value, s.NoValue, err = metricValue(o, "rate")
+		if _, ok := o.Get("value"); ok && err == nil && !s.NoValue {
+			var none bool
+			if s.Total, none, err = metricValue(o, "value"); err == nil && !none {
+				s.HasTotal = true
+			}
+		}
 	case evUpDownCounterRate:
 		s.Kind = KindUpDown
 		if s.Rate, s.NoValue, err = metricValue(o, "rate"); err == nil {

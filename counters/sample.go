@@ -54,7 +54,15 @@ type Sample struct {
 	Kind        Kind
 	Value       float64 // mean, increment, gauge value or up-down total
 	Rate        float64 // up-down counters: change in the interval
-	Quantiles   []Quantile
+	// Total is the cumulative value of a Metrics counter (KindRate) since
+	// the instrument was created, when the runtime sends it (.NET 8 and
+	// later: HasTotal); Value is then still the increase in the interval.
+	Total    float64
+	HasTotal bool
+	// Meter marks a System.Diagnostics.Metrics instrument (published by
+	// MetricsEventSource); false for an EventCounter.
+	Meter     bool
+	Quantiles []Quantile
 	// Count is the number of measurements in the interval (histograms and
 	// EventCounters of kind Mean).
 	Count int64

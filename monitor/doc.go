@@ -49,7 +49,30 @@
 // counts the failures and clrdiag_scrape_errors the processes currently
 // failing. clrdiag_discovery_up tells whether the last discovery
 // succeeded. Server.Close stops the sessions; Config.NoMetrics turns the
-// route and the collector off.
+// route and the collector off. Config.Logger (log/slog; nil discards)
+// hears when a session is lost, stalls or is reopened.
+//
+// The exposition follows the Prometheus conventions (promtool check
+// metrics and client_golang's promlint pass on it; see promexport.go):
+//   - values are in base units named by a suffix: MB (10^6 bytes, as the
+//     runtime counts them; .NET Core 3.x rounds them down to whole MB),
+//     KB and B become _bytes, % becomes _ratio (value/100), ms _seconds;
+//   - EventCounters keep their provider as a prefix without its dots
+//     (systemruntime_working_set_bytes, as dotnet-monitor names them);
+//     System.Diagnostics.Metrics instruments are named by the
+//     OpenTelemetry-to-Prometheus rules (github.com/prometheus/otlptranslator:
+//     dotnet.gc.collections -> dotnet_gc_collections_total), with the
+//     Meter in the otel_scope_name label;
+//   - cumulative sources are counters (_total): a Metrics counter's own
+//     total (.NET 8+); an EventCounter's incrementing counter only sends
+//     per-interval increases, which the collector adds up from the moment
+//     its session opened (a restarted session is a counter reset, which
+//     rate() handles), so rate() gives the per-second rate;
+//   - mean EventCounters, gauges and up-down counters are gauges; a gauge
+//     whose name would end in _count gets a plural instead
+//     (systemruntime_threadpool_threads); Metrics histograms are summaries
+//     (quantiles of the last interval, _count and _sum added up);
+//   - HELP gives the display name, the source counter and its unit.
 //
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to

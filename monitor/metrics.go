@@ -74,7 +74,7 @@ type procMetrics struct {
 	up     bool  // a session is open
 	err    error // the last session error; nil while up or before the first attempt
 	errors int   // session errors so far
-	series map[seriesKey]counters.Sample
+	series map[seriesKey]*metricSeries
 	// seriesDropped counts samples of series beyond MaxSeriesPerProcess.
 	seriesDropped int
 	cancel        context.CancelFunc
@@ -157,7 +157,7 @@ func (c *collector) discover(ctx context.Context) {
 			pm.cancel() // the pid now names another process
 		}
 		wctx, wcancel := context.WithCancel(ctx)
-		pm := &procMetrics{p: p, series: map[seriesKey]counters.Sample{}, cancel: wcancel}
+		pm := &procMetrics{p: p, series: map[seriesKey]*metricSeries{}, cancel: wcancel}
 		c.procs[p.PID] = pm
 		c.wg.Go(func() { c.work(wctx, pm) })
 	}
@@ -189,8 +189,10 @@ func (c *collector) work(ctx context.Context, pm *procMetrics) {
 			delay = c.s.cfg.MetricsWindow
 		}
 		if errors.Is(err, ErrStalled) {
+			c.s.log.Warn("monitor: counters session stalled; reopening it", "pid", pm.p.PID, "process", pm.p.Name, "err", err)
 			continue // the stall itself spaced the attempts
 		}
+		c.s.log.Warn("monitor: counters session lost; retrying", "pid", pm.p.PID, "process", pm.p.Name, "err", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -219,7 +221,13 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 	}
 	c.mu.Lock()
 	pm.up, pm.err = true, nil
+	reopened := pm.errors > 0
 	c.mu.Unlock()
+	if reopened {
+		c.s.log.Info("monitor: counters session reopened", "pid", pid, "process", pm.p.Name)
+	} else {
+		c.s.log.Debug("monitor: counters session opened", "pid", pid, "process", pm.p.Name)
+	}
 
 	// Run gets a context of its own: on ctx's end the session is stopped
 	// here, in the process's turn, rather than by Run.
@@ -235,8 +243,12 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 			sm := *u.Sample
 			key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
 			c.mu.Lock()
-			if _, known := pm.series[key]; known || len(pm.series) < MaxSeriesPerProcess {
-				pm.series[key] = sm
+			if ms := pm.series[key]; ms != nil {
+				ms.add(sm)
+			} else if len(pm.series) < MaxSeriesPerProcess {
+				ms = &metricSeries{fam: familyOf(&sm)}
+				ms.add(sm)
+				pm.series[key] = ms
 			} else {
 				pm.seriesDropped++
 			}
@@ -306,11 +318,18 @@ var (
 )
 
 // Collect implements prometheus.Collector from the collector's state; it
-// never talks to a process.
+// never talks to a process. A series whose name clashes with another family
+// of a different type or help is left out (with a log line), so that one odd
+// counter never breaks the scrape.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	failed := 0
+	type famKey struct {
+		kind prometheus.ValueType
+		help string
+	}
+	families := map[string]famKey{}
 	for _, pm := range c.procs {
 		up := 0.0
 		if pm.up {
@@ -325,8 +344,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if pm.seriesDropped > 0 {
 			ch <- prometheus.MustNewConstMetric(seriesDroppedDesc, prometheus.CounterValue, float64(pm.seriesDropped), pid, pm.p.Name)
 		}
-		for _, sm := range pm.series {
-			ch <- sampleMetric(sm, pm.p)
+		for _, ms := range pm.series {
+			f := ms.fam
+			if k, ok := families[f.name]; ok && k != (famKey{f.kind, f.help}) {
+				c.s.log.Debug("monitor: metric left out: its name clashes with another counter's", "metric", f.name,
+					"counter", ms.last.Provider+"/"+ms.last.Name, "pid", pm.p.PID)
+				continue
+			}
+			families[f.name] = famKey{f.kind, f.help}
+			m, err := seriesMetric(f, ms, pm.p)
+			switch {
+			case err != nil:
+				ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(f.name, f.help, nil, nil), err)
+			case m != nil:
+				ch <- m
+			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, float64(failed))
@@ -337,29 +369,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// sampleMetric turns a sample into a gauge labelled with the process and the
-// sample's tags.
-func sampleMetric(sm counters.Sample, p Process) prometheus.Metric {
-	labels := []string{"pid", "process_name"}
-	values := []string{strconv.Itoa(p.PID), p.Name}
-	for _, t := range sm.Tags {
-		labels = append(labels, metricName(t.Key))
-		values = append(values, t.Value)
-	}
-	help := sm.DisplayName
-	if help == "" {
-		help = sm.Name
-	}
-	desc := prometheus.NewDesc(metricName(sm.Provider)+"_"+metricName(sm.Name), help, labels, nil)
-	m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, sm.Value, values...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(desc, err)
-	}
-	return m
-}
-
-// metricName maps a provider or counter name to a Prometheus name:
-// System.Runtime + cpu-usage -> systemruntime_cpu_usage.
+// metricName maps a provider name to the prefix of its EventCounters'
+// metric names: System.Runtime -> systemruntime (dots dropped, as
+// dotnet-monitor does), other characters outside [a-z0-9] -> _.
 func metricName(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
@@ -367,7 +379,6 @@ func metricName(s string) string {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 			b.WriteRune(r)
 		case r == '.':
-			// System.Runtime -> systemruntime, as dotnet-monitor does
 		default:
 			b.WriteByte('_')
 		}

@@ -155,7 +155,7 @@ func waitMetrics(t *testing.T, get func() string, what string, cond func(string)
 	return ""
 }
 
-const cpu901 = `systemruntime_cpu_usage{pid="901",process_name="app"}`
+const cpu901 = `systemruntime_cpu_usage_ratio{pid="901",process_name="app"}`
 
 // A scrape answers at once from the long-lived session's latest values,
 // which change across scrapes; one session serves every scrape.
@@ -173,7 +173,7 @@ func TestMetricsFromLongLivedSession(t *testing.T) {
 		}
 		return string(body)
 	}
-	waitMetrics(t, get, "cpu-usage 7", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 7 })
+	waitMetrics(t, get, "cpu-usage 7", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 7.0/100 })
 
 	start := time.Now()
 	text := get()
@@ -185,12 +185,12 @@ func TestMetricsFromLongLivedSession(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, text)
 		}
 	}
-	if v, ok := sample(text, cpu901); !ok || v != 7 {
+	if v, ok := sample(text, cpu901); !ok || v != 7.0/100 {
 		t.Errorf("cpu-usage %v (%v), want 7", v, ok)
 	}
 
 	cr.value.Store(42)
-	waitMetrics(t, get, "cpu-usage 42", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 42 })
+	waitMetrics(t, get, "cpu-usage 42", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 42.0/100 })
 	if n := cr.sessions.Load(); n != 1 {
 		t.Errorf("%d sessions opened, want 1 long-lived one", n)
 	}
@@ -218,14 +218,14 @@ func TestMetricsFollowDiscovery(t *testing.T) {
 		}
 		return rec.Body.String()
 	}
-	const cpu902 = `systemruntime_cpu_usage{pid="902",process_name="other"}`
+	const cpu902 = `systemruntime_cpu_usage_ratio{pid="902",process_name="other"}`
 	waitMetrics(t, get, "pid 901", func(s string) bool { _, ok := sample(s, cpu901); return ok })
 
 	src.set(monitor.Process{PID: 902, Name: "other", Dialer: b})
 	text := waitMetrics(t, get, "pid 902 only", func(s string) bool {
 		_, ok1 := sample(s, cpu901)
 		v2, ok2 := sample(s, cpu902)
-		return !ok1 && ok2 && v2 == 2
+		return !ok1 && ok2 && v2 == 2.0/100
 	})
 	if strings.Contains(text, `pid="901"`) {
 		t.Errorf("series of the ended process remain:\n%s", text)
@@ -305,7 +305,7 @@ func TestMetricsFailingSession(t *testing.T) {
 	fd.refuse.Store(0)
 	waitMetrics(t, get, "the recovered session", func(s string) bool {
 		v, ok := sample(s, cpu901)
-		return ok && v == 5 && strings.Contains(s, "clrdiag_scrape_errors 0\n") &&
+		return ok && v == 5.0/100 && strings.Contains(s, "clrdiag_scrape_errors 0\n") &&
 			strings.Contains(s, `clrdiag_collector_up{pid="901",process_name="app"} 1`+"\n")
 	})
 
@@ -333,7 +333,7 @@ func TestMetricsStalledSession(t *testing.T) {
 		}
 		return string(body)
 	}
-	waitMetrics(t, get, "cpu-usage 3", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 3 })
+	waitMetrics(t, get, "cpu-usage 3", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 3.0/100 })
 	cr.paused.Store(true)
 	errs := `clrdiag_collector_errors_total{pid="901",process_name="app"}`
 	if v, ok := sample(get(), errs); !ok || v != 0 {
@@ -345,7 +345,7 @@ func TestMetricsStalledSession(t *testing.T) {
 	}
 	cr.value.Store(4)
 	cr.paused.Store(false)
-	waitMetrics(t, get, "cpu-usage 4", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 4 })
+	waitMetrics(t, get, "cpu-usage 4", func(s string) bool { v, ok := sample(s, cpu901); return ok && v == 4.0/100 })
 	if n := cr.sessions.Load(); n != 2 {
 		t.Errorf("%d sessions, want 2 (the stalled one reopened once)", n)
 	}

@@ -444,7 +444,7 @@ func TestRealRuntimeCountersAndMetrics(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("/metrics: %d\n%s", code, text)
 		}
-		if strings.Contains(text, "systemruntime_cpu_usage{"+wantLabel+"}") && strings.Contains(text, "clrdiag_scrape_errors 0\n") {
+		if strings.Contains(text, "systemruntime_cpu_usage_ratio{"+wantLabel+"}") && strings.Contains(text, "clrdiag_scrape_errors 0\n") {
 			return
 		}
 		time.Sleep(250 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -78,6 +79,9 @@ type Config struct {
 	DumpTimeout time.Duration
 	// Now returns the current time (for dump names); nil means time.Now.
 	Now func() time.Time
+	// Logger receives what the /metrics collector does in the background:
+	// a counters session lost, stalled or reopened. nil discards it.
+	Logger *slog.Logger
 }
 
 // Server is the monitor's HTTP handler.
@@ -90,6 +94,7 @@ type Server struct {
 	locks map[int]chan struct{} // one-slot queues, per pid
 
 	metrics   *collector // nil with NoMetrics
+	log       *slog.Logger
 	closeOnce sync.Once
 }
 
@@ -100,6 +105,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Source == nil {
 		cfg.Source = LocalSource{}
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxDuration <= 0 {
 		cfg.MaxDuration = DefaultMaxDuration
@@ -126,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.DumpDir = abs
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger}
 	s.mux.HandleFunc("GET /processes", s.listProcesses)
 	s.mux.HandleFunc("GET /processes/{pid}", s.withProcess(s.info))
 	s.mux.HandleFunc("GET /processes/{pid}/env", s.withProcess(s.env))

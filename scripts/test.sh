@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole clrdiag test suite on a fresh machine. It installs what the
 # tests need when it is absent (the real .NET Core 3.1 runtime from npm into
-# .cache/, Debian's mono-mcs to compile the C# test targets, staticcheck),
+# .cache/, Debian's mono-mcs to compile the C# test targets, Debian's
+# prometheus and jq to check /metrics and the counters files in their
+# consumers, staticcheck),
 # checks formatting and lints, cross-compiles for windows and darwin, and runs
 # every Go test, the real-runtime integration tests included.
 set -euo pipefail
@@ -47,6 +49,17 @@ if [ -z "${CLRDIAG_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ 
   [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
   if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium >/dev/null; }; then
     echo "WARNING: could not install chromium; browser tests will skip (or fail under CI=true)" >&2
+  fi
+fi
+
+# --- Prometheus (promtool and the server) and jq, consumers of /metrics and of
+# the counters files ---------------------------------------------------------
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
+  step "installing prometheus (promtool) and jq (consumers of /metrics and of counters --format json)"
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq prometheus jq >/dev/null; }; then
+    echo "WARNING: could not install prometheus/jq; the consumer tests will skip (or fail under CI=true)" >&2
   fi
 fi
 

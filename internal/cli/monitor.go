@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -124,7 +125,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 				return usageErrorf("--dump-timeout %v: give a positive duration", dumpTimeout)
 			}
 			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout,
-				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics}
+				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics,
+				Logger: slog.New(slog.NewTextHandler(e.stderr, nil))}
 			if dc := e.global.discoverConfig(); dc != nil {
 				cfg.Source = httpmon.LocalSource{Discover: dc}
 			}
