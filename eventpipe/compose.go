@@ -56,6 +56,19 @@ func (p *Plan) ProviderList() []Provider {
 	return out
 }
 
+// Config returns the session configuration of the plan: its providers and
+// rundown, everything else at the defaults (a caller sets the buffer size,
+// stackwalk and buffering on the result). It is the one mapping from a Plan
+// to a Config.
+func (p *Plan) Config() Config {
+	return Config{
+		Providers:             p.ProviderList(),
+		RundownKeyword:        p.RundownKeyword,
+		NoRundown:             p.RundownKeyword == 0,
+		DropRundownOnFallback: p.DropRundownOnFallback,
+	}
+}
+
 // Compose merges --providers, --profile and --clrevents the way dotnet-trace
 // does: explicit providers first (duplicates merged), then the profiles'
 // providers where not already present, then the runtime provider from

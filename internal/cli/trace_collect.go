@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -117,15 +119,11 @@ func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration,
 	if err := f.applyEventIDs(providers); err != nil {
 		return nil, eventpipe.Config{}, 0, usageError(err)
 	}
-	cfg := eventpipe.Config{
-		Buffering:             buffering,
-		Providers:             providers,
-		BufferSizeMB:          f.bufferSizeMB,
-		RundownKeyword:        plan.RundownKeyword,
-		NoRundown:             plan.RundownKeyword == 0,
-		DropRundownOnFallback: plan.DropRundownOnFallback,
-		NoStackwalk:           !f.stackwalk,
-	}
+	cfg := plan.Config()
+	cfg.Providers = providers
+	cfg.Buffering = buffering
+	cfg.BufferSizeMB = f.bufferSizeMB
+	cfg.NoStackwalk = !f.stackwalk
 	return plan, cfg, d, nil
 }
 
@@ -231,6 +229,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 		stopProv, stopEv, stopPay string
 		stopTimeout               time.Duration
 		rundownTimeout            time.Duration
+		maxSize                   string
 		format                    string
 		force                     bool
 	)
@@ -241,7 +240,13 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			"It stops on Ctrl-C, on Enter (when stdin is a terminal), after --duration, on the\n" +
 			"stopping event, on SIGTERM, or when the target exits; the file is valid in every case.\n" +
 			"After the stop the runtime sends the rundown (method names for stacks), which can\n" +
-			"take a while in a large application; a second Ctrl-C abandons it.\n\n" +
+			"take a while in a large application; a second Ctrl-C abandons it at once (the file\n" +
+			"is still valid, exit status 0, but stacks may not be symbolized).\n\n" +
+			"Bounds: --duration, then --stop-timeout and --rundown-timeout bound the whole session\n" +
+			"(after all three the connection is closed and the file terminated). The file size is\n" +
+			"unlimited by default, as with dotnet-trace; --max-size caps it (the session is then\n" +
+			"stopped, the file cut to its last complete block, and the exit status is 6). A full\n" +
+			"disk also stops the session and keeps the file valid up to its last complete block.\n\n" +
 			"Providers: --providers Name[:Keywords[:Level[:Key=Value;...]]], --profile and\n" +
 			"--clrevents, merged as dotnet-trace does. With none: dotnet-common + dotnet-sampled-thread-time.\n\n" +
 			"To trace an application from its start, give its command after --: clrdiag starts it\n" +
@@ -251,6 +256,10 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			plan, cfg, duration, err := sf.plan()
 			if err != nil {
 				return err
+			}
+			maxBytes, err := parseSize(maxSize)
+			if err != nil {
+				return usageErrorf("--max-size: %w", err)
 			}
 			stop, err := parseStopEvent(stopProv, stopEv, stopPay)
 			if err != nil {
@@ -289,7 +298,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			}
 			c := &collector{
 				e: e, t: t, cfg: cfg, duration: duration, stop: stop, quiet: quiet,
-				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, output: output, force: force,
+				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, maxSize: maxBytes, output: output, force: force,
 			}
 			if !quiet {
 				printPlan(e.stderr, plan)
@@ -318,8 +327,9 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
 	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
 	fl.StringVar(&stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")
-	fl.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "how long to wait for the runtime to acknowledge the stop")
-	fl.DurationVar(&rundownTimeout, "rundown-timeout", 5*time.Minute, "how long to wait for the rundown after the stop before closing the session")
+	fl.DurationVar(&stopTimeout, "stop-timeout", eventpipe.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
+	fl.StringVar(&maxSize, "max-size", "", "stop when the trace file reaches this size, e.g. 500MB or 2GB (default unlimited)")
+	fl.DurationVar(&rundownTimeout, "rundown-timeout", eventpipe.DefaultRundownTimeout, "how long to wait for the rundown after the stop before closing the session")
 	return cmd
 }
 
@@ -346,6 +356,7 @@ type collector struct {
 	quiet          bool
 	stopTimeout    time.Duration
 	rundownTimeout time.Duration
+	maxSize        int64
 	output         string
 	force          bool // replace an existing output file
 }
@@ -356,11 +367,26 @@ func (c *collector) say(format string, args ...any) {
 	}
 }
 
+// run collects the trace: the session is drained into the file (through a
+// spool that the decoder follows to count events and watch for the
+// stopping event), then the file is checked, repaired when the stream
+// stopped early, and summed up.
+//
+// The first interrupt (Ctrl-C, SIGTERM) is the normal stop; a second one
+// abandons the stop and the rundown at once. The file is valid either way
+// and the exit status is 0 (the rundown's state is printed): the trace was
+// what the user asked for.
 func (c *collector) run(ctx context.Context) error {
 	path, err := filepath.Abs(c.output)
 	if err != nil {
 		return err
 	}
+	// Interrupts are counted from here: the first stops the trace, the
+	// second abandons the stop.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
 	sess, err := eventpipe.Start(ctx, c.t.Client, c.cfg)
 	if err != nil {
 		return fmt.Errorf("start the session: %w", err)
@@ -376,26 +402,60 @@ func (c *collector) run(ctx context.Context) error {
 	}
 	defer f.Close()
 	spool := eventpipe.NewSpool(f)
-	copyDone := make(chan struct{})
-	var copyErr error
-	go func() {
-		_, copyErr = spool.Copy(sess)
-		close(copyDone)
-	}()
 	if err := c.t.started(ctx); err != nil {
 		fmt.Fprintf(c.e.stderr, "warning: resuming the runtime: %v\n", err)
 	}
 
+	stop := make(chan eventpipe.StopReason, 8)
+	request := func(r eventpipe.StopReason) {
+		select {
+		case stop <- r:
+		default:
+		}
+	}
 	// Decode the same bytes from the file to count events, detect drops
-	// and watch for the stopping event; this never slows the copy.
+	// and damage, and watch for the stopping event; this never slows the
+	// copy.
 	var prog progress
-	stopSeen := make(chan struct{})
 	decodeDone := make(chan struct{})
 	var decodeErr error
 	var stats nettrace.Stats
 	go func() {
 		defer close(decodeDone)
-		stats, decodeErr = c.decode(spool.NewReader(), &prog, stopSeen)
+		stats, decodeErr = c.decode(spool.NewReader(), &prog, request)
+	}()
+
+	dctx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	enter, exited, ctxDone := c.enterPressed(), c.exited(), ctx.Done()
+	go func() {
+		interrupts := 0
+		for {
+			select {
+			case <-sigs:
+				interrupts++
+				if interrupts == 1 {
+					request(eventpipe.StopInterrupt)
+					continue
+				}
+				c.say("\nAbandoning the rundown; method names for stacks may be missing.\n")
+				abandon()
+				return
+			case <-ctxDone: // the root's view of the first interrupt
+				ctxDone = nil
+				request(eventpipe.StopInterrupt)
+			case <-enter:
+				enter = nil
+				request(eventpipe.StopUser)
+			case <-exited:
+				exited = nil
+				request(eventpipe.StopTargetExit)
+			case <-watchDone:
+				return
+			}
+		}
 	}()
 
 	start := time.Now()
@@ -405,96 +465,46 @@ func (c *collector) run(ctx context.Context) error {
 	} else {
 		c.say("Press <Enter> or <Ctrl-C> to stop the trace.\n")
 	}
-	status := c.statusLine(start, spool, &prog)
-	stopStatus := status.run()
-
-	var timer <-chan time.Time
-	if c.duration > 0 {
-		timer = time.After(c.duration)
-	}
-	enter := c.enterPressed()
-	reason := ""
-	select {
-	case <-ctx.Done():
-		reason = "interrupted"
-	case <-timer:
-		reason = "duration reached"
-	case <-enter:
-		reason = "Enter pressed"
-	case <-stopSeen:
-		reason = "stopping event seen"
-	case <-copyDone:
-		reason = "target ended the session"
-	case <-c.exited():
-		reason = "target exited"
-	}
+	stopStatus := c.statusLine(start, spool, &prog).run()
+	lastPhase := eventpipe.PhaseCollecting
+	res, drainErr := sess.Drain(dctx, spool, eventpipe.DrainConfig{
+		Duration: c.duration, Stop: stop, StopTimeout: c.stopTimeout, RundownTimeout: c.rundownTimeout,
+		MaxBytes: c.maxSize, ProgressInterval: 2 * time.Second,
+		Progress: func(p eventpipe.DrainProgress) {
+			switch {
+			case p.Phase == eventpipe.PhaseStopping && lastPhase == eventpipe.PhaseCollecting:
+				stopStatus()
+				c.say("\nStopping the trace (%s). Waiting for the rundown; this can take a while in a large application. Press Ctrl-C again to abandon it.\n", p.Reason)
+			case p.Phase != eventpipe.PhaseCollecting && p.InPhase > time.Second:
+				c.say("  still waiting for the %s (%v, %s received)\n", map[bool]string{true: "stop to be acknowledged", false: "rundown"}[p.Phase == eventpipe.PhaseStopping], p.InPhase.Round(time.Second), humanBytes(p.Bytes))
+			}
+			lastPhase = p.Phase
+		},
+	})
 	stopStatus()
-
-	rundownDone := false
-	abandoned := false
-	if reason != "target ended the session" && reason != "target exited" {
-		c.say("\nStopping the trace (%s). Waiting for the rundown; this can take a while in a large application. Press Ctrl-C again to abandon it.\n", reason)
-		sctx, cancel := context.WithTimeout(context.Background(), c.stopTimeout)
-		err := sess.Stop(sctx)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(c.e.stderr, "warning: the runtime did not acknowledge the stop: %v\nClosing the session; the file keeps everything received so far.\n", err)
-			sess.Close()
-		}
-		// A second interrupt abandons the rundown.
-		second := make(chan struct{})
-		sigCtx, sigStop := notifyInterrupt()
-		go func() {
-			select {
-			case <-sigCtx.Done():
-				close(second)
-			case <-copyDone:
-			}
-		}()
-		rt := time.NewTimer(c.rundownTimeout)
-		tick := time.NewTicker(2 * time.Second)
-		waitStart := time.Now()
-	wait:
-		for {
-			select {
-			case <-copyDone:
-				rundownDone = err == nil
-				break wait
-			case <-second:
-				abandoned = true
-				c.say("Abandoning the rundown; method names for stacks may be missing.\n")
-				sess.Close()
-				<-copyDone
-				break wait
-			case <-rt.C:
-				abandoned = true
-				fmt.Fprintf(c.e.stderr, "warning: no end of the rundown after %v; closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
-				sess.Close()
-				<-copyDone
-				break wait
-			case <-tick.C:
-				c.say("  still waiting for the rundown (%v, %s received)\n", time.Since(waitStart).Round(time.Second), humanBytes(spool.Written()))
-			}
-		}
-		tick.Stop()
-		rt.Stop()
-		sigStop()
-	} else {
-		<-copyDone
-	}
+	spool.Finish(nil)
 	<-decodeDone
+	c.reportDrain(res, drainErr)
 
-	complete := stats.Complete
-	if !complete {
-		// The stream stopped without its end: make the file end cleanly
-		// after the last complete block.
-		if n, rerr := repairTrace(f); rerr != nil {
+	// Make the file end cleanly after its last complete block when the
+	// stream stopped early (or the output failed, or hit its cap).
+	if !stats.Complete || drainErr != nil {
+		if errors.Is(drainErr, eventpipe.ErrNotNettrace) {
+			f.Close()
+			os.Remove(path)
+			return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w; the session was stopped and %s removed. Is the endpoint a .NET runtime?", drainErr, path)}
+		}
+		n, rerr := repairTrace(f)
+		switch {
+		case rerr != nil && n <= 0:
 			fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
-		} else if n >= 0 {
+		case rerr != nil:
+			fmt.Fprintf(c.e.stderr, "The file was cut to its last complete block (%s) and terminated, but: %v\n", humanBytes(n), rerr)
+		case n >= 0:
 			c.say("The stream ended early; the file was cut to its last complete block (%s) and terminated.\n", humanBytes(n))
 		}
 	}
-	if err := f.Sync(); err != nil {
+	if err := f.Sync(); err != nil && drainErr == nil {
 		return &ExitError{Code: exitIO, Err: fmt.Errorf("flush the trace file: %w", err)}
 	}
 	size := int64(0)
@@ -503,39 +513,56 @@ func (c *collector) run(ctx context.Context) error {
 	}
 	if !c.quiet {
 		fmt.Fprintf(c.e.stderr, "\nTrace written to %s\n", path)
-		fmt.Fprintf(c.e.stderr, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, rundownState(rundownDone, abandoned, c.cfg.NoRundown, reason))
-		if decodeErr != nil && !errors.Is(decodeErr, io.EOF) && complete {
+		fmt.Fprintf(c.e.stderr, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, c.rundownState(res))
+		if decodeErr != nil && !errors.Is(decodeErr, io.EOF) && stats.Complete {
 			fmt.Fprintf(c.e.stderr, "  note: decoding while collecting stopped early: %v\n", decodeErr)
 		}
-		if copyErr != nil && !abandoned {
-			fmt.Fprintf(c.e.stderr, "  note: the session stream ended with: %v\n", copyErr)
+		if res.StreamErr != nil {
+			fmt.Fprintf(c.e.stderr, "  note: the session stream ended with: %v\n", res.StreamErr)
 		}
-	}
-	if reason == "target exited" || reason == "target ended the session" {
-		if !c.quiet {
+		if res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit {
 			fmt.Fprintln(c.e.stderr, "  the target ended the session (it exited or was killed); the file holds everything it sent")
 		}
+	}
+	switch {
+	case drainErr != nil:
+		return &ExitError{Code: exitIO, Err: drainErr}
+	case res.Reason == eventpipe.StopDamaged:
+		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("the runtime sent a damaged stream: %w; the session was stopped and the file keeps the complete blocks before the damage", decodeErr)}
 	}
 	// A launched child's exit status becomes ours.
 	return childResult(c.t, nil)
 }
 
-func rundownState(done, abandoned, none bool, reason string) string {
+// reportDrain tells the user what went wrong while draining, if anything.
+func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
+	w := c.e.stderr
+	var oe *eventpipe.OutputError
 	switch {
-	case none:
-		return "not requested"
-	case done:
-		return "completed"
-	case abandoned:
-		return "abandoned"
-	case reason == "target exited" || reason == "target ended the session":
-		return "not received (the target ended first)"
+	case errors.As(err, &oe):
+		fmt.Fprintf(w, "clrdiag: writing the trace failed after %s: %v\nThe session was stopped on the runtime; the file keeps every complete block written before the failure.\n", humanBytes(oe.Written), oe.Err)
+	case errors.Is(err, eventpipe.ErrMaxBytes):
+		fmt.Fprintf(w, "clrdiag: the trace reached --max-size (%s); the session was stopped. The rundown is missing: stacks may not be symbolized.\n", humanBytes(c.maxSize))
+	case err != nil:
+	case res.Deadline:
+		fmt.Fprintf(w, "warning: the session did not end within its time limit (duration + --stop-timeout + --rundown-timeout); closing it. The file keeps everything received.\n")
+	case res.Rundown == eventpipe.RundownUnacknowledged:
+		fmt.Fprintf(w, "warning: the runtime did not acknowledge the stop: %v\nClosing the session; the file keeps everything received so far.\n", res.StopErr)
+	case res.Rundown == eventpipe.RundownTimedOut:
+		fmt.Fprintf(w, "warning: no end of the rundown after %v; closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
 	}
-	return "incomplete"
 }
 
-// decode follows the spooled stream and counts what it holds.
-func (c *collector) decode(r io.Reader, prog *progress, stopSeen chan struct{}) (nettrace.Stats, error) {
+func (c *collector) rundownState(res eventpipe.DrainResult) string {
+	if c.cfg.NoRundown && res.Rundown == eventpipe.RundownComplete {
+		return "not requested"
+	}
+	return res.Rundown.String()
+}
+
+// decode follows the spooled stream and counts what it holds. It asks for
+// a stop when it sees the stopping event or damage.
+func (c *collector) decode(r io.Reader, prog *progress, request func(eventpipe.StopReason)) (nettrace.Stats, error) {
 	rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<20))
 	if err != nil {
 		return nettrace.Stats{}, err
@@ -548,6 +575,10 @@ func (c *collector) decode(r io.Reader, prog *progress, stopSeen chan struct{}) 
 	for {
 		err := rd.ReadEvent(&ev)
 		if err != nil {
+			var fe *nettrace.FormatError
+			if errors.As(err, &fe) && !fe.Truncated() {
+				request(eventpipe.StopDamaged)
+			}
 			return rd.Stats(), err
 		}
 		prog.events.Add(1)
@@ -556,7 +587,7 @@ func (c *collector) decode(r io.Reader, prog *progress, stopSeen chan struct{}) 
 		}
 		if c.stop != nil && !seen && c.stop.matches(&ev) {
 			seen = true
-			close(stopSeen)
+			request(eventpipe.StopEvent)
 		}
 	}
 }
@@ -636,7 +667,8 @@ func (s *statusLine) run() func() {
 			}
 		}
 	}()
-	return func() { close(done); wg.Wait() }
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
 func formatElapsed(d time.Duration) string {

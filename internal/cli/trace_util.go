@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -33,16 +35,18 @@ func notifyInterrupt() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// repairTrace makes a trace file whose stream stopped early end cleanly: it
-// cuts the file after the last complete block and appends the end-of-stream
-// marker. It returns the new length, or -1 when the file needed nothing.
+// repairTrace makes a trace file whose stream stopped early (or is damaged
+// after some point) end cleanly: it cuts the file after the last complete
+// block and appends the end-of-stream marker. It returns the new length,
+// or -1 when the file needed nothing; with damage, the error describes it
+// and the file is still cut and terminated (a positive length).
 func repairTrace(f *os.File) (int64, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return 0, err
 	}
-	n, complete, err := nettrace.CompleteLength(f)
-	if err != nil {
-		return 0, err
+	n, complete, damage := nettrace.CompleteLength(bufio.NewReaderSize(f, 1<<20))
+	if damage != nil && n == 0 {
+		return 0, damage
 	}
 	if complete {
 		return -1, nil
@@ -52,10 +56,10 @@ func repairTrace(f *os.File) (int64, error) {
 	}
 	end := nettrace.EndOfStream()
 	if _, err := f.WriteAt(end, n); err != nil {
-		return 0, err
+		return n, fmt.Errorf("the end-of-stream marker could not be written (%w); readers will report the file as cut after its last complete block", err)
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		return 0, err
 	}
-	return n + int64(len(end)), nil
+	return n + int64(len(end)), damage
 }
