@@ -1,6 +1,7 @@
 // Package eventpipe configures and runs EventPipe sessions in a .NET
 // process: providers and their dotnet-trace syntax, profiles, the
-// --clrevents keyword map and rundown options, composed into a Plan.
+// --clrevents keyword map and rundown options, composed into a Plan, and
+// the one lifecycle of a session: Start, Drain, done.
 //
 // Parsing follows dotnet-trace exactly so that command lines carry over:
 //
@@ -12,6 +13,30 @@
 // Keywords are hexadecimal, levels numbers or names, duplicate providers
 // are merged (keywords OR'd, most verbose level wins) and explicit
 // providers take precedence over those of a profile.
+//
+// Plan.Config turns a plan into the Config that Start takes; Start falls
+// back to older CollectTracing commands on older runtimes with warnings.
+//
+// # Lifecycle
+//
+// Session.Drain copies the session's stream to an io.Writer until the
+// collection ends (DrainConfig.Duration, a StopReason sent by the caller,
+// the stream's own end), then sends StopTracing and copies the rest of the
+// stream, the rundown, so the output is a complete trace:
+//
+//	sess, err := eventpipe.Start(ctx, client, plan.Config())
+//	if err != nil { ... }
+//	res, err := sess.Drain(ctx, file, eventpipe.DrainConfig{Duration: 30 * time.Second})
+//
+// Every wait is bounded (StopTimeout, RundownTimeout, MaxTime), and so is
+// the output (MaxBytes). Ending ctx abandons the session at once. A stream
+// that does not start like a nettrace stream and an output that fails stop
+// the session and make Drain fail; the DrainResult says why the collection
+// ended (StopReason) and how the stream ended (RundownState).
+//
+// A Spool is an io.Writer for Drain that readers can follow while it is
+// written (a decoder counting events, a printer); NewTempSpool makes one on
+// a temporary file that nothing can leave behind, optionally a ring.
 //
 // All functions are safe for concurrent use; no package state is mutable.
 package eventpipe

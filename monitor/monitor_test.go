@@ -304,6 +304,10 @@ func TestTraceStreamed(t *testing.T) {
 	if len(reqs) < 2 {
 		t.Fatalf("requests %+v: want CollectTracing and StopTracing", reqs)
 	}
+	_, _ = io.Copy(io.Discard, resp.Body) // the trailer comes after the body
+	if end := resp.Trailer.Get("X-Clrdiag-Trace-End"); end != "duration reached; rundown completed" {
+		t.Errorf("trailer %q", end)
+	}
 }
 
 // Stack snapshots over JSON and text, serialized per process.
@@ -486,5 +490,66 @@ func TestDumpTimeout(t *testing.T) {
 	code, body := do(t, hs, "POST", "/processes/57/dump?type=mini")
 	if code != http.StatusGatewayTimeout || time.Since(start) > 8*time.Second {
 		t.Errorf("dump that never ends: %d after %v: %s", code, time.Since(start), body)
+	}
+}
+
+// endless streams valid nettrace blocks until the connection breaks,
+// before and after StopTracing, as a hostile runtime may.
+func endless(ctx context.Context, s *ipctest.TracingSession) error {
+	md := &nettrace.Metadata{ID: 1, ProviderName: "Fake", EventID: 1, EventName: "E", Level: 4}
+	w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
+	if err != nil {
+		return nil
+	}
+	if err := w.AddMetadata(md); err != nil {
+		return nil
+	}
+	payload := make([]byte, 200)
+	for i := 0; ctx.Err() == nil; i++ {
+		ev := nettrace.Event{Metadata: md, ThreadID: 1, CaptureThreadID: 1, SequenceNumber: uint32(i + 1), Timestamp: int64(i), Payload: payload}
+		if w.WriteEvent(&ev) != nil {
+			return nil
+		}
+		if i%500 == 0 && w.Flush() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// A runtime that pushes without end is cut at MaxTraceBytes, its session
+// stopped, and the trailer says why.
+func TestTraceByteCap(t *testing.T) {
+	f := fake(t, ipctest.Config{PID: 78, Tracing: endless})
+	hs := serve(t, monitor.Config{NoMetrics: true, MaxTraceBytes: 1 << 20, Source: monitor.StaticSource{{PID: 78, Dialer: f}}})
+	req, _ := http.NewRequest("GET", hs.URL+"/processes/78/trace?duration=10m", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	begin := time.Now()
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	if len(b) != 1<<20 {
+		t.Errorf("%d bytes, want the 1 MiB cap", len(b))
+	}
+	if d := time.Since(begin); d > 30*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if end := resp.Trailer.Get("X-Clrdiag-Trace-End"); !strings.Contains(end, "size cap reached") {
+		t.Errorf("trailer %q", end)
+	}
+	stops := 0
+	for _, r := range f.Requests() {
+		if _, ok := r.Request.(*ipc.StopTracingRequest); ok {
+			stops++
+		}
+	}
+	if stops != 1 {
+		t.Errorf("%d StopTracing sent, want 1", stops)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -35,6 +34,9 @@ const (
 	DefaultMetricsWindow    = 2 * time.Second
 	DefaultDiscovery        = 5 * time.Second
 	DefaultRundownTimeout   = time.Minute
+	// DefaultMaxTraceBytes caps a trace response (Config.MaxTraceBytes)
+	// and a stack snapshot's session.
+	DefaultMaxTraceBytes = 1 << 30
 )
 
 // ErrNoAPIKey is returned by New when neither an API key nor NoAuth is set.
@@ -58,8 +60,16 @@ type Config struct {
 	// Give a path valid in the target's file system (the runtime writes it).
 	DumpDir string
 	// MaxDuration caps ?duration= of traces and counters; 0 means
-	// DefaultMaxDuration.
+	// DefaultMaxDuration. A trace's session is closed at the latest a
+	// stop timeout and DefaultRundownTimeout after its duration.
 	MaxDuration time.Duration
+	// MaxTraceBytes caps what a trace request streams (and what a stack
+	// snapshot's session may spool): a runtime that sends more has its
+	// session stopped and the response ends there, cut in the middle of a
+	// block (readers report the truncation and keep every event before
+	// it); the X-Clrdiag-Trace-End trailer says so. 0 means
+	// DefaultMaxTraceBytes (1 GiB); a negative value means no cap.
+	MaxTraceBytes int64
 	// MetricsWindow is the refresh interval of the long-lived counters
 	// sessions behind /metrics: how often each process publishes its
 	// System.Runtime counters, and the first delay before a failed session
@@ -375,6 +385,10 @@ func (s *Server) durationParam(r *http.Request, def time.Duration) (time.Duratio
 	return d, nil
 }
 
+// traceEndTrailer is the HTTP trailer of a trace response that says how the
+// session ended (a client reading the body to its end can check it).
+const traceEndTrailer = "X-Clrdiag-Trace-End"
+
 func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
 	d, err := s.durationParam(r, DefaultTraceDuration)
 	if err != nil {
@@ -391,14 +405,8 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *dia
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	cfg := eventpipe.Config{
-		Providers:             plan.ProviderList(),
-		RundownKeyword:        plan.RundownKeyword,
-		NoRundown:             plan.RundownKeyword == 0,
-		DropRundownOnFallback: plan.DropRundownOnFallback,
-	}
 	ctx := r.Context()
-	sess, err := eventpipe.Start(ctx, c, cfg)
+	sess, err := eventpipe.Start(ctx, c, plan.Config())
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -406,35 +414,29 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *dia
 	defer sess.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%d_%s.nettrace"`, p.PID, s.cfg.Now().UTC().Format("20060102_150405")))
+	w.Header().Set("Trailer", traceEndTrailer)
 	w.WriteHeader(http.StatusOK)
 
-	copyDone := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(flushWriter{w}, sess)
-		copyDone <- err
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-copyDone: // the process exited or the stream broke
-		return
-	case <-ctx.Done(): // the client went away
-	case <-t.C:
+	// The client going away ends ctx: the session is then abandoned.
+	res, err := sess.Drain(ctx, flushWriter{w}, eventpipe.DrainConfig{
+		Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: s.maxTraceBytes(),
+	})
+	end := res.Reason.String() + "; rundown " + res.Rundown.String()
+	if err != nil {
+		end += "; " + err.Error()
 	}
-	// Stop, then drain the rundown (bounded) so the file is complete.
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	stopErr := sess.Stop(stopCtx)
-	cancel()
-	if stopErr == nil && ctx.Err() == nil {
-		select {
-		case <-copyDone:
-			return
-		case <-ctx.Done():
-		case <-time.After(DefaultRundownTimeout):
-		}
+	w.Header().Set(traceEndTrailer, end)
+}
+
+// maxTraceBytes is the byte cap of a trace response (0: none).
+func (s *Server) maxTraceBytes() int64 {
+	switch {
+	case s.cfg.MaxTraceBytes < 0:
+		return 0
+	case s.cfg.MaxTraceBytes == 0:
+		return DefaultMaxTraceBytes
 	}
-	sess.Close()
-	<-copyDone
+	return s.cfg.MaxTraceBytes
 }
 
 // flushWriter flushes after each write so the trace reaches the client as it
@@ -457,7 +459,7 @@ func (s *Server) stackSnapshot(w http.ResponseWriter, r *http.Request, p Process
 		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown format %q (want json or text)", format))
 		return
 	}
-	cfg := stacks.Config{RundownTimeout: DefaultRundownTimeout, SlowRundown: -1}
+	cfg := stacks.Config{RundownTimeout: DefaultRundownTimeout, SlowRundown: -1, MaxBytes: s.cfg.MaxTraceBytes}
 	// Thread names come from /proc only for a process this machine's
 	// /proc shows under that pid (not a runtime in another container).
 	if ep, ok := p.Dialer.(transport.Endpoint); ok && ep.PID > 0 {

@@ -10,7 +10,12 @@
 // long, up to Config.Attempts sessions.
 //
 // The session's bytes are spooled to a temporary file (Config.TempDir) while
-// the rundown arrives; nothing else is written.
+// the rundown arrives; nothing else is written. On Unix the file is removed
+// from its directory as soon as it is made, so nothing is left behind even
+// when the process is killed. The session runs eventpipe's lifecycle
+// (Session.Drain): each wait is bounded (StopTimeout, RundownTimeout) and so
+// is the spool (Config.MaxBytes, 1 GiB by default); a runtime that answers
+// with something other than a nettrace stream is refused at once.
 //
 // Thread names are not in EventPipe. On Linux, when Config.PID is the
 // target's process id as seen by this machine's /proc, FromProfile reads the

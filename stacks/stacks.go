@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
@@ -18,9 +16,13 @@ import (
 const (
 	DefaultDuration       = 10 * time.Millisecond
 	DefaultAttempts       = 3
-	DefaultStopTimeout    = 30 * time.Second
-	DefaultRundownTimeout = 5 * time.Minute
+	DefaultStopTimeout    = eventpipe.DefaultStopTimeout
+	DefaultRundownTimeout = eventpipe.DefaultRundownTimeout
 	DefaultSlowRundown    = 5 * time.Second
+	// DefaultMaxBytes caps a session's spool: a snapshot's session is a
+	// few milliseconds of samples and the rundown, far below this unless
+	// the runtime misbehaves.
+	DefaultMaxBytes = 1 << 30
 )
 
 var (
@@ -74,7 +76,14 @@ type Config struct {
 	// thread names on Linux; 0 means no names. Leave it 0 for a target in
 	// another PID namespace reached through a reverse connection.
 	PID int
-	// TempDir is where the session is spooled; "" means os.TempDir().
+	// MaxBytes caps what a session may spool; a runtime that sends more
+	// has its session stopped (NoteMaxBytes) and what arrived is used. 0
+	// means DefaultMaxBytes, a negative value no cap. Each session is also
+	// closed at the latest StopTimeout + RundownTimeout after its sampling.
+	MaxBytes int64
+	// TempDir is where the session is spooled; "" means os.TempDir(). The
+	// file is removed from the directory as soon as it is created (on
+	// Unix), so nothing is left behind even when the process is killed.
 	TempDir string
 	// Started, when set, is called once each session has started (to
 	// resume a runtime paused at startup). An error is reported as
@@ -107,6 +116,9 @@ const (
 	// NoteIncomplete: the stream was cut (Err); the events before the
 	// cut are used.
 	NoteIncomplete
+	// NoteMaxBytes: the session sent more than Config.MaxBytes (Err); it
+	// was stopped and the events before the cap are used.
+	NoteMaxBytes
 )
 
 // Note is progress or a recoverable problem during a capture.
@@ -137,6 +149,8 @@ func (n Note) String() string {
 		return fmt.Sprintf("the session stream ended with: %v", n.Err)
 	case NoteIncomplete:
 		return fmt.Sprintf("the session stream is incomplete (%v); using the events before the cut", n.Err)
+	case NoteMaxBytes:
+		return fmt.Sprintf("%v: the session was stopped; using the events before the cap (frames may stay addresses)", n.Err)
 	}
 	return fmt.Sprintf("note %d: %s %v", n.Kind, n.Text, n.Err)
 }
@@ -205,6 +219,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SlowRundown == 0 {
 		c.SlowRundown = DefaultSlowRundown
 	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
 	return c, nil
 }
 
@@ -225,92 +242,76 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 	for _, w := range sess.Warnings {
 		c.note(Note{Kind: NoteFallback, Text: w})
 	}
-	f, err := os.CreateTemp(c.TempDir, "clrdiag-stack-*.nettrace")
+	spool, err := eventpipe.NewTempSpool(c.TempDir, 0)
 	if err != nil {
 		return nil, &Error{Op: "create the temporary trace file", Local: true, Err: err}
 	}
-	defer func() {
-		f.Close()
-		os.Remove(f.Name())
-	}()
-	copyDone := make(chan struct{})
-	var copyErr error
-	go func() {
-		_, copyErr = io.Copy(f, sess)
-		close(copyDone)
-	}()
-	// abandon closes the session and waits for the copy to end.
-	abandon := func() {
-		sess.Close()
-		<-copyDone
-	}
+	defer spool.Close()
 	if c.Started != nil {
 		if err := c.Started(ctx); err != nil {
 			c.note(Note{Kind: NoteResumeFailed, Err: err})
 		}
 	}
 
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		abandon()
+	var stopStart time.Time
+	slowNoted := c.SlowRundown < 0
+	maxBytes := c.MaxBytes
+	if maxBytes < 0 {
+		maxBytes = 0
+	}
+	res, err := sess.Drain(ctx, spool, eventpipe.DrainConfig{
+		Duration: d, StopTimeout: c.StopTimeout, RundownTimeout: c.RundownTimeout, MaxBytes: maxBytes,
+		ProgressInterval: min(max(c.SlowRundown/4, 10*time.Millisecond), time.Second),
+		Progress: func(p eventpipe.DrainProgress) {
+			if p.Phase == eventpipe.PhaseCollecting {
+				return
+			}
+			if stopStart.IsZero() {
+				stopStart = time.Now()
+			}
+			if !slowNoted && time.Since(stopStart) >= c.SlowRundown {
+				slowNoted = true
+				c.note(Note{Kind: NoteSlowRundown, Duration: c.SlowRundown})
+			}
+		},
+	})
+	spool.Finish(nil)
+	var oe *eventpipe.OutputError
+	switch {
+	case errors.As(err, &oe):
+		return nil, &Error{Op: "write the temporary trace file", Local: true, Err: oe.Err}
+	case errors.Is(err, eventpipe.ErrMaxBytes):
+		c.note(Note{Kind: NoteMaxBytes, Err: err})
+	case err != nil:
+		return nil, &Error{Op: "read the session stream", Err: err}
+	}
+	switch res.Reason {
+	case eventpipe.StopCanceled:
 		return nil, &Error{Op: "sample the threads", Err: ctx.Err()}
-	case <-copyDone:
-		if copyErr != nil {
-			return nil, fmt.Errorf("%w: %w", ErrEndedEarly, copyErr)
+	case eventpipe.StopEnded:
+		if res.StreamErr != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEndedEarly, res.StreamErr)
 		}
 		return nil, ErrEndedEarly
-	case <-timer.C:
+	}
+	switch res.Rundown {
+	case eventpipe.RundownUnacknowledged:
+		return nil, &Error{Op: "stop the session", Err: res.StopErr}
+	case eventpipe.RundownAbandoned:
+		return nil, &Error{Op: "wait for the rundown", Err: ctx.Err()}
+	case eventpipe.RundownTimedOut:
+		c.note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
+	case eventpipe.RundownCut:
+		c.note(Note{Kind: NoteStreamError, Err: res.StreamErr})
 	}
 
-	stopStart := time.Now()
-	sctx, cancel := context.WithTimeout(ctx, c.StopTimeout)
-	err = sess.Stop(sctx)
-	cancel()
-	if err != nil {
-		abandon()
-		return nil, &Error{Op: "stop the session", Err: err}
-	}
-	var slow <-chan time.Time
-	if c.SlowRundown > 0 {
-		note := time.NewTimer(max(c.SlowRundown-time.Since(stopStart), 0))
-		defer note.Stop()
-		slow = note.C
-	}
-	rundown := time.NewTimer(c.RundownTimeout)
-	defer rundown.Stop()
-	complete := false
-drain:
-	for {
-		select {
-		case <-copyDone:
-			complete = true
-			break drain
-		case <-slow:
-			c.note(Note{Kind: NoteSlowRundown, Duration: c.SlowRundown})
-		case <-rundown.C:
-			c.note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
-			abandon()
-			break drain
-		case <-ctx.Done():
-			abandon()
-			return nil, &Error{Op: "wait for the rundown", Err: ctx.Err()}
-		}
-	}
-	if complete && copyErr != nil {
-		c.note(Note{Kind: NoteStreamError, Err: copyErr})
-	}
-
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, &Error{Op: "read back the temporary trace", Local: true, Err: err}
-	}
-	p, err := profile.Read(bufio.NewReaderSize(f, 1<<20), profile.Config{})
+	p, err := profile.Read(bufio.NewReaderSize(spool.NewReader(), 1<<20), profile.Config{})
 	var fe *nettrace.FormatError
 	switch {
 	case err == nil:
 	case p != nil && errors.As(err, &fe):
-		// A cut stream (an abandoned rundown) still has its samples.
+		// A cut stream (an abandoned rundown, a size cap) still has its
+		// samples.
 		c.note(Note{Kind: NoteIncomplete, Err: err})
 	default:
 		return nil, &Error{Op: "decode the session stream", Err: err}

@@ -17,6 +17,7 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/ipctest"
+	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/stacks"
 	"github.com/clrdiag/clrdiag/stacks/stackstest"
 )
@@ -255,5 +256,57 @@ func TestWriteTextEscapesTargetText(t *testing.T) {
 	want := "Thread (0x1) T" + esc + ":\n  Mod" + esc + "!M" + esc + "\n  U" + esc + " (unresolved)\n"
 	if b.String() != want {
 		t.Errorf("text:\n%q\nwant:\n%q", b.String(), want)
+	}
+}
+
+// A runtime that answers with an endless stream that is not nettrace is
+// refused from its first bytes; one that pushes valid blocks without end
+// is cut at MaxBytes. Neither spools more than the cap nor runs long.
+func TestCaptureHostileStreams(t *testing.T) {
+	c := fakeClient(t, func(ctx context.Context, s *ipctest.TracingSession) error {
+		junk := bytes.Repeat([]byte("junk "), 1<<16)
+		for ctx.Err() == nil {
+			if _, err := s.Stream.Write(junk); err != nil {
+				return nil
+			}
+		}
+		return nil
+	})
+	begin := time.Now()
+	_, err := stacks.Capture(context.Background(), c, stacks.Config{Duration: time.Hour})
+	var se *stacks.Error
+	if !errors.Is(err, eventpipe.ErrNotNettrace) || !errors.As(err, &se) || se.Local {
+		t.Errorf("junk stream: %v", err)
+	}
+	if d := time.Since(begin); d > 20*time.Second {
+		t.Errorf("junk stream: took %v", d)
+	}
+
+	md := &nettrace.Metadata{ID: 1, ProviderName: "Fake", EventID: 1, EventName: "E", Level: 4}
+	c = fakeClient(t, func(ctx context.Context, s *ipctest.TracingSession) error {
+		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
+		if err != nil || w.AddMetadata(md) != nil {
+			return nil
+		}
+		payload := make([]byte, 300)
+		for i := 0; ctx.Err() == nil; i++ {
+			ev := nettrace.Event{Metadata: md, ThreadID: 1, CaptureThreadID: 1, SequenceNumber: uint32(i + 1), Timestamp: int64(i), Payload: payload}
+			if w.WriteEvent(&ev) != nil || (i%300 == 0 && w.Flush() != nil) {
+				return nil
+			}
+		}
+		return nil
+	})
+	var ns notes
+	begin = time.Now()
+	_, err = stacks.Capture(context.Background(), c, stacks.Config{Attempts: 1, MaxBytes: 1 << 20, Notify: ns.add})
+	if !errors.Is(err, stacks.ErrNoSamples) {
+		t.Errorf("endless stream: %v", err)
+	}
+	if d := time.Since(begin); d > 20*time.Second {
+		t.Errorf("endless stream: took %v", d)
+	}
+	if k := ns.kinds(); len(k) == 0 || k[0] != stacks.NoteMaxBytes {
+		t.Errorf("notes %v, want NoteMaxBytes first", k)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -253,7 +254,7 @@ func newTraceEventsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return headerError(name, err)
 			}
-			return printEvents(cmd, e.stdout, r, filter, limit, asJSON, args[0] == "-", name)
+			return printEvents(cmd.Context(), e.stdout, r, filter, limit, asJSON, args[0] == "-", name)
 		},
 	}
 	fl := cmd.Flags()
@@ -264,13 +265,12 @@ func newTraceEventsCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *eventFilter, limit int, asJSON, stream bool, name string) error {
+func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *eventFilter, limit int, asJSON, stream bool, name string) error {
 	bw := bufio.NewWriterSize(out, 64<<10)
 	defer bw.Flush()
 	var jbuf bytes.Buffer
 	enc := json.NewEncoder(&jbuf)
 	enc.SetEscapeHTML(false)
-	ctx := cmd.Context()
 	ptrSize := r.Header().PointerSize
 	var ev nettrace.Event
 	printed := 0
@@ -325,7 +325,11 @@ func printEvents(cmd *cobra.Command, out io.Writer, r *nettrace.Reader, f *event
 		}
 		printed++
 		if stream {
-			bw.Flush() // live input: show each event as it arrives
+			// Live input: show each event as it arrives, and notice at
+			// once an output that went away.
+			if err := bw.Flush(); err != nil {
+				return err
+			}
 		}
 		if limit > 0 && printed >= limit {
 			return nil

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
@@ -21,10 +23,13 @@ func init() {
 func newTraceStreamCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()
 	var (
-		sf        sessionFlags
-		asJSON    bool
-		providers []string
-		events    []string
+		sf             sessionFlags
+		asJSON         bool
+		providers      []string
+		events         []string
+		stopTimeout    time.Duration
+		rundownTimeout time.Duration
+		spoolSize      string
 	)
 	cmd := &cobra.Command{
 		Use:   "stream",
@@ -32,8 +37,12 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 		Long: "Start an EventPipe session in the target and print its events live, one per line\n" +
 			"(--json: the JSON lines of 'clrdiag trace events', for jq). The session's bytes go\n" +
 			"through a temporary file, so a slow consumer never makes the runtime drop events.\n" +
-			"Rundown is off unless --rundown asks for it. Stops on Ctrl-C, SIGTERM, --duration or\n" +
-			"when the target exits.",
+			"That file is a ring of --spool-size bytes (when the printing falls that far behind,\n" +
+			"the runtime's buffer takes the excess); it is removed from the directory as soon as\n" +
+			"it is created, so nothing is left behind even when clrdiag is killed.\n" +
+			"Rundown is off unless --rundown asks for it. Stops on Ctrl-C, SIGTERM, --duration, when\n" +
+			"the target exits, or when the output goes away (a closed pipe, as with | head); a\n" +
+			"second Ctrl-C abandons the stop at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sf.rundown == "" {
@@ -47,91 +56,19 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
+			ring, err := parseSize(spoolSize)
+			if err != nil || ring < 4<<20 {
+				return usageErrorf("--spool-size %q: give at least 4MB", spoolSize)
+			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
 			if err != nil {
 				return err
 			}
 			defer t.close()
-			sess, err := eventpipe.Start(ctx, t.Client, cfg)
-			if err != nil {
-				return fmt.Errorf("start the session: %w", err)
-			}
-			defer sess.Close()
-			for _, w := range sess.Warnings {
-				fmt.Fprintf(e.stderr, "warning: %s\n", w)
-			}
-			tmp, err := os.CreateTemp("", "clrdiag-stream-*.nettrace")
-			if err != nil {
-				_ = sess.Stop(context.Background())
-				return err
-			}
-			defer func() {
-				tmp.Close()
-				os.Remove(tmp.Name())
-			}()
-			spool := eventpipe.NewSpool(tmp)
-			copyDone := make(chan struct{})
-			go func() {
-				_, _ = spool.Copy(sess)
-				close(copyDone)
-			}()
-			if err := t.started(ctx); err != nil {
-				fmt.Fprintf(e.stderr, "warning: resuming the runtime: %v\n", err)
-			}
-
-			// Printing reads the spool until the stream ends, also after
-			// an interrupt, so the events up to the stop are shown.
-			printDone := make(chan error, 1)
-			go func() {
-				rd, err := nettrace.NewReader(bufio.NewReaderSize(spool.NewReader(), 1<<16))
-				if err != nil {
-					printDone <- err
-					return
-				}
-				pcmd := &cobra.Command{}
-				pcmd.SetContext(context.Background())
-				printDone <- printEvents(pcmd, e.stdout, rd, filter, 0, asJSON, true, "session stream")
-			}()
-
-			var timer <-chan time.Time
-			if duration > 0 {
-				timer = time.After(duration)
-			}
-			select {
-			case <-ctx.Done():
-			case <-timer:
-			case <-copyDone:
-			case err := <-printDone:
-				// The output went away (e.g. a closed pipe): stop.
-				_ = sess.Stop(context.Background())
-				return err
-			}
-			select {
-			case <-copyDone:
-			default:
-				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				if err := sess.Stop(sctx); err != nil {
-					fmt.Fprintf(e.stderr, "warning: the runtime did not acknowledge the stop: %v\n", err)
-					sess.Close()
-				}
-				cancel()
-				select {
-				case <-copyDone:
-				case <-time.After(30 * time.Second):
-					fmt.Fprintln(e.stderr, "warning: the session did not end 30s after the stop; closing it")
-					sess.Close()
-					<-copyDone
-				}
-			}
-			err = <-printDone
-			var ee *ExitError
-			if errors.As(err, &ee) && ee.Code == exitDamaged {
-				// A stream cut short (killed target) is not an error of ours.
-				fmt.Fprintf(e.stderr, "the session stream ended early: %v\n", ee.Err)
-				return nil
-			}
-			return err
+			s := &streamer{e: e, t: t, cfg: cfg, filter: filter, asJSON: asJSON, ring: ring,
+				drain: eventpipe.DrainConfig{Duration: duration, StopTimeout: stopTimeout, RundownTimeout: rundownTimeout}}
+			return s.run(ctx)
 		},
 	}
 	tf.register(cmd)
@@ -140,8 +77,154 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object per line (as 'clrdiag trace events --json')")
 	fl.StringArrayVar(&providers, "provider", nil, "print only events of this provider (repeatable)")
 	fl.StringArrayVar(&events, "event", nil, "print only events with this id or name (repeatable)")
+	fl.DurationVar(&stopTimeout, "stop-timeout", eventpipe.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
+	fl.DurationVar(&rundownTimeout, "rundown-timeout", eventpipe.DefaultRundownTimeout, "how long to wait for the end of the session after the stop")
+	fl.StringVar(&spoolSize, "spool-size", "256MB", "size of the temporary ring file the session goes through")
 	return cmd
 }
+
+// streamer runs one trace stream.
+type streamer struct {
+	e      *env
+	t      *target
+	cfg    eventpipe.Config
+	filter *eventFilter
+	asJSON bool
+	ring   int64
+	drain  eventpipe.DrainConfig
+}
+
+// run drains the session into a ring spool that a printing goroutine
+// follows. The first interrupt stops the session (the events up to the
+// stop are printed), the second abandons it; an output that goes away
+// (EPIPE) abandons it too and is a normal end.
+func (s *streamer) run(ctx context.Context) error {
+	e := s.e
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// With SIGPIPE notified, writing to a closed pipe on stdout returns
+	// EPIPE instead of killing the process, so the session is stopped.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+
+	sess, err := eventpipe.Start(ctx, s.t.Client, s.cfg)
+	if err != nil {
+		return fmt.Errorf("start the session: %w", err)
+	}
+	defer sess.Close()
+	for _, w := range sess.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	spool, err := eventpipe.NewTempSpool("", s.ring)
+	if err != nil {
+		_ = sess.Stop(context.Background())
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("create the temporary spool file: %w", err)}
+	}
+	defer spool.Close()
+	if err := s.t.started(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "warning: resuming the runtime: %v\n", err)
+	}
+
+	dctx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	// Abandoning also releases a copy waiting for room in the ring.
+	defer context.AfterFunc(dctx, func() { spool.Finish(nil) })()
+	stop := make(chan eventpipe.StopReason, 4)
+
+	// Printing reads the spool until the stream ends, also after an
+	// interrupt, so the events up to the stop are shown.
+	reader := spool.NewReader()
+	printDone := make(chan error, 1)
+	go func() {
+		defer reader.Close()
+		rd, err := nettrace.NewReader(bufio.NewReaderSize(reader, 1<<16))
+		if err == nil {
+			err = printEvents(context.Background(), e.stdout, rd, s.filter, 0, s.asJSON, true, "session stream")
+		}
+		var ee *ExitError
+		if err != nil && !errors.As(err, &ee) {
+			abandon() // the output failed: nothing more can be shown
+		}
+		printDone <- err
+	}()
+
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		interrupts := 0
+		ctxDone := ctx.Done()
+		for {
+			select {
+			case <-sigs:
+				if interrupts++; interrupts > 1 {
+					fmt.Fprintln(e.stderr, "Abandoning the session.")
+					abandon()
+					return
+				}
+				select {
+				case stop <- eventpipe.StopInterrupt:
+				default:
+				}
+			case <-ctxDone:
+				ctxDone = nil
+				select {
+				case stop <- eventpipe.StopInterrupt:
+				default:
+				}
+			case <-watchDone:
+				return
+			}
+		}
+	}()
+	cfg := s.drain
+	cfg.Stop = stop
+	res, drainErr := sess.Drain(dctx, spool, cfg)
+	spool.Finish(nil)
+	var printErr error
+	if dctx.Err() == nil {
+		printErr = <-printDone
+	} else {
+		// Abandoned: the printer may be stuck on a blocked output.
+		select {
+		case printErr = <-printDone:
+		case <-time.After(time.Second):
+		}
+	}
+
+	switch {
+	case printErr != nil && isBrokenPipe(printErr):
+		return nil // the reader of the output went away (| head): a normal end
+	case printErr != nil:
+		var ee *ExitError
+		var fe *nettrace.FormatError
+		if errors.As(printErr, &ee) && errors.As(printErr, &fe) && fe.Truncated() {
+			// A stream cut short (killed target) is not an error of ours.
+			fmt.Fprintf(e.stderr, "the session stream ended early: %v\n", ee.Err)
+			break
+		}
+		if errors.As(printErr, &ee) {
+			return &ExitError{Code: exitRuntime, Err: fmt.Errorf("the runtime sent a damaged stream: %w", ee.Err)}
+		}
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("write the events: %w", printErr)}
+	case errors.Is(drainErr, eventpipe.ErrNotNettrace):
+		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w; the session was stopped. Is the endpoint a .NET runtime?", drainErr)}
+	case drainErr != nil && !errors.Is(drainErr, eventpipe.ErrSpoolClosed):
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("the temporary spool file failed: %w", drainErr)}
+	}
+	switch res.Rundown {
+	case eventpipe.RundownUnacknowledged:
+		fmt.Fprintf(e.stderr, "warning: the runtime did not acknowledge the stop: %v\n", res.StopErr)
+	case eventpipe.RundownTimedOut:
+		fmt.Fprintf(e.stderr, "warning: the session did not end %v after the stop; closed it\n", s.drain.RundownTimeout)
+	}
+	return childResult(s.t, nil)
+}
+
+// isBrokenPipe reports whether err is a write to a pipe whose reader is
+// gone.
+func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
 
 func newTraceListProfilesCmd(e *env) *cobra.Command {
 	return &cobra.Command{
