@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/transport"
@@ -28,11 +26,6 @@ func processName(ctx context.Context, pid int) string {
 		}
 	}
 	return ""
-}
-
-// notifyInterrupt returns a context cancelled by the next SIGINT or SIGTERM.
-func notifyInterrupt() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // repairTrace makes a trace file whose stream stopped early (or is damaged
