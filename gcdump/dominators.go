@@ -27,7 +27,7 @@ const BytesPerNodeDominators = 4 + 8 + 4
 func ComputeDominators(g *Graph) *Dominators {
 	n := g.NumNodes()
 	V := n + 1 // DFS numbers: 0 is the virtual root, 1..n the nodes
-	num := make([]int32, n)
+	num := make([]int32, V) // node -> DFS number (reused for the buckets)
 	for i := range num {
 		num[i] = -1
 	}
@@ -70,83 +70,101 @@ func ComputeDominators(g *Graph) *Dominators {
 	stack = nil
 
 	// Predecessors in DFS numbers; the virtual root precedes every start.
-	predOff := make([]uint32, V+1)
+	// Counts go to predOff[w+2] so that, after the prefix sums, filling
+	// with predOff[w+1] as the cursor leaves predOff[w] as w's start.
+	predOff := make([]uint32, V+2)
 	for v := range n {
 		for _, c := range g.Refs(NodeID(v)) {
-			predOff[num[c]+1]++
+			predOff[num[c]+2]++
 		}
 	}
 	for w := 1; w < V; w++ {
 		if parent[w] == 0 {
-			predOff[w+1]++
+			predOff[w+2]++
 		}
 	}
-	for w := 1; w <= V; w++ {
+	for w := 2; w < len(predOff); w++ {
 		predOff[w] += predOff[w-1]
 	}
-	preds := make([]int32, predOff[V])
-	fill := make([]uint32, V)
-	copy(fill, predOff[:V])
+	preds := make([]int32, predOff[V+1])
 	for v := range n {
 		nv := num[v]
 		for _, c := range g.Refs(NodeID(v)) {
 			w := num[c]
-			preds[fill[w]] = nv
-			fill[w]++
+			preds[predOff[w+1]] = nv
+			predOff[w+1]++
 		}
 	}
 	for w := 1; w < V; w++ {
 		if parent[w] == 0 {
-			preds[fill[w]] = 0
-			fill[w]++
+			preds[predOff[w+1]] = 0
+			predOff[w+1]++
 		}
 	}
-	fill, num = nil, nil
 
-	semi := make([]int32, V)
-	label := make([]int32, V)
-	ancestor := make([]int32, V)
-	idom := make([]int32, V)
-	bucket := make([]int32, V) // heads
-	next := make([]int32, V)
-	for i := range V {
-		semi[i], label[i], ancestor[i], bucket[i] = int32(i), int32(i), -1, -1
+	// Per DFS number: the forest ancestor (-1 for a tree root), the label
+	// (the vertex of smallest semidominator on the compressed path) and
+	// that label's semidominator, and the vertex's own semidominator, side
+	// by side so that each step of the path compression touches one cache
+	// line per vertex.
+	type ltv struct{ anc, label, lsemi, semi int32 }
+	lt := make([]ltv, V)
+	for i := range lt {
+		lt[i] = ltv{anc: -1, label: int32(i), lsemi: int32(i), semi: int32(i)}
 	}
-	var path []int32
-	eval := func(v int32) int32 {
-		if ancestor[v] < 0 {
-			return v
+	idom := make([]int32, V)
+	bucket := num // heads; the DFS numbers are not needed any more
+	num = nil
+	next := make([]int32, V)
+	for i := range bucket {
+		bucket[i] = -1
+	}
+	path := make([]int32, 0, 1024)
+	// eval returns the vertex of smallest semidominator on the forest path
+	// from v up to (not including) its tree root, and that semidominator,
+	// compressing the path iteratively.
+	eval := func(v int32) (int32, int32) {
+		if lt[v].anc < 0 {
+			return v, lt[v].semi
 		}
-		// Compress the path from v to the root of its tree in the forest,
-		// iteratively.
 		path = path[:0]
 		x := v
-		for ancestor[ancestor[x]] >= 0 {
+		for lt[lt[x].anc].anc >= 0 {
 			path = append(path, x)
-			x = ancestor[x]
+			x = lt[x].anc
 		}
 		for k := len(path) - 1; k >= 0; k-- {
-			y := path[k]
-			a := ancestor[y]
-			if semi[label[a]] < semi[label[y]] {
-				label[y] = label[a]
+			y := &lt[path[k]]
+			a := &lt[y.anc]
+			if a.lsemi < y.lsemi {
+				y.label, y.lsemi = a.label, a.lsemi
 			}
-			ancestor[y] = ancestor[a]
+			y.anc = a.anc
 		}
-		return label[v]
+		return lt[v].label, lt[v].lsemi
 	}
 	for w := int32(V - 1); w >= 1; w-- {
+		s := lt[w].semi
 		for _, v := range preds[predOff[w]:predOff[w+1]] {
-			if u := eval(v); semi[u] < semi[w] {
-				semi[w] = semi[u]
+			if v < w {
+				// Not processed yet, so not linked: eval(v) is v, whose
+				// semidominator is still v. No need to touch it.
+				if v < s {
+					s = v
+				}
+				continue
+			}
+			if _, sv := eval(v); sv < s {
+				s = sv
 			}
 		}
-		next[w] = bucket[semi[w]]
-		bucket[semi[w]] = w
+		lt[w].semi, lt[w].lsemi = s, s // w is unlinked: its label is w
+		next[w] = bucket[s]
+		bucket[s] = w
 		p := parent[w]
-		ancestor[w] = p
+		lt[w].anc = p
 		for v := bucket[p]; v >= 0; v = next[v] {
-			if u := eval(v); semi[u] < semi[v] {
+			if u, su := eval(v); su < lt[v].semi {
 				idom[v] = u
 			} else {
 				idom[v] = p
@@ -155,27 +173,24 @@ func ComputeDominators(g *Graph) *Dominators {
 		bucket[p] = -1
 	}
 	for w := 1; w < V; w++ {
-		if idom[w] != semi[w] {
+		if idom[w] != lt[w].semi {
 			idom[w] = idom[idom[w]]
 		}
 	}
-	preds, predOff, semi, label, ancestor, bucket, next, parent = nil, nil, nil, nil, nil, nil, nil, nil
+	preds, predOff, lt, bucket, next, parent = nil, nil, nil, nil, nil, nil
 
-	// Retained sizes, children before their dominators.
-	ret := make([]uint64, V)
-	for w := V - 1; w >= 1; w-- {
-		ret[w] += uint64(g.size[order[w]])
-		ret[idom[w]] += ret[w]
-	}
+	// Retained sizes, children before their dominators, by node.
 	d := &Dominators{g: g, idom: make([]NodeID, n), retained: make([]uint64, n), order: order[1:], Unreachable: n - reached}
-	for w := 1; w < V; w++ {
+	for w := V - 1; w >= 1; w-- {
 		node := order[w]
-		d.retained[node] = ret[w]
+		d.retained[node] += uint64(g.size[node])
 		if idom[w] == 0 {
 			d.idom[node] = NoNode
-		} else {
-			d.idom[node] = order[idom[w]]
+			continue
 		}
+		p := order[idom[w]]
+		d.idom[node] = p
+		d.retained[p] += d.retained[node]
 	}
 	return d
 }

@@ -44,7 +44,7 @@ func Example() {
 	//   -> [static var System.Collections.Generic.List<App.Item>.s_items]
 	//   -> System.Collections.Generic.List<App.Item> @0x1000
 	//   -> App.Item[] @0x1100
-	//   -> App.Item @0x10000
+	//   -> App.Item @0x100000
 	//
 	// 1 objects (40 bytes) held by a local variable or argument of a running method (stack root):
 	//   [local vars]

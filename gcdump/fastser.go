@@ -465,10 +465,17 @@ func (r *fsReader) typeRef() *fsType {
 		if ty, ok := r.objs[l]; ok {
 			return ty
 		}
-		// A reference to a type object not read yet: read it there.
+		// A reference to a type object not read yet: read it there (a
+		// definition, not another reference, so this cannot loop).
 		back := r.pos()
 		r.seek(l)
-		ty := r.typeRef()
+		var ty *fsType
+		if r.tag() == tagBeginObject {
+			r.unread()
+			ty = r.typeRef()
+		} else if r.err == nil {
+			r.fail(ErrCorrupt, "type reference to offset %d, which holds no type", l)
+		}
 		r.seek(back)
 		if ty != nil {
 			r.objs[l] = ty
@@ -545,7 +552,13 @@ func (r *fsReader) endObject(ty *fsType) {
 		case tagObjectRef:
 			r.i32()
 		case tagSkipRegion:
-			r.seek(r.resolve(r.i32()))
+			at := r.pos()
+			end := r.resolve(r.i32())
+			if r.err == nil && end <= at {
+				r.fail(ErrCorrupt, "skip region ends at %d, before it starts", end)
+				return
+			}
+			r.seek(end)
 		case tagBlob:
 			n := r.i32()
 			if n < 0 || int64(n) > r.size-r.pos() {

@@ -348,10 +348,15 @@ func Read(r io.ReaderAt, size int64) (*Graph, error) {
 	}
 	// Version 9+: tagged InteropInfo, version 10: tagged creation tool.
 	if fr.err == nil && fr.tag() == tagSkipRegion {
+		at := fr.pos()
 		end := fr.i32()
 		if fr.err == nil && fr.tag() != tagNull {
 			// COM interop data of a Windows heap dump: skipped.
-			fr.seek(fr.resolve(end))
+			if to := fr.resolve(end); fr.err == nil && to <= at {
+				fr.fail(ErrCorrupt, "skip region ends at %d, before it starts", to)
+			} else {
+				fr.seek(to)
+			}
 		}
 	} else {
 		fr.unread()

@@ -72,8 +72,8 @@ func TestFromTrace(t *testing.T) {
 			t.Errorf("%d root references", r.Roots)
 		}
 		d := gcdump.ComputeDominators(g)
-		list, arr, item0 := nodeAt(t, g, gcdumptest.AddrList), nodeAt(t, g, gcdumptest.AddrArray), nodeAt(t, g, 0x10000)
-		if d.Idom(arr) != list || d.Idom(item0) != arr || d.Idom(nodeAt(t, g, 0x20000)) != item0 {
+		list, arr, item0 := nodeAt(t, g, gcdumptest.AddrList), nodeAt(t, g, gcdumptest.AddrArray), nodeAt(t, g, gcdumptest.AddrItems)
+		if d.Idom(arr) != list || d.Idom(item0) != arr || d.Idom(nodeAt(t, g, gcdumptest.AddrStrings)) != item0 {
 			t.Errorf("dominators: array %d<-%d, item %d<-%d", arr, d.Idom(arr), item0, d.Idom(item0))
 		}
 		if g.TypeName(g.Root) != "[.NET Roots]" {

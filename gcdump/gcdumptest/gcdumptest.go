@@ -85,13 +85,16 @@ const (
 	AddrArray = 0x1100 // its Item[]
 	AddrLocal = 0x2000 // an Item held by a local, shared with the list
 	AddrStr   = 0x3000 // a string held by a strong handle
+
+	AddrItems   = 0x100000 // item i is at AddrItems+0x40*i
+	AddrStrings = 0x800000 // its string at AddrStrings+0x40*i
 )
 
 // Leaky returns a small heap with a leak: a static List<App.Item> (held
 // through the field s_items) whose array holds n items of 40 bytes, each
 // with its own 30-byte string; a local variable on a thread's stack holds
 // one more item; a strong GC handle holds a string. Item i is at
-// 0x10000+0x100*i, its string at 0x20000+0x100*i.
+// AddrItems+0x40*i, its string at AddrStrings+0x40*i (n up to 100,000).
 func Leaky(n int) Heap {
 	h := Heap{
 		Types: []Type{
@@ -106,12 +109,12 @@ func Leaky(n int) Heap {
 	arr := Object{Addr: AddrArray, Type: TypeArray, Size: uint64(32 + 8*n)}
 	h.Objects = append(h.Objects, Object{Addr: AddrList, Type: TypeList, Size: 32, Refs: []uint64{AddrArray}})
 	for i := range n {
-		item := uint64(0x10000 + 0x100*i)
+		item := uint64(AddrItems + 0x40*i)
 		arr.Refs = append(arr.Refs, item)
 	}
 	h.Objects = append(h.Objects, arr)
 	for i := range n {
-		item, str := uint64(0x10000+0x100*i), uint64(0x20000+0x100*i)
+		item, str := uint64(AddrItems+0x40*i), uint64(AddrStrings+0x40*i)
 		h.Objects = append(h.Objects, Object{Addr: item, Type: TypeItem, Size: 40, Refs: []uint64{str}},
 			Object{Addr: str, Type: TypeString, Size: 30})
 	}

@@ -1,0 +1,217 @@
+package gcdump
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/gcdump/gcdumptest"
+)
+
+// benchSize is the synthetic heap of the benchmarks: 10 million objects
+// and 30 million references (GCDUMP_BENCH_NODES changes the object count;
+// -short uses 100,000).
+func benchSize(b *testing.B) (nodes, edges int) {
+	nodes = 10_000_000
+	if s := os.Getenv("GCDUMP_BENCH_NODES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			b.Fatalf("GCDUMP_BENCH_NODES=%q", s)
+		}
+		nodes = n
+	} else if testing.Short() {
+		nodes = 100_000
+	}
+	return nodes, 3 * nodes
+}
+
+// synthHeap builds a heap with the shape of a real one, generated on the
+// fly (no generator arrays, so that a benchmark's memory is the package's):
+// 2000 types, objects of 24 to 280 bytes, a binary tree of references
+// (object i refers to 2i+1 and 2i+2) plus random references for 3
+// references an object on average (cycles, sharing, long-range
+// references), and 1000 roots in two kinds.
+func synthHeap(tb testing.TB, nodes, edges int) *Graph {
+	r := rand.New(rand.NewPCG(7, 11))
+	b := NewBuilder(nodes + 4)
+	types := make([]int, 2000)
+	for i := range types {
+		types[i] = b.Type("App.Type"+strconv.Itoa(i), "/app/App.dll")
+	}
+	addr := func(i int) uint64 { return 0x7f0000000000 + uint64(i)*64 }
+	random := edges - (nodes - 1) // beyond the tree
+	refs := make([]NodeID, 0, 16)
+	for i := range nodes {
+		refs = refs[:0]
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < nodes {
+				refs = append(refs, b.Ref(addr(c)))
+			}
+		}
+		// Spread the random references evenly over the objects.
+		k := random/nodes + b2i(r.IntN(nodes) < random%nodes)
+		for range k {
+			refs = append(refs, b.Ref(addr(r.IntN(nodes))))
+		}
+		size := uint64(24 + 8*r.IntN(33))
+		if _, err := b.SetObject(addr(i), types[i%len(types)], size, refs); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	root, locals, statics := b.NewNode(), b.NewNode(), b.NewNode()
+	var lr, sr []NodeID
+	for k := range 1000 {
+		i := r.IntN(nodes)
+		if k == 0 {
+			i = 0
+		}
+		if k%2 == 0 {
+			lr = append(lr, b.Ref(addr(i)))
+		} else {
+			sr = append(sr, b.Ref(addr(i)))
+		}
+	}
+	must(tb, b.SetNode(locals, b.Type("[local vars]", ""), 0, lr))
+	must(tb, b.SetNode(statics, b.Type("[static vars]", ""), 0, sr))
+	must(tb, b.SetNode(root, b.Type("[.NET Roots]", ""), 0, []NodeID{locals, statics}))
+	g, err := b.Finish(root)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func must(tb testing.TB, err error) {
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// peakHeap samples the heap's object bytes every few milliseconds until
+// stopped, and returns the largest value seen.
+func peakHeap() (stop func() uint64) {
+	const name = "/memory/classes/heap/objects:bytes"
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := []metrics.Sample{{Name: name}}
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
+// BenchmarkPipeline measures what 'gcdump report' does to a snapshot of 10
+// million objects and 30 million references: building the graph (Builder,
+// address interning), the dominator tree and the per-type report. It
+// reports each phase's seconds, the peak heap and the bytes per object at
+// that peak.
+func BenchmarkPipeline(b *testing.B) {
+	nodes, edges := benchSize(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		stop := peakHeap()
+		t0, c0 := time.Now(), cpuTime()
+		g := synthHeap(b, nodes, edges)
+		t1, c1 := time.Now(), cpuTime()
+		buildPeak := stop()
+		stop = peakHeap()
+		d := ComputeDominators(g)
+		t2, c2 := time.Now(), cpuTime()
+		r, err := BuildReport(g, d, ReportConfig{Top: 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t3, c3 := time.Now(), cpuTime()
+		peak := max(stop(), buildPeak)
+		b.ReportMetric(float64(buildPeak)/float64(nodes), "build-peak-B/object")
+		if r.Objects != int64(nodes) {
+			b.Fatalf("%d objects", r.Objects)
+		}
+		b.ReportMetric(t1.Sub(t0).Seconds(), "build-s")
+		b.ReportMetric(t2.Sub(t1).Seconds(), "dominators-s")
+		b.ReportMetric(t3.Sub(t2).Seconds(), "report-s")
+		// CPU seconds (all threads, the GC's included): less sensitive
+		// to other load on the machine than the wall-clock figures.
+		b.ReportMetric((c1 - c0).Seconds(), "build-cpu-s")
+		b.ReportMetric((c2 - c1).Seconds(), "dominators-cpu-s")
+		b.ReportMetric((c3 - c2).Seconds(), "report-cpu-s")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(peak)/float64(nodes), "peak-B/object")
+		runtime.KeepAlive(g)
+	}
+}
+
+// BenchmarkFileRoundTrip measures writing and reading the .gcdump of the
+// same synthetic heap.
+func BenchmarkFileRoundTrip(b *testing.B) {
+	nodes, edges := benchSize(b)
+	g := synthHeap(b, nodes, edges)
+	b.ReportAllocs()
+	for b.Loop() {
+		var buf bytes.Buffer
+		t0 := time.Now()
+		if err := Write(&buf, g); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(t1.Sub(t0).Seconds(), "write-s")
+		b.ReportMetric(time.Since(t1).Seconds(), "read-s")
+		b.ReportMetric(float64(buf.Len())/float64(nodes), "file-B/object")
+	}
+}
+
+// BenchmarkFromTrace measures building a graph from heap-walk events.
+func BenchmarkFromTrace(b *testing.B) {
+	n := 100_000
+	if testing.Short() {
+		n = 10_000
+	}
+	var trace bytes.Buffer
+	if err := gcdumptest.Trace(&trace, gcdumptest.Leaky(n), gcdumptest.Options{NodesPerEvent: 1000, EdgesPerEvent: 2000}); err != nil {
+		b.Fatal(err)
+	}
+	data := trace.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := FromTrace(io.NopCloser(bytes.NewReader(data))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
