@@ -1,7 +1,8 @@
 // Package monitor is a small HTTP API over the .NET processes clrdiag can
 // reach, in the spirit of dotnet-monitor: list them, read their information
-// and environment, write dumps, stream traces, read counters and thread
-// stacks, and expose System.Runtime counters to Prometheus.
+// and environment, write dumps, stream traces, take heap snapshots, read
+// counters and thread stacks, and expose System.Runtime counters to
+// Prometheus.
 //
 // # Routes
 //
@@ -15,6 +16,8 @@
 //	                                     counter samples (JSON)
 //	GET  /processes/{pid}/stacks?format= the managed stack of every thread (package stacks),
 //	                                     JSON or, with format=text, as dotnet-stack prints it
+//	GET  /processes/{pid}/gcdump?timeout= a heap snapshot (package gcdump) streamed as a .gcdump
+//	                                     file; also GET /gcdump?pid= as dotnet-monitor spells it
 //	GET  /metrics                        Prometheus exposition (see Metrics)
 //
 // Every route requires "Authorization: Bearer <Config.APIKey>" unless

@@ -153,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /processes/{pid}/trace", s.withProcess(s.trace))
 	s.mux.HandleFunc("GET /processes/{pid}/counters", s.withProcess(s.counters))
 	s.mux.HandleFunc("GET /processes/{pid}/stacks", s.withProcess(s.stackSnapshot))
+	s.mux.HandleFunc("GET /processes/{pid}/gcdump", s.withProcess(s.gcdump))
+	s.mux.HandleFunc("GET /gcdump", s.gcdumpByQuery)
 	if !cfg.NoMetrics {
 		c := &collector{s: s}
 		if err := s.reg.Register(c); err != nil {
