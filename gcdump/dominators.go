@@ -26,7 +26,7 @@ const BytesPerNodeDominators = 4 + 8 + 4
 // linked list of millions of objects does not exhaust the stack).
 func ComputeDominators(g *Graph) *Dominators {
 	n := g.NumNodes()
-	V := n + 1 // DFS numbers: 0 is the virtual root, 1..n the nodes
+	V := n + 1              // DFS numbers: 0 is the virtual root, 1..n the nodes
 	num := make([]int32, V) // node -> DFS number (reused for the buckets)
 	for i := range num {
 		num[i] = -1

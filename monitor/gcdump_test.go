@@ -4,19 +4,18 @@ package monitor_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/gcdump/gcdumptest"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/transport"
@@ -45,19 +44,7 @@ func get(t *testing.T, hs *httptest.Server, path string) (*http.Response, []byte
 // Heap snapshots: a .gcdump of the fake heap, by both spellings of the
 // route, errors, and one snapshot at a time per process.
 func TestGCDump(t *testing.T) {
-	var active, maxActive atomic.Int32
-	heap := gcdumptest.Session(gcdumptest.Leaky(20), gcdumptest.Options{})
-	f := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 90, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
-		n := active.Add(1)
-		defer active.Add(-1)
-		for {
-			m := maxActive.Load()
-			if n <= m || maxActive.CompareAndSwap(m, n) {
-				break
-			}
-		}
-		return heap(ctx, s)
-	}})
+	f := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 90, Tracing: gcdumptest.Session(gcdumptest.Leaky(20), gcdumptest.Options{})})
 	hs := serve(t, monitor.Config{NoMetrics: true, Source: monitor.StaticSource{{PID: 90, Name: "app", Dialer: f}}})
 	for _, path := range []string{"/processes/90/gcdump", "/gcdump?pid=90"} {
 		resp, body := get(t, hs, path)
@@ -84,14 +71,32 @@ func TestGCDump(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			if code, body := do(t, hs, "GET", "/processes/90/gcdump"); code != 200 {
-				t.Errorf("concurrent gcdump: %d %.200s", code, body)
+			resp, body := get(t, hs, "/processes/90/gcdump")
+			if resp.StatusCode != 200 {
+				t.Errorf("concurrent gcdump: %d %.200s", resp.StatusCode, body)
 			}
 		})
 	}
 	wg.Wait()
-	if maxActive.Load() != 1 {
-		t.Errorf("%d sessions at once", maxActive.Load())
+	// Each session (the type-table flush, then the heap session) is
+	// stopped before the next one starts, across requests too.
+	open, sessions := 0, 0
+	for _, rq := range f.Requests() {
+		switch req := rq.Request.(type) {
+		case *ipc.CollectTracingRequest:
+			if req.Version < 6 { // 3.1 refuses CollectTracing6: no session
+				open++
+				sessions++
+			}
+		case *ipc.StopTracingRequest:
+			open--
+		}
+		if open > 1 {
+			t.Fatalf("two sessions at once: %+v", f.Requests())
+		}
+	}
+	if sessions != 2*5 {
+		t.Errorf("%d sessions for 5 snapshots", sessions)
 	}
 
 	// A heap walk that does not end: 504 after the timeout.
