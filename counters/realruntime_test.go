@@ -126,8 +126,16 @@ func TestRealCounters(t *testing.T) {
 			t.Errorf("%s: %d samples", k.Name, len(ss))
 			continue
 		}
+		// The runtime's poller publishes each interval on a timer; on a
+		// loaded machine one poll can come late and the next one early
+		// (samples 450 ms apart were seen), so the mean spacing is what
+		// must match the interval asked for, and no gap may be huge.
+		span := ss[len(ss)-1].Time.Sub(ss[0].Time)
+		if mean := span / time.Duration(len(ss)-1); mean < 700*time.Millisecond || mean > 1500*time.Millisecond {
+			t.Errorf("%s: %d samples over %v, mean spacing %v (interval 1s)", k.Name, len(ss), span, mean)
+		}
 		for i := 1; i < len(ss); i++ {
-			if d := ss[i].Time.Sub(ss[i-1].Time); d < 500*time.Millisecond || d > 2*time.Second {
+			if d := ss[i].Time.Sub(ss[i-1].Time); d <= 0 || d > 4*time.Second {
 				t.Errorf("%s: samples %v apart", k.Name, d)
 				break
 			}
