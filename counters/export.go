@@ -2,6 +2,7 @@ package counters
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"io"
 	"math"
@@ -41,10 +42,29 @@ func rows(s *Sample, emit func(tags string, value float64) error) error {
 	return nil
 }
 
+// Time forms of the files, as dotnet-counters writes them.
+const (
+	// localTimeLayout is .NET's DateTime.ToString() in the invariant
+	// culture: dotnet-counters' CSV timestamps and JSON StartTime, in the
+	// local time zone.
+	localTimeLayout = "01/02/2006 15:04:05"
+	// jsonTimeLayout is the JSON events' timestamp: UTC to the second with
+	// a Z, the one form jq's fromdateiso8601 reads. dotnet-counters writes
+	// DateTime.Now.ToString("u"): the local wall-clock time with a space
+	// and a Z, which is the same instant only on a machine whose time zone
+	// is UTC and which jq cannot parse; clrdiag writes the true UTC time.
+	jsonTimeLayout = "2006-01-02T15:04:05Z"
+)
+
 // CSVExporter writes dotnet-counters' CSV: a header
 // "Timestamp,Provider,Counter Name,Counter Type,Mean/Increment" and a row
-// per value; tags follow the counter name in [k=v;k=v].
+// per value; tags follow the counter name in [k=v;k=v]. Timestamps are in
+// the local time zone, "MM/dd/yyyy HH:mm:ss", as dotnet-counters writes
+// them (.NET's invariant culture).
 type CSVExporter struct {
+	// Location is the time zone of the timestamps; nil means time.Local.
+	Location *time.Location
+
 	w      *bufio.Writer
 	header bool
 }
@@ -62,7 +82,7 @@ func (e *CSVExporter) Write(s *Sample) error {
 			return err
 		}
 	}
-	ts := s.Time.Format("01/02/2006 15:04:05")
+	ts := s.Time.In(cmp.Or(e.Location, time.Local)).Format(localTimeLayout)
 	err := rows(s, func(tags string, v float64) error {
 		name := s.Label()
 		if tags != "" {
@@ -118,15 +138,22 @@ func formatValue(v float64) string {
 
 // JSONExporter writes dotnet-counters' JSON document:
 //
-//	{"TargetProcess": "...", "StartTime": "...", "Events": [
-//	  {"timestamp": "...", "provider": "...", "name": "...", "tags": "...", "counterType": "Metric",
-//	   "meterTags": "...", "instrumentTags": "...", "value": 1.5}, ...]}
+//	{"TargetProcess": "dotnet", "StartTime": "11/21/2026 10:30:00", "Events": [
+//	  {"timestamp": "2026-11-21T09:30:01Z", "provider": "...", "name": "...", "tags": "...",
+//	   "counterType": "Metric", "meterTags": "...", "instrumentTags": "...", "value": 1.5}, ...]}
 //
-// meterTags and instrumentTags are the Sample's MeterTags and
-// InstrumentTags as "k=v,k=v" (empty when the target did not announce any).
-// Every event is flushed as it is written; Close writes the closing
-// brackets.
+// TargetProcess is the process name (dotnet-counters writes .NET's
+// Process.ProcessName: "dotnet" for an app run with "dotnet app.dll"), and
+// StartTime the local time in dotnet-counters' form. Event timestamps are
+// UTC in the form jq's fromdateiso8601 reads (see jsonTimeLayout for how
+// that differs from dotnet-counters). meterTags and instrumentTags are the
+// Sample's MeterTags and InstrumentTags as "k=v,k=v" (empty when the target
+// did not announce any). Every event is flushed as it is written; Close
+// writes the closing brackets.
 type JSONExporter struct {
+	// Location is the time zone of StartTime; nil means time.Local.
+	Location *time.Location
+
 	w      *bufio.Writer
 	target string
 	start  time.Time
@@ -148,7 +175,7 @@ func (e *JSONExporter) open() {
 	e.w.WriteString(`{"TargetProcess": `)
 	e.w.Write(tp)
 	e.w.WriteString(`, "StartTime": "`)
-	e.w.WriteString(e.start.Format(time.RFC3339Nano))
+	e.w.WriteString(e.start.In(cmp.Or(e.Location, time.Local)).Format(localTimeLayout))
 	e.w.WriteString(`", "Events": [`)
 }
 
@@ -171,7 +198,7 @@ func (e *JSONExporter) Write(s *Sample) error {
 			v = 0
 		}
 		b, err := json.Marshal(jsonEvent{
-			Timestamp: s.Time.Format(time.RFC3339Nano), Provider: s.Provider, Name: s.Label(),
+			Timestamp: s.Time.UTC().Format(jsonTimeLayout), Provider: s.Provider, Name: s.Label(),
 			Tags: tags, CounterType: counterType(s.Kind),
 			MeterTags: FormatTags(s.MeterTags), InstTags: FormatTags(s.InstrumentTags), Value: v,
 		})

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 )
 
 func testSamples() []*Sample {
-	t0 := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
+	t0 := time.Date(2026, 11, 21, 10, 30, 0, 123456789, time.UTC)
 	return []*Sample{
 		{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Kind: KindMean, Value: 12.5},
 		{Time: t0, Provider: "System.Runtime", Name: "exception-count", DisplayName: "Exception Count", Kind: KindRate, Value: 3, Interval: time.Second},
@@ -21,9 +24,14 @@ func testSamples() []*Sample {
 	}
 }
 
+// cet is a local time zone one hour ahead of UTC: the files show that the
+// timestamps are converted.
+var cet = time.FixedZone("CET", 3600)
+
 func TestCSVExporter(t *testing.T) {
 	var buf bytes.Buffer
 	e := NewCSVExporter(&buf)
+	e.Location = cet
 	for _, s := range testSamples() {
 		if err := e.Write(s); err != nil {
 			t.Fatal(err)
@@ -38,11 +46,11 @@ func TestCSVExporter(t *testing.T) {
 	}
 	want := [][]string{
 		{"Timestamp", "Provider", "Counter Name", "Counter Type", "Mean/Increment"},
-		{"11/21/2026 10:30:00", "System.Runtime", "CPU Usage (%)", "Metric", "12.5"},
-		{"11/21/2026 10:30:00", "System.Runtime", "Exception Count (Count / 1 sec)", "Rate", "3"},
-		{"11/21/2026 10:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=50]", "Metric", "10"},
-		{"11/21/2026 10:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=95]", "Metric", "20"},
-		{"11/21/2026 10:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=99]", "Metric", "30"},
+		{"11/21/2026 11:30:00", "System.Runtime", "CPU Usage (%)", "Metric", "12.5"},
+		{"11/21/2026 11:30:00", "System.Runtime", "Exception Count (Count / 1 sec)", "Rate", "3"},
+		{"11/21/2026 11:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=50]", "Metric", "10"},
+		{"11/21/2026 11:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=95]", "Metric", "20"},
+		{"11/21/2026 11:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=99]", "Metric", "30"},
 	}
 	if len(recs) != len(want) {
 		t.Fatalf("got %d records:\n%v", len(recs), recs)
@@ -87,6 +95,7 @@ func TestJSONExporterValidWhenInterrupted(t *testing.T) {
 func TestJSONExporterKeys(t *testing.T) {
 	var buf bytes.Buffer
 	e := NewJSONExporter(&buf, "app", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	e.Location = cet
 	for _, s := range testSamples()[:3] {
 		if err := e.Write(s); err != nil {
 			t.Fatal(err)
@@ -97,7 +106,7 @@ func TestJSONExporterKeys(t *testing.T) {
 	}
 	lines := strings.Split(buf.String(), "\n")
 	want := map[int]string{
-		0: `{"TargetProcess": "app", "StartTime": "2026-01-02T03:04:05Z", "Events": [`,
+		0: `{"TargetProcess": "app", "StartTime": "01/02/2026 04:04:05", "Events": [`,
 		1: `  {"timestamp":"2026-11-21T10:30:00Z","provider":"System.Runtime","name":"CPU Usage (%)","tags":"","counterType":"Metric","meterTags":"","instrumentTags":"","value":12.5},`,
 		3: `  {"timestamp":"2026-11-21T10:30:01Z","provider":"Shop","name":"req.duration (ms)","tags":"route=/a,b,Percentile=50","counterType":"Metric","meterTags":"region=eu,tier=1","instrumentTags":"kind=web","value":10},`,
 	}
@@ -105,5 +114,38 @@ func TestJSONExporterKeys(t *testing.T) {
 		if i >= len(lines) || lines[i] != w {
 			t.Errorf("line %d of\n%s\nwant %s", i, buf.String(), w)
 		}
+	}
+}
+
+// TestJSONExporterJQ reads the JSON file with jq, as people do: every event
+// timestamp goes through fromdateiso8601 to the sample's second.
+func TestJSONExporterJQ(t *testing.T) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("jq not found (CI=true, so this fails instead of skipping): install Debian's jq (scripts/test.sh does)")
+		}
+		t.Skip("SKIPPING: jq not found; install Debian's jq (make test does) to check the JSON file in it")
+	}
+	var buf bytes.Buffer
+	e := NewJSONExporter(&buf, "app", time.Now())
+	for _, s := range testSamples() {
+		if err := e.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(jq, "-r", `.TargetProcess, (.Events[] | .timestamp | fromdateiso8601)`)
+	cmd.Stdin = &buf
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("jq: %v\n%s", err, out)
+	}
+	t0 := testSamples()[0].Time.Unix()
+	want := fmt.Sprintf("app\n%d\n%d\n%d\n%d\n%d\n", t0, t0, t0+1, t0+1, t0+1)
+	if string(out) != want {
+		t.Errorf("jq read\n%s\nwant\n%s", out, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/internal/safefile"
+	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -148,6 +149,26 @@ func processLabel(t *target) string {
 		return t.Name
 	}
 	return t.Endpoint.String()
+}
+
+// targetProcessName is the JSON file's TargetProcess as dotnet-counters
+// writes it: the process name (.NET's Process.ProcessName: "dotnet" for an
+// app run with "dotnet app.dll"), or "" when it cannot be found (a runtime
+// reached through --diagnostic-port only, a process that is gone).
+func targetProcessName(ctx context.Context, e *env, t *target) string {
+	if t.Name != "" || t.PID == 0 {
+		return t.Name
+	}
+	procs, err := transport.Discover(ctx, e.global.discoverConfig())
+	if err != nil {
+		return ""
+	}
+	for _, p := range procs {
+		if p.PID == t.PID {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 func newCountersMonitorCmd(e *env) *cobra.Command {
@@ -351,11 +372,7 @@ func collect(ctx context.Context, e *env, s *counters.Session, t *target, format
 	}
 	var exp counters.Exporter
 	if format == "json" {
-		name := t.Name
-		if name == "" {
-			name = processLabel(t)
-		}
-		exp = counters.NewJSONExporter(file, name, time.Now())
+		exp = counters.NewJSONExporter(file, targetProcessName(ctx, e, t), time.Now())
 	} else {
 		exp = counters.NewCSVExporter(file)
 	}

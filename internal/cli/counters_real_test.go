@@ -30,6 +30,7 @@ func TestRealCountersCollect(t *testing.T) {
 		stdout, stderr string
 	}
 	done := make(chan result, 1)
+	began := time.Now()
 	go func() {
 		var o, e bytes.Buffer
 		code := Main([]string{"counters", "collect", "-p", fmt.Sprint(tg.PID), "--duration", "6s", "-o", out,
@@ -72,8 +73,10 @@ func TestRealCountersCollect(t *testing.T) {
 	var increments float64
 	rows := map[string]int{}
 	for _, rec := range recs[1:] {
-		if _, err := time.Parse("01/02/2006 15:04:05", rec[0]); err != nil {
-			t.Errorf("timestamp %q", rec[0])
+		// Local time, as dotnet-counters writes it.
+		ts, err := time.ParseInLocation("01/02/2006 15:04:05", rec[0], time.Local)
+		if err != nil || ts.Before(began.Truncate(time.Second)) || ts.After(time.Now()) {
+			t.Errorf("timestamp %q (%v) is not the local time of the collection (began %v)", rec[0], err, began)
 		}
 		v, err := strconv.ParseFloat(rec[4], 64)
 		if err != nil {
@@ -105,6 +108,7 @@ func TestRealCountersCollect(t *testing.T) {
 	}
 
 	jout := filepath.Join(dir, "counters.json")
+	jbegan := time.Now()
 	code, _, stderr := run(t, "counters", "collect", "-p", fmt.Sprint(tg.PID), "--format", "json", "--duration", "00:00:00:03", "-o", jout)
 	if code != 0 {
 		t.Fatalf("json exit %d: %s", code, stderr)
@@ -112,13 +116,28 @@ func TestRealCountersCollect(t *testing.T) {
 	data, _ = os.ReadFile(jout)
 	var doc struct {
 		TargetProcess string
+		StartTime     string
 		Events        []struct {
+			Timestamp                   string
 			Provider, Name, CounterType string
 			Value                       float64
 		}
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("JSON does not parse: %v\n%s", err, data)
+	}
+	// dotnet-counters writes .NET's Process.ProcessName: the target runs as
+	// "dotnet Events.exe".
+	if doc.TargetProcess != "dotnet" {
+		t.Errorf("TargetProcess %q, want dotnet", doc.TargetProcess)
+	}
+	if st, err := time.ParseInLocation("01/02/2006 15:04:05", doc.StartTime, time.Local); err != nil || st.Before(jbegan.Truncate(time.Second)) || st.After(time.Now()) {
+		t.Errorf("StartTime %q (%v): not the local start time", doc.StartTime, err)
+	}
+	for _, ev := range doc.Events {
+		if ts, err := time.Parse("2006-01-02T15:04:05Z", ev.Timestamp); err != nil || ts.Before(jbegan.Add(-time.Second)) || ts.After(time.Now()) {
+			t.Errorf("event timestamp %q (%v): not UTC in jq's fromdateiso8601 form", ev.Timestamp, err)
+		}
 	}
 	names := map[string]bool{}
 	for _, e := range doc.Events {
