@@ -26,7 +26,7 @@ func newPSCmd(e *env) *cobra.Command {
 		Use:   "ps",
 		Short: "List the .NET processes that can be diagnosed",
 		Long: "List the .NET processes on this machine that publish a diagnostic endpoint: pid, name,\n" +
-			"command line and socket. Processes in other containers are found through /proc when\n" +
+			"diagnostic socket and command line. Processes in other containers are found through /proc when\n" +
 			"clrdiag runs with the host's PID namespace and enough privileges (CAP_SYS_PTRACE).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,13 +57,13 @@ func newPSCmd(e *env) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PID\tNAME\tCOMMAND LINE")
+			fmt.Fprintln(tw, "PID\tNAME\tSOCKET\tCOMMAND LINE")
 			for _, p := range entries {
 				pid := fmt.Sprint(p.PID)
 				if p.NamespacePID != 0 {
 					pid += fmt.Sprintf(" (%d in its namespace)", p.NamespacePID)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", pid, termsafe.String(p.Name), termsafe.String(p.CommandLine))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pid, termsafe.String(p.Name), termsafe.String(p.Socket), termsafe.String(p.CommandLine))
 			}
 			return tw.Flush()
 		},

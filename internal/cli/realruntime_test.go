@@ -63,7 +63,7 @@ func TestRealPSFindsTargetNotDeadOne(t *testing.T) {
 	}
 	// The plain table too.
 	code, out, _ = run(t, "ps")
-	if code != 0 || !strings.Contains(out, fmt.Sprint(live.PID)) || !strings.Contains(out, "COMMAND LINE") {
+	if code != 0 || !strings.Contains(out, fmt.Sprint(live.PID)) || !strings.Contains(out, "COMMAND LINE") || !strings.Contains(out, "SOCKET") || !strings.Contains(out, live.Socket) {
 		t.Fatalf("ps table (exit %d):\n%s", code, out)
 	}
 }
@@ -218,4 +218,17 @@ func TestRealStartupCommandsNeedNewerRuntime(t *testing.T) {
 	}
 	tg.Send(t, "ping")
 	tg.Expect(t, "PONG", 10*time.Second)
+}
+
+// TestRealCompletePID: -p and -n complete from the live .NET processes.
+func TestRealCompletePID(t *testing.T) {
+	tg := startBasic(t)
+	_, out, _ := run(t, "__complete", "stack", "-p", "")
+	if !strings.Contains(out, fmt.Sprintf("%d\tdotnet ", tg.PID)) || !strings.Contains(out, "Basic.dll") {
+		t.Errorf("-p completions lack pid %d:\n%s", tg.PID, out)
+	}
+	_, out, _ = run(t, "__complete", "dump", "-n", "")
+	if !strings.Contains(out, "dotnet\tpid ") || !strings.Contains(out, fmt.Sprint(tg.PID)) {
+		t.Errorf("-n completions lack dotnet (pid %d):\n%s", tg.PID, out)
+	}
 }

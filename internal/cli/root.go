@@ -143,6 +143,7 @@ func newRootCmd(e *env) *cobra.Command {
 	}
 	addAliases(e, root)
 	setupTree(e, root)
+	registerCompletions(e, root)
 	return root
 }
 
