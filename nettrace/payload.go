@@ -70,6 +70,11 @@ func jsonValue(v any) any {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 			return fmt.Sprint(x)
 		}
+	case time.Time:
+		if y := x.Year(); y < 0 || y > 9999 {
+			// encoding/json refuses such years; keep the raw value.
+			return x.Format("2006-01-02T15:04:05.9999999Z07:00")
+		}
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {

@@ -456,12 +456,19 @@ func (r *Reader) readTraceObject() error {
 	case name != objTrace:
 		return r.errAt(start, nil, "expected the Trace object first, found %q", name)
 	case r.netperf && version != 3, !r.netperf && version != 4:
-		if version > 4 {
-			return fmt.Errorf("nettrace: Trace object version %d is an %w (this reader knows versions 3 and 4 of the FastSerialization formats)", version, ErrUnsupportedFormat)
+		// Every NetPerf V3 writes Trace version 3 and every NetTrace V4/V5
+		// version 4 (V6 has its own header; NetPerf V1/V2 name the object
+		// differently): another number is damage, not a format.
+		kind, want := "NetTrace", int32(4)
+		if r.netperf {
+			kind, want = "NetPerf", 3
 		}
-		if version < 3 {
-			return fmt.Errorf("nettrace: NetPerf version %d is an %w; only NetPerf V3 and NetTrace V4-V6 are decoded", version, ErrUnsupportedFormat)
+		if version > want {
+			// As TraceEvent, refuse what may be a newer writer.
+			return fmt.Errorf("nettrace: the %s Trace object has version %d, newer than the %d every known writer puts (a damaged header, or a newer format): %w",
+				kind, version, want, ErrUnsupportedFormat)
 		}
+		return r.errAt(start+3, nil, "the %s Trace object has version %d where every writer puts %d: the header is damaged", kind, version, want)
 	}
 	var b [traceObjectSize]byte
 	if err := r.readSmall(b[:], "Trace object"); err != nil {

@@ -44,6 +44,8 @@ type env struct {
 	// args is the command line, for error messages that need to look at
 	// more of it than cobra passes along.
 	args []string
+	// ctx ends at SIGINT or SIGTERM (the commands' cmd.Context()).
+	ctx context.Context
 }
 
 // globalFlags are the root's persistent flags.
@@ -74,7 +76,7 @@ func (e *env) targetFlags() *targetFlags { return &targetFlags{g: &e.global} }
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, args: args}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, args: args, ctx: ctx}
 	root := newRootCmd(e)
 	args = colonBools(root, args)
 	e.args = args

@@ -70,9 +70,11 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 		defer f.Close()
 		r = f
 	}
-	p, err := profile.Read(bufio.NewReaderSize(r, 1<<20), cfg)
+	p, err := profile.Read(bufio.NewReaderSize(interruptible(e.ctx, r), 1<<20), cfg)
 	var fe *nettrace.FormatError
 	switch {
+	case interruptedError(e.ctx, name, err) != nil:
+		return nil, interruptedError(e.ctx, name, err)
 	case err == nil:
 	case p != nil && errors.As(err, &fe):
 		fmt.Fprintf(e.stderr, "clrdiag: warning: %s: %v; using the events before it\n", name, err)

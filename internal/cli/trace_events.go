@@ -190,7 +190,7 @@ func (f *eventFilter) noMatch(what string) error {
 
 // jsonEvent is one line of clrdiag trace events --json.
 type jsonEvent struct {
-	Timestamp       time.Time       `json:"timestamp"`
+	Timestamp       jsonTime        `json:"timestamp"`
 	Provider        string          `json:"provider"`
 	EventID         uint32          `json:"eventID"`
 	EventName       string          `json:"eventName"`
@@ -286,6 +286,9 @@ func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *even
 		}
 		if err != nil {
 			bw.Flush()
+			if ierr := interruptedError(ctx, name, err); ierr != nil {
+				return ierr
+			}
 			return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w (%d matching events before the damage were printed)", name, err, printed)}
 		}
 		if n%4096 == 0 && ctx != nil && ctx.Err() != nil {
@@ -300,7 +303,7 @@ func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *even
 		if asJSON {
 			md := ev.Metadata
 			je := jsonEvent{
-				Timestamp: ev.Time().UTC(), Provider: md.ProviderName, EventID: md.EventID, EventName: k.name,
+				Timestamp: jsonTime{ev.Time().UTC()}, Provider: md.ProviderName, EventID: md.EventID, EventName: k.name,
 				Version: eventVersion(&ev), ThreadID: ev.ThreadID, CaptureThreadID: ev.CaptureThreadID, Sequence: ev.SequenceNumber,
 				StackFrames: ev.StackLen(), PayloadSize: len(ev.Payload), Payload: payload,
 			}

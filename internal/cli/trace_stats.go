@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +26,8 @@ type traceStats struct {
 	PointerSize    int            `json:"pointerSize"`
 	ProcessID      int            `json:"processId"`
 	Processors     int            `json:"processors"`
-	StartTime      *time.Time     `json:"startTime,omitempty"`
-	EndTime        *time.Time     `json:"endTime,omitempty"`
+	StartTime      *jsonTime      `json:"startTime,omitempty"`
+	EndTime        *jsonTime      `json:"endTime,omitempty"`
 	TimeSpan       float64        `json:"timeSpanSeconds"`
 	Events         int64          `json:"events"`
 	Metadata       int64          `json:"metadata"`
@@ -63,6 +64,9 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 			}
 			defer closeIn()
 			st, readErr := collectTraceStats(cmd, in, name)
+			if err := interruptedError(cmd.Context(), name, readErr); err != nil {
+				return err
+			}
 			if st == nil {
 				return readErr
 			}
@@ -86,13 +90,13 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 // openTraceInput opens FILE, or standard input for "-".
 func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	if path == "-" {
-		return e.stdin, "(stdin)", func() {}, nil
+		return bufio.NewReaderSize(interruptible(e.ctx, e.stdin), 1<<20), "(stdin)", func() {}, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("open trace: %w (give a .nettrace/.netperf file, or - for standard input)", err)
 	}
-	return bufio.NewReaderSize(f, 1<<20), path, func() { f.Close() }, nil
+	return bufio.NewReaderSize(interruptible(e.ctx, f), 1<<20), path, func() { f.Close() }, nil
 }
 
 // collectTraceStats reads the whole trace. It returns nil stats only when
@@ -147,7 +151,7 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 	st.SequencePoints, st.DroppedEvents, st.Complete, st.Bytes = s.SequencePoints, s.DroppedEvents, s.Complete, s.Bytes
 	if n > 0 {
 		t0, t1 := h.TimeOf(first), h.TimeOf(last)
-		st.StartTime, st.EndTime = &t0, &t1
+		st.StartTime, st.EndTime = &jsonTime{t0}, &jsonTime{t1}
 		st.TimeSpan = t1.Sub(t0).Seconds()
 	}
 	if err == io.EOF {
@@ -160,6 +164,9 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 // headerError turns a NewReader failure into an actionable error: damaged
 // headers and unsupported formats exit exitDamaged.
 func headerError(name string, err error) error {
+	if errors.Is(err, context.Canceled) { // a signal, through interruptible
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("%s: interrupted while reading the trace header", name)}
+	}
 	var fe *nettrace.FormatError
 	if errors.As(err, &fe) {
 		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: cannot read the trace header: %w", name, err)}
