@@ -77,6 +77,26 @@
 //     (quantiles of the last interval, _count and _sum added up);
 //   - HELP gives the display name, the source counter and its unit.
 //
+// # Hostile clients
+//
+// Every request first passes a guard, with or without an API key: its Host
+// header must be an IP address, localhost (or *.localhost) or one of
+// Config.AllowedHosts (421 otherwise), which defeats DNS rebinding; a
+// browser request from another origin (Sec-Fetch-Site, else Origin against
+// Host, by net/http's CrossOriginProtection) is refused (403) on every
+// route, GETs included since traces, counters and stacks start sessions in
+// the target; CORS headers are sent only to Config.CORSOrigins. Serve (or
+// HTTPServer) bounds connections: at most MaxConns at once (64), headers
+// within ReadHeaderTimeout (10 s), the request within ReadTimeout (30 s),
+// idle keep-alive connections closed after IdleTimeout (60 s), short
+// routes answered within WriteTimeout (1 min); routes to a process extend
+// their deadlines to QueueTimeout + MaxDuration + 3 min, a trace stream
+// whose client reads nothing for StreamStallTimeout (30 s) is cut and its
+// session closed, and a request waits at most QueueTimeout (30 s) for its
+// process's turn before a 503 with Retry-After. Serve serves HTTPS when
+// given a certificate. The long-lived counters sessions read with
+// counters' stream limits, and keep at most MaxSeriesPerProcess series.
+//
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to
 // a reverse server (transport/reverse), for runtimes in other containers that

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -212,7 +213,7 @@ func TestMetricsFollowDiscovery(t *testing.T) {
 	defer m.Close()
 	get := func() string {
 		rec := httptest.NewRecorder()
-		m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		m.ServeHTTP(rec, localRequest("GET", "/metrics"))
 		if rec.Code != 200 {
 			t.Fatalf("/metrics: %d %s", rec.Code, rec.Body.String())
 		}
@@ -416,8 +417,16 @@ func TestMetricsConfig(t *testing.T) {
 	}
 	defer m.Close()
 	rec := httptest.NewRecorder()
-	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m.ServeHTTP(rec, localRequest("GET", "/metrics"))
 	if rec.Code != 404 {
 		t.Errorf("/metrics with NoMetrics: %d", rec.Code)
 	}
+}
+
+// localRequest is a request for ServeHTTP that names the server as a local
+// client does (httptest.NewRequest says example.com, which is refused).
+func localRequest(method, path string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Host = "localhost"
+	return r
 }

@@ -92,6 +92,32 @@ type Config struct {
 	// Logger receives what the /metrics collector does in the background:
 	// a counters session lost, stalled or reopened. nil discards it.
 	Logger *slog.Logger
+
+	// AllowedHosts are the host names, besides IP addresses and localhost,
+	// that requests may name in their Host header ("*": any). Any other
+	// name is refused (421): a DNS-rebinding web page reaches the server
+	// under its own name.
+	AllowedHosts []string
+	// CORSOrigins are the web origins (scheme://host[:port]) allowed to use
+	// the API from a browser; every other cross-origin browser request is
+	// refused (403) and no CORS headers are sent.
+	CORSOrigins []string
+	// QueueTimeout bounds how long a request waits for its process's turn
+	// (the runtime serves one command at a time) before a 503 with
+	// Retry-After; 0 means DefaultQueueTimeout.
+	QueueTimeout time.Duration
+	// StreamStallTimeout cuts a trace stream whose client has read nothing
+	// for that long; 0 means DefaultStreamStallTimeout.
+	StreamStallTimeout time.Duration
+	// MaxConns, ReadHeaderTimeout, ReadTimeout, IdleTimeout and WriteTimeout
+	// are the limits Serve puts on connections (0: the Default values).
+	// Routes to a process extend the read and write deadlines to what
+	// they may take (see Serve).
+	MaxConns          int
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	WriteTimeout      time.Duration
 }
 
 // Server is the monitor's HTTP handler.
@@ -102,6 +128,8 @@ type Server struct {
 
 	mu    sync.Mutex
 	locks map[int]chan struct{} // one-slot queues, per pid
+
+	guard *guard
 
 	metrics   *collector // nil with NoMetrics
 	log       *slog.Logger
@@ -138,6 +166,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DumpTimeout <= 0 {
 		cfg.DumpTimeout = DefaultDumpTimeout
 	}
+	defaultDuration(&cfg.QueueTimeout, DefaultQueueTimeout)
+	defaultDuration(&cfg.StreamStallTimeout, DefaultStreamStallTimeout)
+	defaultDuration(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defaultDuration(&cfg.ReadTimeout, DefaultReadTimeout)
+	defaultDuration(&cfg.IdleTimeout, DefaultIdleTimeout)
+	defaultDuration(&cfg.WriteTimeout, DefaultWriteTimeout)
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	g, err := newGuard(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.DumpDir != "" {
 		abs, err := filepath.Abs(cfg.DumpDir)
 		if err != nil {
@@ -145,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.DumpDir = abs
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger, guard: g}
 	s.mux.HandleFunc("GET /processes", s.listProcesses)
 	s.mux.HandleFunc("GET /processes/{pid}", s.withProcess(s.info))
 	s.mux.HandleFunc("GET /processes/{pid}/env", s.withProcess(s.env))
@@ -182,6 +223,9 @@ func (s *Server) Close() error {
 
 // ServeHTTP implements http.Handler: it checks the API key, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard.serve(w, r) {
+		return
+	}
 	if !s.cfg.NoAuth {
 		const prefix = "Bearer "
 		h := r.Header.Get("Authorization")
@@ -272,9 +316,14 @@ func (s *Server) withProcess(h func(w http.ResponseWriter, r *http.Request, p Pr
 			writeError(w, http.StatusNotFound, fmt.Errorf("no .NET process with pid %d (see GET /processes)", pid))
 			return
 		}
-		unlock, err := s.lock(r.Context(), pid)
+		s.extendDeadlines(w)
+		qctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueueTimeout)
+		unlock, err := s.lock(qctx, pid)
+		cancel()
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, err)
+			if r.Context().Err() == nil {
+				s.busy(w, pid)
+			}
 			return
 		}
 		defer unlock()
@@ -420,7 +469,7 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *dia
 	w.WriteHeader(http.StatusOK)
 
 	// The client going away ends ctx: the session is then abandoned.
-	res, err := sess.Drain(ctx, flushWriter{w}, eventpipe.DrainConfig{
+	res, err := sess.Drain(ctx, flushWriter{w, s.cfg.StreamStallTimeout}, eventpipe.DrainConfig{
 		Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: s.maxTraceBytes(),
 	})
 	end := res.Reason.String() + "; rundown " + res.Rundown.String()
@@ -442,10 +491,15 @@ func (s *Server) maxTraceBytes() int64 {
 }
 
 // flushWriter flushes after each write so the trace reaches the client as it
-// is collected.
-type flushWriter struct{ w http.ResponseWriter }
+// is collected. Each write must complete within stall: a client that stops
+// reading cuts its stream rather than holding the session.
+type flushWriter struct {
+	w     http.ResponseWriter
+	stall time.Duration
+}
 
 func (f flushWriter) Write(b []byte) (int, error) {
+	_ = http.NewResponseController(f.w).SetWriteDeadline(time.Now().Add(f.stall))
 	n, err := f.w.Write(b)
 	if err == nil {
 		err = http.NewResponseController(f.w).Flush()

@@ -8,14 +8,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/safefile"
 	httpmon "github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/clrdiag/clrdiag/transport/reverse"
@@ -24,34 +25,109 @@ import (
 
 func init() { register(newMonitorCmd) }
 
-// monitorAddr turns --urls (http://host:port, or host:port) into a listen
-// address. The ASP.NET and dotnet-monitor wildcards http://*:PORT and
-// http://+:PORT mean every interface.
-func monitorAddr(s string) (string, error) {
+// monitorAddr turns --urls (http://host:port, https://host:port, or
+// host:port) into a listen address; tls tells whether https was asked for.
+// The ASP.NET and dotnet-monitor wildcards http://*:PORT and http://+:PORT
+// mean every interface.
+func monitorAddr(s string) (addr string, tls bool, err error) {
 	orig := s
 	if strings.Contains(s, ";") {
-		return "", fmt.Errorf("--urls %s: give one URL (the monitor serves one address)", orig)
+		return "", false, fmt.Errorf("--urls %s: give one URL (the monitor serves one address)", orig)
 	}
 	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		if !strings.EqualFold(scheme, "http") {
-			return "", fmt.Errorf("--urls %s: only http is supported (put a TLS proxy in front)", orig)
+		switch {
+		case strings.EqualFold(scheme, "http"):
+		case strings.EqualFold(scheme, "https"):
+			tls = true
+		default:
+			return "", false, fmt.Errorf("--urls %s: use http:// or https:// (https needs --tls-cert and --tls-key)", orig)
 		}
 		s = strings.TrimSuffix(rest, "/")
 		if strings.Contains(s, "/") {
-			return "", fmt.Errorf("--urls %s: give scheme, host and port only (no path)", orig)
+			return "", false, fmt.Errorf("--urls %s: give scheme, host and port only (no path)", orig)
 		}
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", fmt.Errorf("--urls %s: %w (want http://HOST:PORT, e.g. http://127.0.0.1:52323 or http://*:52323)", orig, err)
+		return "", false, fmt.Errorf("--urls %s: %w (want http://HOST:PORT, e.g. http://127.0.0.1:52323 or http://*:52323)", orig, err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", fmt.Errorf("--urls %s: port %q is not a number from 0 to 65535", orig, port)
+		return "", false, fmt.Errorf("--urls %s: port %q is not a number from 0 to 65535", orig, port)
 	}
 	if host == "*" || host == "+" {
 		host = "" // every interface
 	}
-	return net.JoinHostPort(host, port), nil
+	return net.JoinHostPort(host, port), tls, nil
+}
+
+// isLoopback reports whether a listen address only accepts local
+// connections.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// monitorKeyEnv is the environment variable the monitor reads its API key
+// from (not visible to other users, unlike the command line).
+const monitorKeyEnv = "CLRDIAG_MONITOR_API_KEY"
+
+// minKeyLen is the shortest API key accepted without a warning.
+const minKeyLen = 16
+
+// monitorAPIKey returns the API key from exactly one of --api-key-file, the
+// environment and --api-key, warning about what weakens it; "" when none
+// was given.
+func monitorAPIKey(e *env, flagKey, keyFile string, flagSet bool) (string, error) {
+	envKey, envSet := os.LookupEnv(monitorKeyEnv)
+	n := 0
+	for _, given := range []bool{keyFile != "", envSet, flagSet} {
+		if given {
+			n++
+		}
+	}
+	if n > 1 {
+		return "", usageErrorf("give the API key once: --api-key-file, %s or --api-key", monitorKeyEnv)
+	}
+	var key string
+	switch {
+	case keyFile != "":
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return "", &ExitError{Code: exitIO, Err: fmt.Errorf("--api-key-file: %w", err)}
+		}
+		key = strings.TrimSpace(string(b))
+		if key == "" {
+			return "", usageErrorf("--api-key-file %s is empty (make one with 'clrdiag monitor generatekey -o %s')", keyFile, keyFile)
+		}
+		if fi, err := os.Stat(keyFile); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+			fmt.Fprintf(e.stderr, "warning: %s is readable by other users (mode %v): chmod 600 it\n", keyFile, fi.Mode().Perm())
+		}
+	case envSet:
+		key = strings.TrimSpace(envKey)
+		if key == "" {
+			return "", usageErrorf("%s is set but empty", monitorKeyEnv)
+		}
+	case flagSet:
+		key = flagKey
+		if key == "" {
+			return "", usageErrorf("--api-key is empty")
+		}
+		fmt.Fprintf(e.stderr, "warning: --api-key is visible to every user of this machine (ps, /proc/PID/cmdline); "+
+			"prefer --api-key-file or %s\n", monitorKeyEnv)
+	default:
+		return "", nil
+	}
+	if len(key) < minKeyLen {
+		fmt.Fprintf(e.stderr, "warning: the API key has %d characters; use at least %d ('clrdiag monitor generatekey')\n", len(key), minKeyLen)
+	}
+	return key, nil
 }
 
 // listenError explains why the monitor cannot serve on addr.
@@ -89,34 +165,69 @@ func checkMonitorDumpDir(dir string, reverse bool) error {
 
 func newMonitorCmd(e *env) *cobra.Command {
 	var (
-		urls, apiKey, dumpDir, port string
-		noAuth, noMetrics           bool
-		metricsWindow, discovery    time.Duration
-		dumpTimeout                 time.Duration
+		urls, apiKey, apiKeyFile, dumpDir, port string
+		noAuth, noMetrics                       bool
+		metricsWindow, discovery                time.Duration
+		dumpTimeout                             time.Duration
+		tlsCert, tlsKey                         string
+		allowedHosts, corsOrigins               []string
+		maxConns                                int
+		queueTimeout, idleTimeout               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
 		Short: "Serve an HTTP API over the .NET processes (processes, info, env, dumps, traces, counters, Prometheus /metrics)",
 		Long: "Serve a REST API in the spirit of dotnet-monitor. Every request needs\n" +
-			"'Authorization: Bearer <key>': give --api-key, or one is generated and printed.\n" +
+			"'Authorization: Bearer <key>': give the key in a file (--api-key-file, see 'clrdiag monitor\n" +
+			"generatekey') or in " + monitorKeyEnv + ", or one is generated and printed; --api-key works\n" +
+			"too but is visible to other users in the process list.\n" +
 			"With --diagnostic-port PATH the monitor serves the runtimes that connect to that socket\n" +
 			"(DOTNET_DiagnosticPorts=PATH in containers sharing a volume) instead of the local ones.\n" +
 			"GET /metrics answers from one long-lived System.Runtime counters session per process,\n" +
 			"kept in the background (processes are re-discovered every --discovery-interval; a failing\n" +
-			"session shows as clrdiag_collector_up 0 and is retried); --no-metrics turns this off.",
+			"session shows as clrdiag_collector_up 0 and is retried); --no-metrics turns this off.\n\n" +
+			"Against hostile clients: requests must name the server by IP address or localhost in\n" +
+			"their Host header (others: --allowed-hosts), cross-origin browser requests are refused\n" +
+			"(--cors-origin allows an origin), at most --max-connections connections are served at\n" +
+			"once, a request must send its headers within 10s and the whole request within 30s, idle\n" +
+			"keep-alive connections close after --idle-timeout, short routes must be answered within\n" +
+			"1m (routes to a process get their ?duration= plus the stop and rundown; a trace stream\n" +
+			"whose client reads nothing for 30s is cut), and a request waits at most --queue-timeout\n" +
+			"for its process's turn (then 503 with Retry-After). Serving on another address than\n" +
+			"loopback over plain HTTP sends the key in clear: give --tls-cert and --tls-key.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			addr, err := monitorAddr(urls)
+			addr, wantTLS, err := monitorAddr(urls)
 			if err != nil {
 				return usageError(err)
 			}
+			if (tlsCert == "") != (tlsKey == "") {
+				return usageErrorf("give both --tls-cert and --tls-key")
+			}
+			if wantTLS && tlsCert == "" {
+				return usageErrorf("--urls %s: https needs --tls-cert and --tls-key", urls)
+			}
+			scheme := "http"
+			if tlsCert != "" {
+				scheme = "https"
+			}
+			key, err := monitorAPIKey(e, apiKey, apiKeyFile, cmd.Flags().Changed("api-key"))
+			if err != nil {
+				return err
+			}
 			if noAuth {
-				apiKey = ""
+				if key != "" {
+					return usageErrorf("--no-auth and an API key contradict each other")
+				}
 				fmt.Fprintln(e.stderr, "warning: --no-auth: anyone who can reach "+addr+" can read environments and write dumps")
-			} else if apiKey == "" {
-				apiKey = rand.Text()
-				fmt.Fprintf(e.stderr, "API key (send 'Authorization: Bearer <key>'): %s\n", apiKey)
+			} else if key == "" {
+				key = rand.Text()
+				fmt.Fprintf(e.stderr, "API key (send 'Authorization: Bearer <key>'): %s\n", key)
+			}
+			if !isLoopback(addr) && scheme == "http" && !noAuth {
+				fmt.Fprintf(e.stderr, "warning: %s is not a loopback address and traffic is plain HTTP: the API key, environments "+
+					"and traces cross the network in clear; give --tls-cert and --tls-key, or put a TLS proxy in front\n", addr)
 			}
 			if err := checkMonitorDumpDir(dumpDir, port != ""); err != nil {
 				return err
@@ -124,9 +235,11 @@ func newMonitorCmd(e *env) *cobra.Command {
 			if dumpTimeout < 0 {
 				return usageErrorf("--dump-timeout %v: give a positive duration", dumpTimeout)
 			}
-			cfg := httpmon.Config{APIKey: apiKey, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout,
+			cfg := httpmon.Config{APIKey: key, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout,
 				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics,
-				Logger: slog.New(slog.NewTextHandler(e.stderr, nil))}
+				Logger:       slog.New(slog.NewTextHandler(e.stderr, nil)),
+				AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, MaxConns: maxConns,
+				QueueTimeout: queueTimeout, IdleTimeout: idleTimeout}
 			if dc := e.global.discoverConfig(); dc != nil {
 				cfg.Source = httpmon.LocalSource{Discover: dc}
 			}
@@ -160,30 +273,68 @@ func newMonitorCmd(e *env) *cobra.Command {
 			if err != nil {
 				return listenError(addr, urls, err)
 			}
-			hs := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(e.stderr, "Listening on http://%s\n", ln.Addr())
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return hs.Shutdown(sctx)
+			fmt.Fprintf(e.stderr, "Listening on %s://%s\n", scheme, ln.Addr())
+			return m.Serve(ctx, ln, tlsCert, tlsKey)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&urls, "urls", "http://127.0.0.1:52323", "address to serve the API on: http://HOST:PORT (http://*:PORT or http://+:PORT: every interface)")
+	fl.StringVar(&urls, "urls", "http://127.0.0.1:52323", "address to serve the API on: http://HOST:PORT (http://*:PORT or http://+:PORT: every interface; https:// with --tls-cert and --tls-key)")
 	fl.DurationVar(&dumpTimeout, "dump-timeout", httpmon.DefaultDumpTimeout, "how long a dump request may take (createdump writes the whole dump first)")
-	fl.StringVar(&apiKey, "api-key", "", "API key clients must send as 'Authorization: Bearer <key>' (default: generated and printed)")
+	fl.StringVar(&apiKeyFile, "api-key-file", "", "file holding the API key clients must send as 'Authorization: Bearer <key>' (see 'clrdiag monitor generatekey')")
+	fl.StringVar(&apiKey, "api-key", "", "the API key itself (visible to other users in the process list: prefer --api-key-file or "+monitorKeyEnv+"; default: generated and printed)")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without authentication (dangerous outside a private network)")
-	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets); dumps are disabled without it")
+	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets; writable only by its owner); dumps are disabled without it")
 	fl.StringVar(&port, "diagnostic-port", "", "serve the runtimes that connect to this socket (DOTNET_DiagnosticPorts=PATH) instead of the local processes")
 	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "refresh interval of the counters sessions behind /metrics (whole milliseconds)")
 	fl.DurationVar(&discovery, "discovery-interval", httpmon.DefaultDiscovery, "how often /metrics looks for new and ended processes")
 	fl.BoolVar(&noMetrics, "no-metrics", false, "disable /metrics and its background counters sessions")
+	fl.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	fl.StringVar(&tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
+	fl.StringSliceVar(&allowedHosts, "allowed-hosts", nil, "host names requests may use besides IP addresses and localhost (comma-separated; * allows any, which lets DNS-rebinding pages in)")
+	fl.StringSliceVar(&corsOrigins, "cors-origin", nil, "web origin (scheme://host[:port]) allowed to call the API from a browser (repeatable; default: none)")
+	fl.IntVar(&maxConns, "max-connections", httpmon.DefaultMaxConns, "connections served at once; further ones wait")
+	fl.DurationVar(&queueTimeout, "queue-timeout", httpmon.DefaultQueueTimeout, "how long a request waits for its process's turn before 503 Service Unavailable")
+	fl.DurationVar(&idleTimeout, "idle-timeout", httpmon.DefaultIdleTimeout, "close keep-alive connections idle for this long")
+	cmd.AddCommand(newMonitorGenerateKeyCmd(e))
+	return cmd
+}
+
+// newMonitorGenerateKeyCmd is 'clrdiag monitor generatekey', as
+// dotnet-monitor's: a new random API key.
+func newMonitorGenerateKeyCmd(e *env) *cobra.Command {
+	var out string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "generatekey",
+		Short: "Print a new random API key for the monitor (or write it to a file, mode 0600)",
+		Long: "Make a new API key (128 bits of randomness, base32). With -o the key is written to a\n" +
+			"file created mode 0600, for --api-key-file; otherwise it is printed, to put in\n" +
+			monitorKeyEnv + ".",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			key := rand.Text()
+			if out == "" {
+				fmt.Fprintln(e.stdout, key)
+				fmt.Fprintf(e.stderr, "Start the monitor with %s=<key>, or save it to a file (mode 0600) for --api-key-file.\n", monitorKeyEnv)
+				return nil
+			}
+			f, err := safefile.Create(out, safefile.Options{Overwrite: force, Private: true})
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintln(f, key); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "Wrote a new API key to %s. Start the monitor with --api-key-file %s\n", out, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the key to this file (created mode 0600) instead of printing it")
+	addForceFlag(cmd, &force)
 	return cmd
 }
 

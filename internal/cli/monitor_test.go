@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -38,13 +41,13 @@ func (s *monBuffer) String() string {
 
 func TestMonitorAddr(t *testing.T) {
 	for in, want := range map[string]string{"http://127.0.0.1:52323": "127.0.0.1:52323", "localhost:1": "localhost:1", "http://[::1]:80": "[::1]:80",
-		"http://*:52323": ":52323", "http://+:52325/": ":52325", "HTTP://localhost:2": "localhost:2"} {
-		if got, err := monitorAddr(in); err != nil || got != want {
-			t.Errorf("monitorAddr(%q) = %q, %v; want %q", in, got, err, want)
+		"http://*:52323": ":52323", "http://+:52325/": ":52325", "HTTP://localhost:2": "localhost:2", "https://x:1": "x:1", "HTTPS://x:2": "x:2"} {
+		if got, tls, err := monitorAddr(in); err != nil || got != want || tls != strings.HasPrefix(strings.ToLower(in), "https") {
+			t.Errorf("monitorAddr(%q) = %q, %v, %v; want %q", in, got, tls, err, want)
 		}
 	}
-	for _, bad := range []string{"https://x:1", "nohost", "http://x", "http://a:1;http://b:2", "http://a:99999", "http://a:1/path"} {
-		if _, err := monitorAddr(bad); err == nil {
+	for _, bad := range []string{"ftp://x:1", "nohost", "http://x", "http://a:1;http://b:2", "http://a:99999", "http://a:1/path"} {
+		if _, _, err := monitorAddr(bad); err == nil {
 			t.Errorf("monitorAddr(%q) accepted", bad)
 		}
 	}
@@ -135,5 +138,141 @@ func TestMonitorStartErrors(t *testing.T) {
 	code, _, errOut = run(t, "monitor", "--no-auth", "--no-metrics", "--urls", "http://127.0.0.1:0", "--dump-dir", "/nonexistent/dumps")
 	if code != exitUsage || !strings.Contains(errOut, "--dump-dir /nonexistent/dumps does not exist") {
 		t.Errorf("missing --dump-dir: exit %d %s", code, errOut)
+	}
+}
+
+// startMonitor runs 'clrdiag monitor' with args until the test ends and
+// returns its stderr once it listens, and a channel that yields its exit
+// error if it ended before listening (nil channel otherwise).
+func startMonitor(t *testing.T, args ...string) (*monBuffer, <-chan error) {
+	t.Helper()
+	var stderr monBuffer
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr}
+	cmd := newMonitorCmd(e)
+	cmd.SetArgs(append([]string{"--no-metrics"}, args...))
+	cmd.SetErr(&stderr)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var exited error
+	var ended bool
+	t.Cleanup(func() {
+		cancel()
+		if !ended {
+			<-done
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "Listening on"); time.Sleep(5 * time.Millisecond) {
+		select {
+		case exited = <-done:
+			ended = true
+			res := make(chan error, 1)
+			res <- exited
+			return &stderr, res
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("monitor did not start:\n%s", stderr.String())
+		}
+	}
+	return &stderr, nil
+}
+
+// listenAddr returns the address the monitor printed.
+func listenAddr(t *testing.T, stderr string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(stderr, "Listening on ")
+	if !ok {
+		t.Fatalf("no address in:\n%s", stderr)
+	}
+	u, _, _ := strings.Cut(after, "\n")
+	return u
+}
+
+// get requests path with the key and returns the status.
+func getWithKey(t *testing.T, base, path, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMonitorAPIKeySources: the key comes from a file, the environment or
+// the command line (which warns that it is visible), never from two; the
+// generated key file is 0600.
+func TestMonitorAPIKeySources(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	code, _, errOut := run(t, "monitor", "generatekey", "-o", keyFile)
+	if code != 0 {
+		t.Fatalf("generatekey: %d %s", code, errOut)
+	}
+	fi, err := os.Stat(keyFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v; want mode 0600", fi, err)
+	}
+	b, _ := os.ReadFile(keyFile)
+	fileKey := strings.TrimSpace(string(b))
+	if len(fileKey) < 20 {
+		t.Fatalf("generated key %q is short", fileKey)
+	}
+	if code, out, _ := run(t, "monitor", "generatekey"); code != 0 || len(strings.TrimSpace(out)) < 20 || strings.TrimSpace(out) == fileKey {
+		t.Errorf("generatekey to stdout: %d %q", code, out)
+	}
+
+	stderr, _ := startMonitor(t, "--urls", "127.0.0.1:0", "--api-key-file", keyFile)
+	base := listenAddr(t, stderr.String())
+	if getWithKey(t, base, "/processes", fileKey) != 200 || getWithKey(t, base, "/processes", "wrong") != 401 {
+		t.Errorf("key from --api-key-file not enforced")
+	}
+	if strings.Contains(stderr.String(), fileKey) || strings.Contains(stderr.String(), "warning") {
+		t.Errorf("monitor with a key file printed the key or a warning:\n%s", stderr.String())
+	}
+
+	t.Setenv(monitorKeyEnv, "env-key-0123456789abcdef")
+	stderr, _ = startMonitor(t, "--urls", "127.0.0.1:0")
+	if base := listenAddr(t, stderr.String()); getWithKey(t, base, "/processes", "env-key-0123456789abcdef") != 200 {
+		t.Errorf("key from %s not used", monitorKeyEnv)
+	}
+	if _, done := startMonitor(t, "--urls", "127.0.0.1:0", "--api-key-file", keyFile); done == nil || !isUsage(<-done) {
+		t.Errorf("two key sources accepted")
+	}
+	os.Unsetenv(monitorKeyEnv)
+
+	stderr, _ = startMonitor(t, "--urls", "127.0.0.1:0", "--api-key", "short")
+	if s := stderr.String(); !strings.Contains(s, "visible to every user") || !strings.Contains(s, "5 characters") {
+		t.Errorf("--api-key gave no warning:\n%s", s)
+	}
+	os.Chmod(keyFile, 0o644)
+	stderr, _ = startMonitor(t, "--urls", "127.0.0.1:0", "--api-key-file", keyFile)
+	if !strings.Contains(stderr.String(), "readable by other users") {
+		t.Errorf("a world-readable key file gave no warning:\n%s", stderr.String())
+	}
+}
+
+func isUsage(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee) && ee.Code == exitUsage
+}
+
+// TestMonitorPlainHTTPWarning: serving beyond loopback without TLS warns;
+// https needs a certificate.
+func TestMonitorPlainHTTPWarning(t *testing.T) {
+	stderr, _ := startMonitor(t, "--urls", "0.0.0.0:0", "--api-key", "0123456789abcdefgh")
+	if !strings.Contains(stderr.String(), "plain HTTP") {
+		t.Errorf("no plain-HTTP warning for 0.0.0.0:\n%s", stderr.String())
+	}
+	stderr, _ = startMonitor(t, "--urls", "127.0.0.1:0", "--api-key", "0123456789abcdefgh")
+	if strings.Contains(stderr.String(), "plain HTTP") {
+		t.Errorf("plain-HTTP warning for loopback:\n%s", stderr.String())
+	}
+	if _, done := startMonitor(t, "--urls", "https://127.0.0.1:0"); done == nil || !isUsage(<-done) {
+		t.Error("https without a certificate accepted")
 	}
 }
