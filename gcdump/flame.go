@@ -1,15 +1,13 @@
 package gcdump
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
+	"path"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/google/pprof/profile"
+	"github.com/clrdiag/clrdiag/profile"
+	pprof "github.com/google/pprof/profile"
 )
 
 // Flame is the heap as weighted stacks, for flame-graph viewers: each
@@ -18,8 +16,8 @@ import (
 // are collapsed to one frame, and paths deeper than MaxDepth keep their
 // top and the object's type around a "[...]" frame.
 //
-// This is a small weighted-stack model of its own; the exporters write the
-// same formats as package profile (pprof, folded, speedscope).
+// Weighted turns it into package profile's weighted-stack model, which the
+// export formats of package profile write.
 type Flame struct {
 	// Frames are type names (pseudo-nodes give the root kinds).
 	Frames []Type
@@ -142,115 +140,50 @@ func BuildFlame(g *Graph, d *Dominators, cfg FlameConfig) *Flame {
 	return f
 }
 
-func (f *Flame) frameName(i int) string {
-	return strings.NewReplacer(";", ",", "\n", " ", "\r", " ").Replace(f.Frames[i].Name)
-}
-
-// WriteFolded writes "frame;frame;...;type bytes" lines, sorted, for
-// flamegraph.pl, inferno and speedscope.
-func (f *Flame) WriteFolded(w io.Writer) error {
-	lines := make([]string, 0, len(f.Stacks))
-	var sb strings.Builder
-	for _, s := range f.Stacks {
-		sb.Reset()
-		for i, fr := range s.Frames {
-			if i > 0 {
-				sb.WriteByte(';')
-			}
-			sb.WriteString(f.frameName(fr))
-		}
-		sb.WriteByte(' ')
-		sb.WriteString(strconv.FormatUint(s.Bytes, 10))
-		lines = append(lines, sb.String())
+// Weighted converts the flame to package profile's weighted-stack model,
+// which its export formats write (profile.LookupFormat: pprof, folded,
+// speedscope). The sample types are those of a Go heap profile,
+// inuse_objects (count) and inuse_space (bytes, the default); frames are
+// named by type, with the module's base name (App!App.Item, as the CPU
+// profiles name methods); one group holds every stack.
+func (f *Flame) Weighted(name string) *profile.Weighted {
+	w := &profile.Weighted{
+		Name:       name,
+		Types:      []profile.ValueType{{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
+		Default:    1,
+		PeriodType: profile.ValueType{Type: "space", Unit: "bytes"},
+		Period:     1,
+		Frames:     make([]profile.Frame, len(f.Frames)),
+		Stacks:     make([]profile.Stack, len(f.Stacks)),
+		Comments: []string{"heap snapshot: each object weighs its size, on its dominator-tree path from the kind of root that holds it",
+			fmt.Sprintf("%d objects, %d bytes", f.Objects, f.Bytes)},
 	}
-	slices.Sort(lines)
-	bw := bufio.NewWriter(w)
-	for _, l := range lines {
-		bw.WriteString(l)
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
-}
-
-// Pprof converts the flame to a pprof profile with the sample types of a
-// Go heap profile, inuse_objects (count) and inuse_space (bytes, the
-// default); each frame is a function named by the type, its module as the
-// file name.
-func (f *Flame) Pprof() (*profile.Profile, error) {
-	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
-		PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
-		Period:            1,
-		DefaultSampleType: "inuse_space",
-	}
-	locs := make([]*profile.Location, len(f.Frames))
 	for i, t := range f.Frames {
-		fn := &profile.Function{ID: uint64(i + 1), Name: t.Name, SystemName: t.Name, Filename: t.Module}
-		p.Function = append(p.Function, fn)
-		locs[i] = &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: fn}}}
-		p.Location = append(p.Location, locs[i])
+		w.Frames[i] = profile.Frame{Name: t.Name, Module: moduleBase(t.Module), Resolved: true}
 	}
-	for _, s := range f.Stacks {
-		stack := make([]*profile.Location, len(s.Frames))
-		for i, fr := range s.Frames {
-			stack[len(s.Frames)-1-i] = locs[fr] // leaf first
+	g := profile.Group{Name: "heap", Samples: make([]profile.Sample, len(f.Stacks)), Work: int64(f.Bytes)}
+	for i, s := range f.Stacks {
+		frames := make([]int, len(s.Frames))
+		for k, fr := range s.Frames {
+			frames[len(frames)-1-k] = fr // leaf first
 		}
-		p.Sample = append(p.Sample, &profile.Sample{Location: stack, Value: []int64{s.Objects, int64(s.Bytes)}})
+		w.Stacks[i] = profile.Stack{Frames: frames}
+		g.Samples[i] = profile.Sample{Stack: i, Values: []int64{s.Objects, int64(s.Bytes)}}
 	}
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("gcdump: pprof conversion: %w", err)
-	}
-	return p, nil
+	w.Groups = []profile.Group{g}
+	return w
 }
 
-// WritePprof writes the gzipped pprof profile.
-func (f *Flame) WritePprof(w io.Writer) error {
-	p, err := f.Pprof()
-	if err != nil {
-		return err
-	}
-	return p.Write(w)
-}
+// Pprof converts the flame to a pprof profile, through Weighted: sample
+// types inuse_objects and inuse_space (the default).
+func (f *Flame) Pprof() (*pprof.Profile, error) { return f.Weighted("heap").Pprof() }
 
-// WriteSpeedscope writes the flame as a speedscope file: one "sampled"
-// profile whose samples are the stacks and whose weights are bytes.
-func (f *Flame) WriteSpeedscope(w io.Writer, name string) error {
-	type frame struct {
-		Name string `json:"name"`
-		File string `json:"file,omitempty"`
+// moduleBase is a module's file name without directory and extension, as
+// the CPU profiles name modules.
+func moduleBase(m string) string {
+	if m == "" {
+		return ""
 	}
-	type prof struct {
-		Type       string   `json:"type"`
-		Name       string   `json:"name"`
-		Unit       string   `json:"unit"`
-		StartValue uint64   `json:"startValue"`
-		EndValue   uint64   `json:"endValue"`
-		Samples    [][]int  `json:"samples"`
-		Weights    []uint64 `json:"weights"`
-	}
-	doc := struct {
-		Schema string `json:"$schema"`
-		Shared struct {
-			Frames []frame `json:"frames"`
-		} `json:"shared"`
-		Profiles           []prof `json:"profiles"`
-		Name               string `json:"name"`
-		ActiveProfileIndex int    `json:"activeProfileIndex"`
-		Exporter           string `json:"exporter"`
-	}{Schema: "https://www.speedscope.app/file-format-schema.json", Name: name, Exporter: "clrdiag gcdump"}
-	for _, t := range f.Frames {
-		doc.Shared.Frames = append(doc.Shared.Frames, frame{Name: t.Name, File: t.Module})
-	}
-	p := prof{Type: "sampled", Name: name + " (retained bytes by dominator path)", Unit: "bytes", EndValue: f.Bytes,
-		Samples: make([][]int, 0, len(f.Stacks)), Weights: make([]uint64, 0, len(f.Stacks))}
-	for _, s := range f.Stacks {
-		p.Samples = append(p.Samples, s.Frames)
-		p.Weights = append(p.Weights, s.Bytes)
-	}
-	doc.Profiles = []prof{p}
-	bw := bufio.NewWriter(w)
-	if err := json.NewEncoder(bw).Encode(doc); err != nil {
-		return err
-	}
-	return bw.Flush()
+	m = path.Base(strings.ReplaceAll(m, `\`, "/"))
+	return strings.TrimSuffix(strings.TrimSuffix(m, ".dll"), ".exe")
 }

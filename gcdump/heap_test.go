@@ -8,6 +8,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/gcdump/gcdumptest"
+	"github.com/clrdiag/clrdiag/profile"
 )
 
 func leakyGraph(t testing.TB, n int, opt gcdumptest.Options) *gcdump.Graph {
@@ -176,7 +177,7 @@ func TestFlame(t *testing.T) {
 	g := leakyGraph(t, 10, gcdumptest.Options{})
 	f := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{})
 	var folded bytes.Buffer
-	if err := f.WriteFolded(&folded); err != nil {
+	if err := profile.WriteFolded(&folded, f.Weighted("leaky")); err != nil {
 		t.Fatal(err)
 	}
 	lines := map[string]string{}
@@ -184,14 +185,14 @@ func TestFlame(t *testing.T) {
 		i := strings.LastIndexByte(l, ' ')
 		lines[l[:i]] = l[i+1:]
 	}
-	sv := "[static vars];[static var System.Collections.Generic.List<App.Item>.s_items];System.Collections.Generic.List<App.Item>"
+	sv := "[static vars];[static var System.Collections.Generic.List<App.Item>.s_items];System.Private.CoreLib!System.Collections.Generic.List<App.Item>"
 	for stack, bytes := range map[string]string{
-		sv:                          "32",
-		sv + ";App.Item[]":          "112",
-		sv + ";App.Item[];App.Item": "400",
-		sv + ";App.Item[];App.Item;System.String": "300",
-		"[local vars];App.Item":                   "40",
-		"[held by several roots];System.String":   "30", // the local's item and the handle
+		sv:                                  "32",
+		sv + ";App!App.Item[]":              "112",
+		sv + ";App!App.Item[];App!App.Item": "400",
+		sv + ";App!App.Item[];App!App.Item;System.Private.CoreLib!System.String": "300",
+		"[local vars];App!App.Item":                                    "40",
+		"[held by several roots];System.Private.CoreLib!System.String": "30", // the local's item and the handle
 	} {
 		if lines[stack] != bytes {
 			t.Errorf("%s: %q, want %s\n%s", stack, lines[stack], bytes, folded.String())

@@ -10,12 +10,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/profile"
 )
 
 func init() { registerGCDump(newGCDumpConvertCmd) }
 
-// gcdumpFormats are the flame graph formats and their file extensions.
-var gcdumpFormats = map[string]string{"pprof": ".pb.gz", "folded": ".folded", "speedscope": ".speedscope.json"}
+// gcdumpFormat finds a format of package profile that fits a heap: one
+// that does not draw time.
+func gcdumpFormat(name string) (profile.Format, error) {
+	var names []string
+	for _, f := range profile.Formats() {
+		if f.Timeline && f.Name != "speedscope" {
+			continue // chromium draws a timeline a heap does not have
+		}
+		if strings.EqualFold(f.Name, name) {
+			return f, nil
+		}
+		names = append(names, f.Name)
+	}
+	return profile.Format{}, usageErrorf("--format %q: use %s", name, strings.Join(names, ", "))
+}
 
 func newGCDumpConvertCmd(e *env) *cobra.Command {
 	src := gcdumpSource{tf: e.targetFlags()}
@@ -33,10 +47,11 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 			"FILE with the format's extension (.pb.gz, .folded, .speedscope.json); - is standard output.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ext, ok := gcdumpFormats[format]
-			if !ok {
-				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--format %q: use pprof, folded or speedscope", format)}
+			ft, err := gcdumpFormat(format)
+			if err != nil {
+				return err
 			}
+			ext := ft.Suffix
 			if depth < 0 {
 				return &ExitError{Code: exitUsage, Err: errors.New("--max-depth must be positive")}
 			}
@@ -60,15 +75,7 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 			if len(args) == 1 {
 				name = filepath.Base(args[0])
 			}
-			n, err := writeOutput(e, out, false, force, func(w io.Writer) error {
-				switch format {
-				case "pprof":
-					return f.WritePprof(w)
-				case "folded":
-					return f.WriteFolded(w)
-				}
-				return f.WriteSpeedscope(w, name)
-			})
+			n, err := writeOutput(e, out, false, force, func(w io.Writer) error { return ft.Write(w, f.Weighted(name)) })
 			if err != nil {
 				return err
 			}

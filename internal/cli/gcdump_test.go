@@ -107,7 +107,7 @@ func TestGCDumpFake(t *testing.T) {
 	}
 	checkPprof(t, pb, "App.Item", "inuse_space")
 	code, out, _ = run(t, "gcdump", "convert", after, "--format", "folded", "-o", "-")
-	if code != 0 || !strings.Contains(out, "[local vars];App.Item 40\n") {
+	if code != 0 || !strings.Contains(out, "[local vars];App!App.Item 40\n") {
 		t.Errorf("folded:\n%s", out)
 	}
 	code, out, _ = run(t, "gcdump", "convert", after, "--format", "speedscope", "-o", "-")
@@ -120,7 +120,7 @@ func TestGCDumpFake(t *testing.T) {
 			Weights []uint64 `json:"weights"`
 		} `json:"profiles"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &ss) != nil || len(ss.Profiles) != 1 || ss.Profiles[0].Unit != "bytes" ||
+	if code != 0 || json.Unmarshal([]byte(out), &ss) != nil || len(ss.Profiles) == 0 || ss.Profiles[0].Unit != "bytes" ||
 		len(ss.Profiles[0].Samples) != len(ss.Profiles[0].Weights) || len(ss.Profiles[0].Samples) == 0 {
 		t.Errorf("speedscope: %d\n%.500s", code, out)
 	}
