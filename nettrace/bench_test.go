@@ -2,6 +2,7 @@ package nettrace
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -312,4 +313,106 @@ func errorsAs(err error, target **FormatError) bool {
 		*target = fe
 	}
 	return ok
+}
+
+// countPart is what trace stats keeps: events per metadata record and the
+// time range.
+type countPart struct {
+	n           []int64
+	first, last int64
+	seen        bool
+}
+
+func (p *countPart) Event(ev *Event) {
+	i := ev.Metadata.Index()
+	if i >= len(p.n) {
+		p.n = append(p.n, make([]int64, i+1-len(p.n))...)
+	}
+	p.n[i]++
+	if !p.seen {
+		p.first, p.last, p.seen = ev.Timestamp, ev.Timestamp, true
+	} else if ev.Timestamp < p.first {
+		p.first = ev.Timestamp
+	} else if ev.Timestamp > p.last {
+		p.last = ev.Timestamp
+	}
+}
+
+func (p *countPart) Reset() {
+	clear(p.n)
+	p.seen = false
+}
+
+func (p *countPart) add(q *countPart) {
+	if len(q.n) > len(p.n) {
+		p.n = append(p.n, make([]int64, len(q.n)-len(p.n))...)
+	}
+	for i, c := range q.n {
+		p.n[i] += c
+	}
+	if q.seen {
+		if !p.seen || q.first < p.first {
+			p.first = q.first
+		}
+		if !p.seen || q.last > p.last {
+			p.last = q.last
+		}
+		p.seen = true
+	}
+}
+
+// BenchmarkCount counts events per kind and the time range, the work of
+// trace stats: serially with ReadEvent, and with ReadParallel on 1 and
+// GOMAXPROCS workers.
+func BenchmarkCount(b *testing.B) {
+	for _, in := range benchInputs(b) {
+		b.Run(in.name+"/serial", func(b *testing.B) {
+			benchCount(b, in.data, func(r *Reader, total *countPart) error {
+				var ev Event
+				for {
+					err := r.ReadEvent(&ev)
+					if err != nil {
+						return err
+					}
+					total.Event(&ev)
+				}
+			})
+		})
+		for _, w := range []int{1, 0} {
+			b.Run(fmt.Sprintf("%s/parallel-%d", in.name, w), func(b *testing.B) {
+				benchCount(b, in.data, func(r *Reader, total *countPart) error {
+					return ReadParallel(context.Background(), r, ParallelConfig{Workers: w},
+						func() *countPart { return &countPart{} },
+						func(p *countPart) error { total.add(p); return nil })
+				})
+			})
+		}
+	}
+}
+
+func benchCount(b *testing.B, data []byte, read func(*Reader, *countPart) error) {
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var events int64
+	start := time.Now()
+	for b.Loop() {
+		r, err := NewReader(onlyReader{bytes.NewReader(data)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total countPart
+		err = read(r, &total)
+		if err != nil && err != io.EOF {
+			var fe *FormatError
+			if !errorsAs(err, &fe) || !fe.Truncated() {
+				b.Fatal(err)
+			}
+		}
+		events = 0
+		for _, c := range total.n {
+			events += c
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
 }

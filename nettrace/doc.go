@@ -83,12 +83,35 @@
 // place; ReadEvent does not allocate once the buffers have grown to the
 // largest block. Event.Payload and the stack alias that buffer and are valid
 // only until the next ReadEvent call: copy them to keep them. Metadata
-// pointers stay valid for the life of the Reader.
+// pointers stay valid for the life of the Reader, and Metadata.Index numbers
+// them densely, so a consumer can keep per-kind state in slices instead of
+// maps.
+//
+// ReadEvent decodes the common compressed event (short varints, known
+// metadata, a stack id of the current region) in one function without
+// calls, and hands everything else to a general decoder; a test and the
+// fuzzer check that the two agree on every input.
+//
+// # Every core on one trace
+//
+// ReadParallel reads the rest of a stream with one goroutine that frames
+// blocks and keeps the metadata, stack, thread and label tables, workers
+// that decode event blocks into consumer-defined Parts, and a merge, on the
+// calling goroutine, that receives the parts in stream order. Tables are
+// shared with the workers copy-on-write; sequence-number gaps, sequence
+// points and metadata defined inside event blocks are settled by the merge
+// in stream order (a block that needs it is decoded again there), so the
+// events, the error and the Stats are exactly those of ReadEvent. Blocks in
+// flight are bounded (ParallelConfig.MaxInFlight), so memory stays flat on
+// streams of any length. Use it when the consumer's work commutes across
+// blocks (counts, ranges, stacks aggregated into a profile); use ReadEvent
+// for the events in stream order.
 //
 // # Concurrency
 //
-// A Reader or Writer must be used by one goroutine at a time. Distinct
-// Readers share nothing. The package has no global mutable state.
+// A Reader or Writer must be used by one goroutine at a time (ReadParallel
+// runs its own goroutines and returns when they are done). Distinct Readers
+// share nothing. The package has no global mutable state.
 //
 // # Debugging
 //

@@ -107,7 +107,16 @@ type Metadata struct {
 	// FieldsError is set when the field list could not be parsed; the event
 	// is then treated as having no fields (as TraceEvent does).
 	FieldsError error
+
+	index int
 }
+
+// Index numbers the metadata records a Reader has read, from 1, in the
+// order it read them; it is 0 for a record the caller made. Records are
+// never renumbered and no two records of one Reader (ReadParallel included)
+// share a number, so a consumer can count or cache per kind of event in a
+// slice indexed by Index rather than in a map.
+func (m *Metadata) Index() int { return m.index }
 
 // Event is one decoded event. Reader.ReadEvent fills a caller-provided Event,
 // so a loop can reuse one value without allocating.

@@ -2,6 +2,7 @@ package nettrace_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -64,4 +65,55 @@ func ExampleReader_All() {
 		fmt.Println(ev.Metadata.EventName, ev.ThreadID)
 	}
 	// Output: OrderPlaced 7
+}
+
+// perKind counts events per kind of event: a Part for ReadParallel. It
+// keys slices by Metadata.Index, so counting needs no map.
+type perKind struct {
+	n    []int
+	kind []*nettrace.Metadata
+}
+
+func (p *perKind) Event(ev *nettrace.Event) { p.count(ev.Metadata, 1) }
+
+func (p *perKind) Reset() { clear(p.n) }
+
+func (p *perKind) count(md *nettrace.Metadata, n int) {
+	i := md.Index()
+	for i >= len(p.n) {
+		p.n = append(p.n, 0)
+		p.kind = append(p.kind, nil)
+	}
+	p.n[i] += n
+	p.kind[i] = md
+}
+
+func ExampleReadParallel() {
+	r, _ := nettrace.NewReader(bytes.NewReader(buildExample()))
+	// Workers decode blocks into parts; merge sees the parts in stream
+	// order, on this goroutine.
+	var total perKind
+	err := nettrace.ReadParallel(context.Background(), r, nettrace.ParallelConfig{},
+		func() *perKind { return &perKind{} },
+		func(p *perKind) error {
+			for i, n := range p.n {
+				if n > 0 {
+					total.count(p.kind[i], n)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i, n := range total.n {
+		if n > 0 {
+			fmt.Println(total.kind[i].EventName, n)
+		}
+	}
+	fmt.Println("events", r.Stats().Events)
+	// Output:
+	// OrderPlaced 1
+	// events 1
 }

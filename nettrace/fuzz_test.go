@@ -41,13 +41,15 @@ func fuzzSeeds(f *testing.F) [][]byte {
 // FuzzReader feeds arbitrary bytes to the reader: it must never panic or
 // hang, must end with io.EOF (only after the end-of-stream marker) or a
 // *FormatError / ErrUnsupportedFormat, everything it returns must be
-// usable, and ReadEvent's fast path must agree with the general decoder.
+// usable, ReadEvent's fast path must agree with the general decoder, and
+// ReadParallel with ReadEvent.
 func FuzzReader(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastPath(t, data)
+		checkParallel(t, data, ParallelConfig{Workers: 2, MaxInFlight: 3})
 		r, err := NewReaderConfig(bytes.NewReader(data), ReaderConfig{BufferSize: 4096})
 		if err != nil {
 			var fe *FormatError

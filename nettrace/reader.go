@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"math/bits"
+	"sync/atomic"
 	"time"
 )
 
@@ -114,6 +115,27 @@ type Reader struct {
 	lastThrOK  bool
 
 	stats Stats
+
+	// metaIdx numbers metadata records (Metadata.Index); the readers of a
+	// ReadParallel pipeline share their main Reader's counter.
+	metaIdx    *atomic.Int64
+	metaIdxOwn atomic.Int64
+
+	// Parallel reading (parallel.go). role says what this Reader does in a
+	// ReadParallel pipeline; the zero value is a plain serial Reader.
+	role readerRole
+	// splitter: actions for the merging goroutine, in stream order, and
+	// the copy-on-write generations of the tables workers read: pubGen
+	// counts the event blocks handed out, and a table whose generation is
+	// behind it is shared, so it is copied before it changes.
+	pending                                        []ordAction
+	pubGen, metaGen, stackGen, labelGen, threadGen uint64
+	// worker and replay: the first sequence number of each capture thread
+	// in the block; needOrder is set when the block defines metadata.
+	firsts    []seqMark
+	needOrder bool
+	// replay: metadata records defined inside the event block.
+	newDefs []*Metadata
 }
 
 const seqCacheSize = 64
@@ -189,6 +211,7 @@ func NewReaderConfig(r io.Reader, cfg ReaderConfig) (*Reader, error) {
 		seqs:    make(map[uint64]uint32),
 		metaMap: make(map[uint32]*Metadata),
 	}
+	rd.metaIdx = &rd.metaIdxOwn
 	if err := rd.readStreamHeader(); err != nil {
 		return nil, err
 	}
@@ -1268,6 +1291,9 @@ func (r *Reader) checkSeq(ct uint64, seq uint32) {
 		if d := int32(seq - last - 1); d > 0 {
 			r.stats.DroppedEvents += uint64(d)
 		}
+	} else if !ok && r.role >= roleWorker {
+		// The gap before it is counted in stream order by the merge.
+		r.firsts = append(r.firsts, seqMark{ct, seq})
 	}
 	r.curCap, r.curSeq, r.curLive = ct, seq, true
 }
@@ -1434,6 +1460,11 @@ func (r *Reader) addMetadataBlob(payload []byte, off int64) error {
 }
 
 func (r *Reader) addMetadata(md *Metadata, off int64) error {
+	if r.role == roleWorker {
+		// Only the merge, in stream order, may define metadata.
+		r.needOrder = true
+		return errNeedsOrder
+	}
 	if md.ID == 0 {
 		return r.errAt(off, nil, "metadata record defines id 0, which is reserved")
 	}
@@ -1443,16 +1474,32 @@ func (r *Reader) addMetadata(md *Metadata, off int64) error {
 	if r.cfg.MaxMetadata > 0 && r.stats.Metadata >= int64(r.cfg.MaxMetadata) && r.lookupMeta(md.ID) == nil {
 		return r.errAt(off, nil, "more than %d metadata records (ReaderConfig.MaxMetadata)", r.cfg.MaxMetadata)
 	}
+	r.ownMeta()
+	r.setMeta(md)
+	md.index = int(r.metaIdx.Add(1))
+	r.stats.Metadata++
+	switch r.role {
+	case roleSplitter:
+		r.pending = append(r.pending, ordAction{kind: actMetaDef, ct: uint64(md.ID), off: off, st: r.stats})
+	case roleReplay:
+		r.newDefs = append(r.newDefs, md)
+	}
+	return nil
+}
+
+// setMeta stores md in the metadata table.
+func (r *Reader) setMeta(md *Metadata) {
 	if md.ID < 1<<16 {
 		for int(md.ID) >= len(r.meta) {
 			r.meta = append(r.meta, nil)
 		}
 		r.meta[md.ID] = md
 	} else {
+		if r.metaMap == nil {
+			r.metaMap = make(map[uint32]*Metadata)
+		}
 		r.metaMap[md.ID] = md
 	}
-	r.stats.Metadata++
-	return nil
 }
 
 func (r *Reader) parseMetadataBlock(b []byte, off int64) error {
@@ -1497,6 +1544,7 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 	if r.cfg.MaxStackBytes > 0 && len(r.arena)+len(b) > r.cfg.MaxStackBytes {
 		return r.errAt(off, nil, "more than %d bytes of stacks without a sequence point (ReaderConfig.MaxStackBytes)", r.cfg.MaxStackBytes)
 	}
+	r.ownStacks()
 	r.arena = append(r.arena, b...)
 	blk := r.arena[base:]
 	contiguous := len(r.stacks) == 0 || first == r.stackBase+uint32(len(r.stacks))
@@ -1546,6 +1594,11 @@ func (r *Reader) resolveStack(id uint32) ([]byte, error) {
 }
 
 func (r *Reader) resetStacks() {
+	if r.stackGen != r.pubGen {
+		// Workers still read them: start new ones.
+		r.arena, r.stacks = nil, nil
+		r.stackGen = r.pubGen
+	}
 	r.arena = r.arena[:0]
 	r.stacks = r.stacks[:0]
 	r.stackMap = nil
@@ -1562,7 +1615,7 @@ func (r *Reader) parseSPBlockV4(b []byte, off int64) error {
 	}
 	for i := 0; i < int(n); i++ {
 		e := b[12+i*12:]
-		r.checkpoint(binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint32(e[8:]))
+		r.seqCheckpoint(binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint32(e[8:]))
 	}
 	r.stats.SequencePoints++
 	r.stats.LastSequencePoint = int64(binary.LittleEndian.Uint64(b))

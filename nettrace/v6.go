@@ -45,7 +45,7 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 		t := c.uvarint()
 		s := uint32(c.uvarint())
 		if c.err == nil {
-			r.checkpoint(t, s)
+			r.seqCheckpoint(t, s)
 		}
 	}
 	if c.err != nil {
@@ -54,16 +54,21 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 	r.stats.SequencePoints++
 	r.stats.LastSequencePoint = int64(ts)
 	r.resetStacks()
+	r.ownLabels()
 	clear(r.labels)
 	if flags&spFlushThreads != 0 {
-		r.syncSeqs()
+		r.seqForgetAll()
+		r.ownThreads()
 		clear(r.threads)
-		clear(r.seqs)
 		r.lastThrOK = false
 	}
 	if flags&spFlushMetadata != 0 {
+		r.ownMeta()
 		clear(r.meta)
 		clear(r.metaMap)
+		if r.role == roleSplitter {
+			r.pending = append(r.pending, ordAction{kind: actFlushMeta})
+		}
 	}
 	return nil
 }
@@ -108,6 +113,7 @@ func (r *Reader) parseThreadBlock(b []byte, off int64) error {
 		if len(r.threads) >= 1<<20 {
 			return r.errAt(off+int64(p), nil, "more than %d threads in the thread table", 1<<20)
 		}
+		r.ownThreads()
 		r.threads[t.Index] = t
 		r.lastThrOK = false
 		p += n
@@ -123,9 +129,9 @@ func (r *Reader) parseRemoveThreadBlock(b []byte, off int64) error {
 		if c.err != nil {
 			break
 		}
-		r.checkpoint(idx, seq)
-		r.syncSeqs()
-		delete(r.seqs, idx)
+		r.seqCheckpoint(idx, seq)
+		r.seqForget(idx)
+		r.ownThreads()
 		delete(r.threads, idx)
 	}
 	r.lastThrOK = false
@@ -192,6 +198,7 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 				break
 			}
 		}
+		r.ownLabels()
 		if r.labels == nil {
 			r.labels = make(map[uint32]*LabelList)
 		}

@@ -25,12 +25,14 @@ func init() { registerTrace(newTraceEventsCmd) }
 // eventFilter selects events by provider and by event id or name. Values of
 // one kind are alternatives; the two kinds must both match when given. It
 // also names each kind of event once: everything it learns is cached per
-// metadata record, so nothing is looked up or formatted per event beyond one
-// map access.
+// metadata record, in a slice indexed by Metadata.Index, so nothing is
+// looked up in a map or formatted per event.
 type eventFilter struct {
 	providers []string
 	events    []string
-	kinds     map[*nettrace.Metadata]*eventKind
+	byIndex   []*eventKind                      // by Metadata.Index
+	others    map[*nettrace.Metadata]*eventKind // records without an Index
+	kinds     []*eventKind                      // every kind seen
 }
 
 // eventKind is what the filter knows of one metadata record.
@@ -47,7 +49,7 @@ type eventKind struct {
 }
 
 func newEventFilter(providers, events []string) (*eventFilter, error) {
-	f := &eventFilter{kinds: map[*nettrace.Metadata]*eventKind{}}
+	f := &eventFilter{}
 	for _, p := range providers {
 		if strings.TrimSpace(p) == "" {
 			return nil, fmt.Errorf("--provider needs a provider name")
@@ -68,7 +70,14 @@ func (f *eventFilter) active() bool { return len(f.providers) > 0 || len(f.event
 
 // kind returns the cached description of md, computing it the first time.
 func (f *eventFilter) kind(md *nettrace.Metadata) *eventKind {
-	if k := f.kinds[md]; k != nil {
+	if i := md.Index(); i > 0 && i < len(f.byIndex) && f.byIndex[i] != nil {
+		return f.byIndex[i]
+	}
+	return f.newKind(md)
+}
+
+func (f *eventFilter) newKind(md *nettrace.Metadata) *eventKind {
+	if k := f.others[md]; k != nil {
 		return k
 	}
 	k := &eventKind{provider: md.ProviderName, id: md.EventID,
@@ -88,15 +97,27 @@ func (f *eventFilter) kind(md *nettrace.Metadata) *eventKind {
 		}
 		k.match = k.match && evOK
 	}
-	f.kinds[md] = k
+	f.kinds = append(f.kinds, k)
+	if i := md.Index(); i > 0 {
+		if i >= len(f.byIndex) {
+			f.byIndex = append(f.byIndex, make([]*eventKind, i+1-len(f.byIndex))...)
+		}
+		f.byIndex[i] = k
+	} else {
+		if f.others == nil {
+			f.others = map[*nettrace.Metadata]*eventKind{}
+		}
+		f.others[md] = k
+	}
 	return k
 }
 
-// match reports whether events of md pass the filter, and counts them.
-func (f *eventFilter) match(md *nettrace.Metadata) bool {
+// match returns what the filter knows of md and whether its events pass,
+// and counts them.
+func (f *eventFilter) match(md *nettrace.Metadata) (*eventKind, bool) {
 	k := f.kind(md)
 	k.seen++
-	return k.match
+	return k, k.match
 }
 
 // noMatch explains a filter that matched no event: which providers, or
@@ -294,10 +315,10 @@ func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *even
 		if n%4096 == 0 && ctx != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !f.match(ev.Metadata) {
+		k, ok := f.match(ev.Metadata)
+		if !ok {
 			continue
 		}
-		k := f.kinds[ev.Metadata]
 		payload, perr := eventPayload(&ev, k, ptrSize)
 		raw := perr != nil || (payload == nil && len(ev.Payload) > 0)
 		if asJSON {

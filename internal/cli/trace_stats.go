@@ -90,13 +90,21 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 // openTraceInput opens FILE, or standard input for "-".
 func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	if path == "-" {
-		return bufio.NewReaderSize(interruptible(e.ctx, e.stdin), 1<<20), "(stdin)", func() {}, nil
+		return interruptible(e.ctx, e.stdin), "(stdin)", func() {}, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("open trace: %w (give a .nettrace/.netperf file, or - for standard input)", err)
 	}
-	return bufio.NewReaderSize(interruptible(e.ctx, f), 1<<20), path, func() { f.Close() }, nil
+	// A regular file is read as it is: reads of it end, the readers check
+	// ctx between blocks, and it needs no buffer here (the reader buffers
+	// small reads and reads blocks straight into its block buffers, one
+	// copy instead of two). Anything else may block: read it through
+	// interruptible so that a Ctrl-C stops the command.
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return f, path, func() { f.Close() }, nil
+	}
+	return interruptible(e.ctx, f), path, func() { f.Close() }, nil
 }
 
 // collectTraceStats reads the whole trace. It returns nil stats only when
@@ -113,35 +121,24 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 		ProcessID: h.ProcessID, Processors: h.ProcessorCount,
 		Providers: map[string]int{}, EventsByID: map[string]int{}, EventNames: map[string]string{},
 	}
-	// Count per metadata record, then fold into names: no map access with a
-	// formatted key per event.
-	perMeta := map[*nettrace.Metadata]int{}
-	var ev nettrace.Event
-	var first, last int64
-	var n int64
+	// Count per metadata record (by Metadata.Index, no map per event) on
+	// every core, then fold the counts into names once per record.
 	ctx := cmd.Context()
-	for {
-		err = r.ReadEvent(&ev)
-		if err != nil {
-			break
-		}
-		if n == 0 || ev.Timestamp < first {
-			first = ev.Timestamp
-		}
-		if n == 0 || ev.Timestamp > last {
-			last = ev.Timestamp
-		}
-		n++
-		perMeta[ev.Metadata]++
-		if n%(1<<16) == 0 && ctx != nil && ctx.Err() != nil {
-			err = ctx.Err()
-			break
-		}
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	for md, c := range perMeta {
-		st.Providers[md.ProviderName] += c
+	var total statsPart
+	err = nettrace.ReadParallel(ctx, r, nettrace.ParallelConfig{},
+		func() *statsPart { return &statsPart{} },
+		func(p *statsPart) error { total.add(p); return nil })
+	for i, c := range total.n {
+		if c == 0 {
+			continue
+		}
+		md := total.md[i]
+		st.Providers[md.ProviderName] += int(c)
 		key := fmt.Sprintf("%s/%d", md.ProviderName, md.EventID)
-		st.EventsByID[key] += c
+		st.EventsByID[key] += int(c)
 		if name := clrevents.EventName(md.ProviderName, md.EventID, md.EventName); name != "" {
 			st.EventNames[key] = name // once per metadata record, never per event
 		}
@@ -149,16 +146,75 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 	s := r.Stats()
 	st.Events, st.Metadata, st.Stacks = s.Events, s.Metadata, s.Stacks
 	st.SequencePoints, st.DroppedEvents, st.Complete, st.Bytes = s.SequencePoints, s.DroppedEvents, s.Complete, s.Bytes
-	if n > 0 {
-		t0, t1 := h.TimeOf(first), h.TimeOf(last)
+	if total.seen {
+		t0, t1 := h.TimeOf(total.first), h.TimeOf(total.last)
 		st.StartTime, st.EndTime = &jsonTime{t0}, &jsonTime{t1}
 		st.TimeSpan = t1.Sub(t0).Seconds()
 	}
-	if err == io.EOF {
+	if err == nil {
 		return st, nil
 	}
 	st.Error = err.Error()
 	return st, fmt.Errorf("%s: %w", name, err)
+}
+
+// statsPart counts the events of a run of blocks per metadata record and
+// keeps their time range (nettrace.ReadParallel decodes runs on every core).
+type statsPart struct {
+	n           []int64              // by Metadata.Index
+	md          []*nettrace.Metadata // by Metadata.Index
+	first, last int64
+	seen        bool
+}
+
+func (p *statsPart) Event(ev *nettrace.Event) {
+	i := ev.Metadata.Index()
+	if i >= len(p.n) {
+		p.grow(i + 1)
+	}
+	if p.n[i] == 0 {
+		p.md[i] = ev.Metadata
+	}
+	p.n[i]++
+	if ts := ev.Timestamp; !p.seen {
+		p.first, p.last, p.seen = ts, ts, true
+	} else if ts < p.first {
+		p.first = ts
+	} else if ts > p.last {
+		p.last = ts
+	}
+}
+
+func (p *statsPart) grow(n int) {
+	p.n = append(p.n, make([]int64, n-len(p.n))...)
+	p.md = append(p.md, make([]*nettrace.Metadata, n-len(p.md))...)
+}
+
+func (p *statsPart) Reset() {
+	clear(p.n)
+	p.seen = false
+}
+
+// add merges q into p.
+func (p *statsPart) add(q *statsPart) {
+	if len(q.n) > len(p.n) {
+		p.grow(len(q.n))
+	}
+	for i, c := range q.n {
+		if c != 0 {
+			p.n[i] += c
+			p.md[i] = q.md[i]
+		}
+	}
+	if q.seen {
+		if !p.seen || q.first < p.first {
+			p.first = q.first
+		}
+		if !p.seen || q.last > p.last {
+			p.last = q.last
+		}
+		p.seen = true
+	}
 }
 
 // headerError turns a NewReader failure into an actionable error: damaged
