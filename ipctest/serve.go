@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"github.com/clrdiag/clrdiag/ipc"
@@ -146,6 +147,12 @@ func (s *Server) handle(set, id uint8, req ipc.Request) reply {
 				return reply{errHR: s.cfg.DumpHRESULT, errMsg: s.cfg.DumpMessage, withMsg: true}
 			}
 			return errReply(s.cfg.DumpHRESULT)
+		}
+		if s.cfg.DumpContent != nil {
+			// As createdump: the file at the path, world-readable.
+			if err := os.WriteFile(r.Path, s.cfg.DumpContent, 0o644); err != nil {
+				return errReply(ipc.HRFail)
+			}
 		}
 		return okHR()
 	case *ipc.AttachProfilerRequest:

@@ -120,6 +120,10 @@ type Config struct {
 	// DumpMessage is the text GenerateCoreDump3 adds.
 	DumpHRESULT uint32
 	DumpMessage string
+	// DumpContent, when non-nil, is written at the path of each dump that
+	// succeeds (mode 0644, as createdump leaves it); a path that cannot be
+	// written fails with E_FAIL, as the runtime does.
+	DumpContent []byte
 	// ProfilerHRESULT, when non-zero, fails AttachProfiler and
 	// StartupProfiler with that HRESULT.
 	ProfilerHRESULT uint32

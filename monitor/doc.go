@@ -16,9 +16,16 @@
 //	                                     counter samples (JSON)
 //	GET  /processes/{pid}/stacks?format= the managed stack of every thread (package stacks),
 //	                                     JSON or, with format=text, as dotnet-stack prints it
-//	GET  /processes/{pid}/gcdump?timeout= a heap snapshot (package gcdump) streamed as a .gcdump
-//	                                     file; also GET /gcdump?pid= as dotnet-monitor spells it
+//	GET  /processes/{pid}/gcdump?timeout= a heap snapshot (package gcdump) streamed as a .gcdump file
 //	GET  /metrics                        Prometheus exposition (see Metrics)
+//	GET  /                               the index of the routes and their parameters (JSON; Routes)
+//
+// dotnet-monitor's spellings reach the same handlers, the process named by
+// ?pid= or ?name=: GET /process, /env, /dump (streams the dump back),
+// /trace (profile=Cpu, GcCollect), /livemetrics, /stacks, /gcdump, and
+// GET /info; duration is also accepted as durationSeconds. Routes (and
+// GET /) say how each differs from dotnet-monitor's. The table of routes
+// is routes.go: a route added there is served and listed.
 //
 // Every route requires "Authorization: Bearer <Config.APIKey>" unless
 // Config.NoAuth is set. Dumps are written only to Config.DumpDir, under a

@@ -11,18 +11,6 @@ import (
 	"github.com/clrdiag/clrdiag/gcdump"
 )
 
-// gcdumpByQuery is dotnet-monitor's spelling, GET /gcdump?pid=N: the same
-// as GET /processes/{pid}/gcdump.
-func (s *Server) gcdumpByQuery(w http.ResponseWriter, r *http.Request) {
-	pid := r.URL.Query().Get("pid")
-	if _, err := strconv.Atoi(pid); err != nil || pid == "" {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("give the process as ?pid=N (got %q)", pid))
-		return
-	}
-	r.SetPathValue("pid", pid)
-	s.withProcess(s.gcdump)(w, r)
-}
-
 // gcdump is GET /processes/{pid}/gcdump: a heap snapshot of the process,
 // streamed as a .gcdump file (as dotnet-gcdump writes it). ?timeout= bounds
 // the heap walk (seconds or a Go duration, default 30s, at most the

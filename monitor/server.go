@@ -84,6 +84,8 @@ type Config struct {
 	NoMetrics bool
 	// CommandTimeout bounds each diagnostic command; 0 means diag's default.
 	CommandTimeout time.Duration
+	// Version is what GET /info reports as the monitor's version.
+	Version string
 	// DumpTimeout bounds a dump request, which lasts as long as createdump
 	// writes the dump; 0 means DefaultDumpTimeout.
 	DumpTimeout time.Duration
@@ -187,15 +189,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.DumpDir = abs
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger, guard: g}
-	s.mux.HandleFunc("GET /processes", s.listProcesses)
-	s.mux.HandleFunc("GET /processes/{pid}", s.withProcess(s.info))
-	s.mux.HandleFunc("GET /processes/{pid}/env", s.withProcess(s.env))
-	s.mux.HandleFunc("POST /processes/{pid}/dump", s.withProcess(s.dump))
-	s.mux.HandleFunc("GET /processes/{pid}/trace", s.withProcess(s.trace))
-	s.mux.HandleFunc("GET /processes/{pid}/counters", s.withProcess(s.counters))
-	s.mux.HandleFunc("GET /processes/{pid}/stacks", s.withProcess(s.stackSnapshot))
-	s.mux.HandleFunc("GET /processes/{pid}/gcdump", s.withProcess(s.gcdump))
-	s.mux.HandleFunc("GET /gcdump", s.gcdumpByQuery)
+	s.registerRoutes() // routes.go: the table GET / lists
 	if !cfg.NoMetrics {
 		c := &collector{s: s}
 		if err := s.reg.Register(c); err != nil {
@@ -380,7 +374,21 @@ func (s *Server) env(w http.ResponseWriter, r *http.Request, _ Process, c *diag.
 
 var dumpTypes = map[string]ipc.DumpType{"": ipc.DumpFull, "full": ipc.DumpFull, "heap": ipc.DumpWithHeap, "mini": ipc.DumpNormal, "triage": ipc.DumpTriage}
 
+// dumpResult is where writeDump put the dump.
+type dumpResult struct{ path, name string }
+
+// dump is POST /processes/{pid}/dump: it answers the dump's path.
 func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, _ *diag.Client) {
+	var res dumpResult
+	s.writeDump(w, r, p, &res)
+	if res.path != "" {
+		writeJSON(w, http.StatusCreated, map[string]string{"path": res.path, "name": res.name})
+	}
+}
+
+// writeDump has the runtime write a dump into DumpDir and fills res; on
+// failure it answers the error and leaves res empty.
+func (s *Server) writeDump(w http.ResponseWriter, r *http.Request, p Process, res *dumpResult) {
 	if s.cfg.DumpDir == "" {
 		writeError(w, http.StatusNotImplemented, errors.New("dumps are disabled: start the monitor with a dump directory (--dump-dir)"))
 		return
@@ -414,11 +422,21 @@ func (s *Server) dump(w http.ResponseWriter, r *http.Request, p Process, _ *diag
 		writeError(w, http.StatusInternalServerError, fmt.Errorf("the dump at %s is not safe to keep: %w", path, err))
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]string{"path": path, "name": name})
+	res.path, res.name = path, name
 }
 
 func (s *Server) durationParam(r *http.Request, def time.Duration) (time.Duration, error) {
-	v := r.URL.Query().Get("duration")
+	q := r.URL.Query()
+	v := q.Get("duration")
+	if secs := q.Get("durationSeconds"); secs != "" { // dotnet-monitor's name
+		if v != "" {
+			return 0, errors.New("give duration= or durationSeconds=, not both")
+		}
+		if n, err := strconv.Atoi(secs); err != nil || n <= 0 {
+			return 0, fmt.Errorf("bad durationSeconds %q: give a positive number of seconds (an endless collection, -1 in dotnet-monitor, is not supported)", secs)
+		}
+		v = secs
+	}
 	if v == "" {
 		return def, nil
 	}

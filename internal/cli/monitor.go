@@ -194,7 +194,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"1m (routes to a process get their ?duration= plus the stop and rundown; a trace stream\n" +
 			"whose client reads nothing for 30s is cut), and a request waits at most --queue-timeout\n" +
 			"for its process's turn (then 503 with Retry-After). Serving on another address than\n" +
-			"loopback over plain HTTP sends the key in clear: give --tls-cert and --tls-key.",
+			"loopback over plain HTTP sends the key in clear: give --tls-cert and --tls-key.\n\n" +
+			monitorRoutesHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -235,7 +236,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			if dumpTimeout < 0 {
 				return usageErrorf("--dump-timeout %v: give a positive duration", dumpTimeout)
 			}
-			cfg := httpmon.Config{APIKey: key, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout,
+			cfg := httpmon.Config{APIKey: key, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout, Version: versionString(),
 				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics,
 				Logger:       slog.New(slog.NewTextHandler(e.stderr, nil)),
 				AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, MaxConns: maxConns,
@@ -356,4 +357,31 @@ func resumeArrivals(ctx context.Context, srv *reverse.Server, suspends bool) {
 			_ = diag.NewClient(rt, nil).ResumeRuntime(rctx)
 		}()
 	}
+}
+
+// monitorRoutesHelp lists the API's routes for 'clrdiag monitor --help',
+// from the table the server serves and GET / lists.
+func monitorRoutesHelp() string {
+	var b strings.Builder
+	b.WriteString("Routes (GET / lists them as JSON, with their parameters):\n")
+	dm := false
+	for _, rt := range httpmon.Routes() {
+		if rt.DotnetMonitor && !dm {
+			b.WriteString("dotnet-monitor's spellings (the process as ?pid=N or ?name=NAME):\n")
+			dm = true
+		}
+		var q []string
+		for _, p := range rt.Params {
+			if p.In == "query" && p.Name != "pid" && p.Name != "name" {
+				q = append(q, p.Name+"=")
+			}
+		}
+		path := rt.Path
+		if len(q) > 0 {
+			path += "?" + strings.Join(q, "&")
+		}
+		fmt.Fprintf(&b, "  %-4s %-40s %s\n", rt.Method, path, rt.Summary)
+	}
+	b.WriteString("duration= also takes dotnet-monitor's durationSeconds=.")
+	return b.String()
 }

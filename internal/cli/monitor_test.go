@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/ipctest"
+	httpmon "github.com/clrdiag/clrdiag/monitor"
 )
 
 // monBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
@@ -274,5 +275,23 @@ func TestMonitorPlainHTTPWarning(t *testing.T) {
 	}
 	if _, done := startMonitor(t, "--urls", "https://127.0.0.1:0"); done == nil || !isUsage(<-done) {
 		t.Error("https without a certificate accepted")
+	}
+}
+
+// TestMonitorRoutesDocumented: every route of the server is in the README
+// and in 'clrdiag monitor --help'.
+func TestMonitorRoutesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, help, _ := run(t, "monitor", "--help")
+	for _, rt := range httpmon.Routes() {
+		if !strings.Contains(string(readme), "`"+rt.Method+" "+rt.Path) {
+			t.Errorf("README does not document %s %s", rt.Method, rt.Path)
+		}
+		if !strings.Contains(help, rt.Method+" "+rt.Path) && !strings.Contains(help, rt.Method+"  "+rt.Path) {
+			t.Errorf("monitor --help does not list %s %s", rt.Method, rt.Path)
+		}
 	}
 }

@@ -1,0 +1,288 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/ipc"
+)
+
+// Param is a parameter of a route.
+type Param struct {
+	Name string `json:"name"`
+	// In is "path" or "query".
+	In          string `json:"in"`
+	Description string `json:"description"`
+}
+
+// Route is one route of the API, as GET / lists it.
+type Route struct {
+	Method  string  `json:"method"`
+	Path    string  `json:"path"`
+	Summary string  `json:"summary"`
+	Params  []Param `json:"params,omitempty"`
+	// DotnetMonitor marks a route spelled as dotnet-monitor's, so that
+	// scripts written for it work; Note says how it differs.
+	DotnetMonitor bool   `json:"dotnetMonitor,omitempty"`
+	Note          string `json:"note,omitempty"`
+
+	handler func(*Server) http.HandlerFunc
+}
+
+// Parameters shared by several routes.
+var (
+	pathPID       = Param{"pid", "path", "process id (see GET /processes)"}
+	queryPID      = Param{"pid", "query", "process id; or name= (the process name, when one process has it)"}
+	queryName     = Param{"name", "query", "process name, instead of pid="}
+	queryDuration = Param{"duration", "query", "how long: seconds or a Go duration (30s, 2m); durationSeconds= is the same in seconds"}
+	queryProfile  = Param{"profile", "query", "a clrdiag/dotnet-trace profile (see clrdiag trace list-profiles); dotnet-monitor's Cpu and GcCollect are accepted"}
+	queryProvider = Param{"providers", "query", "providers in dotnet-trace syntax: Name[:keywords[:level[:args]]],..."}
+	queryDumpType = Param{"type", "query", "full (default), heap, mini or triage; dotnet-monitor's Full, WithHeap, Mini, Triage too"}
+	queryFormat   = Param{"format", "query", "json (default) or text (as clrdiag stack prints it)"}
+	queryTimeout  = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
+)
+
+// routeTable returns every route, in the order GET / lists them (a
+// function, not a variable: the handlers refer back to it).
+func routeTable() []Route {
+	return []Route{
+		{Method: "GET", Path: "/", Summary: "this index of the routes and their parameters (JSON)",
+			handler: func(s *Server) http.HandlerFunc { return s.index }},
+		{Method: "GET", Path: "/processes", Summary: "the .NET processes the monitor serves (JSON: pid, name, commandLine)",
+			handler: func(s *Server) http.HandlerFunc { return s.listProcesses }},
+		{Method: "GET", Path: "/processes/{pid}", Summary: "what the runtime says about itself (ProcessInfo), or what the OS says on .NET Core 3.x", Params: []Param{pathPID},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.info) }},
+		{Method: "GET", Path: "/processes/{pid}/env", Summary: "the environment variables (JSON object; .NET 5+)", Params: []Param{pathPID},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.env) }},
+		{Method: "POST", Path: "/processes/{pid}/dump", Summary: "write a dump into the monitor's --dump-dir; answers its path (JSON)", Params: []Param{pathPID, queryDumpType},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.dump) }},
+		{Method: "GET", Path: "/processes/{pid}/trace", Summary: "an EventPipe trace, streamed as a .nettrace file while it is collected",
+			Params:  []Param{pathPID, queryDuration, queryProfile, queryProvider},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.trace) }},
+		{Method: "GET", Path: "/processes/{pid}/counters", Summary: "System.Runtime counter samples over a duration (JSON array)", Params: []Param{pathPID, queryDuration},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.counters) }},
+		{Method: "GET", Path: "/processes/{pid}/stacks", Summary: "the managed stack of every thread", Params: []Param{pathPID, queryFormat},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.stackSnapshot) }},
+		{Method: "GET", Path: "/processes/{pid}/gcdump", Summary: "a heap snapshot, streamed as a .gcdump file", Params: []Param{pathPID, queryTimeout},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.gcdump) }},
+		{Method: "GET", Path: "/metrics", Summary: "Prometheus exposition of every process's System.Runtime counters (unless --no-metrics)"},
+
+		// dotnet-monitor's spellings.
+		{Method: "GET", Path: "/process", Summary: "as GET /processes/{pid}, with dotnet-monitor's field names (pid, uid, name, commandLine, operatingSystem, processArchitecture)",
+			Params: []Param{queryPID, queryName}, DotnetMonitor: true, Note: "uid= (the runtime cookie) is not accepted: give pid= or name=",
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.processDM, nil) }},
+		{Method: "GET", Path: "/env", Summary: "as GET /processes/{pid}/env", Params: []Param{queryPID, queryName}, DotnetMonitor: true,
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.env, nil) }},
+		{Method: "GET", Path: "/dump", Summary: "write a dump into --dump-dir and stream it back (application/octet-stream)",
+			Params: []Param{queryPID, queryName, queryDumpType}, DotnetMonitor: true,
+			Note:    "the dump is written by the target into the monitor's --dump-dir and kept there; egressProvider= is not accepted; when the monitor cannot read the file (a target in another container), the answer is its path as JSON",
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.dumpDM, nil) }},
+		{Method: "GET", Path: "/trace", Summary: "as GET /processes/{pid}/trace", Params: []Param{queryPID, queryName, queryDuration, queryProfile, queryProvider}, DotnetMonitor: true,
+			Note:    "profile= takes clrdiag's profiles and dotnet-monitor's Cpu and GcCollect (Http, Logs and Metrics are refused); POST /trace with a provider configuration and egressProvider= are not accepted",
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.trace, dmTraceProfile) }},
+		{Method: "GET", Path: "/livemetrics", Summary: "as GET /processes/{pid}/counters", Params: []Param{queryPID, queryName, queryDuration}, DotnetMonitor: true,
+			Note:    "answers one JSON array at the end of the duration (dotnet-monitor streams one JSON object per sample); the System.Runtime counters only",
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.counters, nil) }},
+		{Method: "GET", Path: "/stacks", Summary: "as GET /processes/{pid}/stacks", Params: []Param{queryPID, queryName, queryFormat}, DotnetMonitor: true,
+			Note:    "the format is chosen with format= (json or text), not with the Accept header; no speedscope output",
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.stackSnapshot, nil) }},
+		{Method: "GET", Path: "/gcdump", Summary: "as GET /processes/{pid}/gcdump", Params: []Param{queryPID, queryName, queryTimeout}, DotnetMonitor: true,
+			Note:    "egressProvider= is not accepted",
+			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.gcdump, nil) }},
+		{Method: "GET", Path: "/info", Summary: "the monitor itself: version and diagnostic port mode (JSON)", DotnetMonitor: true,
+			handler: func(s *Server) http.HandlerFunc { return s.monitorInfo }},
+	}
+}
+
+// Routes returns the API's routes, as GET / lists them.
+func Routes() []Route {
+	out := routeTable()
+	for i := range out {
+		out[i].handler = nil
+	}
+	return out
+}
+
+// registerRoutes adds every route of the table that has a handler.
+func (s *Server) registerRoutes() {
+	for _, rt := range routeTable() {
+		if rt.handler == nil {
+			continue
+		}
+		pattern := rt.Method + " " + rt.Path
+		if rt.Path == "/" {
+			pattern += "{$}" // only the root, not every unknown path
+		}
+		s.mux.HandleFunc(pattern, rt.handler(s))
+	}
+}
+
+// index is GET /: the routes this server answers.
+func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
+	var routes []Route
+	for _, rt := range Routes() {
+		if rt.Path == "/metrics" && s.cfg.NoMetrics {
+			continue
+		}
+		routes = append(routes, rt)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"routes": routes})
+}
+
+// byQuery serves a dotnet-monitor route that names its process in the
+// query (pid= or name=) with the handler of the clrdiag route: the process
+// is resolved, the selection parameters are removed from the query (the
+// handlers check theirs), and rewrite, when set, translates the rest.
+func (s *Server) byQuery(h func(http.ResponseWriter, *http.Request, Process, *diag.Client), rewrite func(url.Values) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Has("egressProvider") {
+			writeError(w, http.StatusBadRequest, errors.New("egressProvider= is not supported: the monitor answers with the data itself (dumps are also kept in --dump-dir)"))
+			return
+		}
+		if q.Has("uid") {
+			writeError(w, http.StatusBadRequest, errors.New("uid= (a runtime cookie) is not supported: give pid= or name= (see GET /processes)"))
+			return
+		}
+		pid, name := q.Get("pid"), q.Get("name")
+		switch {
+		case pid != "" && name != "":
+			writeError(w, http.StatusBadRequest, errors.New("give pid= or name=, not both"))
+			return
+		case pid == "" && name == "":
+			writeError(w, http.StatusBadRequest, errors.New("give the process as ?pid=N or ?name=NAME (see GET /processes)"))
+			return
+		case pid != "":
+			if n, err := strconv.Atoi(pid); err != nil || n <= 0 {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("bad process id %q", pid))
+				return
+			}
+		default:
+			procs, err := s.cfg.Source.Processes(r.Context())
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, err)
+				return
+			}
+			var found []string
+			for _, p := range procs {
+				if strings.EqualFold(p.Name, name) {
+					found = append(found, strconv.Itoa(p.PID))
+				}
+			}
+			switch len(found) {
+			case 0:
+				writeError(w, http.StatusNotFound, fmt.Errorf("no .NET process named %q (see GET /processes; an app started with 'dotnet app.dll' is named dotnet)", name))
+				return
+			case 1:
+				pid = found[0]
+			default:
+				writeError(w, http.StatusBadRequest, fmt.Errorf("%d processes are named %q (pids %s): give pid=", len(found), name, strings.Join(found, ", ")))
+				return
+			}
+		}
+		q.Del("pid")
+		q.Del("name")
+		if rewrite != nil {
+			if err := rewrite(q); err != nil {
+				writeError(w, http.StatusBadRequest, err)
+				return
+			}
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.RawQuery = q.Encode()
+		r2.SetPathValue("pid", pid)
+		s.withProcess(h)(w, r2)
+	}
+}
+
+// dmTraceProfile translates dotnet-monitor's trace profiles to clrdiag's.
+func dmTraceProfile(q url.Values) error {
+	p := q.Get("profile")
+	if p == "" {
+		return nil
+	}
+	var out []string
+	for _, part := range strings.Split(p, ",") {
+		switch strings.ToLower(strings.TrimSpace(part)) {
+		case "cpu":
+			out = append(out, "cpu-sampling")
+		case "gccollect":
+			out = append(out, "gc-collect")
+		case "http", "logs", "metrics":
+			return fmt.Errorf("profile %s: dotnet-monitor's %s profile is not supported; give a clrdiag profile (GET / lists where) or providers=", part, part)
+		default:
+			out = append(out, strings.TrimSpace(part))
+		}
+	}
+	if len(out) > 1 {
+		return fmt.Errorf("profile=%s: give one profile (and providers= for more)", p)
+	}
+	q.Set("profile", out[0])
+	return nil
+}
+
+// processDM is GET /process: GET /processes/{pid} with dotnet-monitor's
+// field names.
+func (s *Server) processDM(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+	out := map[string]any{"pid": p.PID, "name": p.Name, "commandLine": p.CommandLine}
+	pi, err := c.ProcessInfo(r.Context())
+	switch {
+	case errors.Is(err, ipc.ErrUnknownCommand):
+		// .NET Core 3.x: what the OS says.
+	case err != nil:
+		writeError(w, statusOf(err), err)
+		return
+	default:
+		out["uid"] = pi.RuntimeCookie.String()
+		out["commandLine"] = pi.CommandLine
+		out["operatingSystem"] = pi.OS
+		out["processArchitecture"] = pi.Arch
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// dumpDM is GET /dump: the dump of POST /processes/{pid}/dump, streamed
+// back when the monitor can read it.
+func (s *Server) dumpDM(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
+	if t := r.URL.Query().Get("type"); strings.EqualFold(t, "withheap") {
+		q := r.URL.Query()
+		q.Set("type", "heap")
+		r.URL.RawQuery = q.Encode()
+	}
+	rec := &dumpResult{}
+	s.writeDump(w, r, p, rec)
+	if rec.path == "" {
+		return // the error is answered
+	}
+	f, err := os.Open(rec.path)
+	if err != nil {
+		writeJSON(w, http.StatusCreated, map[string]string{"path": rec.path, "name": rec.name,
+			"note": "the dump is in --dump-dir as the target sees it; the monitor cannot read it: " + err.Error()})
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename=%q`, filepath.Base(rec.path)))
+	if st, err := f.Stat(); err == nil {
+		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f) // a write error means the client went away
+}
+
+// monitorInfo is GET /info.
+func (s *Server) monitorInfo(w http.ResponseWriter, _ *http.Request) {
+	mode := "Connect"
+	if _, ok := s.cfg.Source.(ReverseSource); ok {
+		mode = "Listen"
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"version": s.cfg.Version, "diagnosticPortMode": mode})
+}
