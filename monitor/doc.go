@@ -18,6 +18,7 @@
 //	                                     JSON or, with format=text, as dotnet-stack prints it
 //	GET  /processes/{pid}/gcdump?timeout= a heap snapshot (package gcdump) streamed as a .gcdump file
 //	GET  /metrics                        Prometheus exposition (see Metrics)
+//	GET  /ui/                            the dashboard, for a browser (see Dashboard)
 //	GET  /                               the index of the routes and their parameters (JSON; Routes)
 //
 // dotnet-monitor's spellings reach the same handlers, the process named by
@@ -27,9 +28,10 @@
 // GET /) say how each differs from dotnet-monitor's. The table of routes
 // is routes.go: a route added there is served and listed.
 //
-// Every route requires "Authorization: Bearer <Config.APIKey>" unless
-// Config.NoAuth is set. Dumps are written only to Config.DumpDir, under a
-// name the server makes; no request parameter can choose the path.
+// Every route but the dashboard's requires "Authorization: Bearer
+// <Config.APIKey>" unless Config.NoAuth is set. Dumps are written only to
+// Config.DumpDir, under a name the server makes; no request parameter can
+// choose the path.
 //
 // The runtime serves one diagnostic command at a time, so requests to one
 // process are serialized (a per-process queue that honours the request's
@@ -103,6 +105,35 @@
 // process's turn before a 503 with Retry-After. Serve serves HTTPS when
 // given a certificate. The long-lived counters sessions read with
 // counters' stream limits, and keep at most MaxSeriesPerProcess series.
+//
+// # Dashboard
+//
+// /ui/ is a page for a browser, written in the project and embedded (no
+// framework, no third-party file, nothing fetched from elsewhere): the
+// processes (pid, name, command line, runtime version), per process live
+// charts of the System.Runtime counters (CPU, memory, allocation rate, GC
+// counts, exceptions, thread pool) and actions: a CPU profile of N seconds
+// or a heap snapshot, whose flame graph opens in the page (package viewer,
+// mounted under /ui/profiles/{id}/), the stacks of all threads, and a dump
+// into Config.DumpDir. The charts read what the /metrics collector keeps
+// (the last HistoryLen values of each untagged System.Runtime counter);
+// the page polls it, and no viewer opens a session of its own. Profiles
+// and snapshots run as jobs the page polls (/ui/api/jobs/{id}), so no
+// request waits for a collection; the last few results are kept. A
+// runtime's error is the job's or the request's error, which the page
+// shows.
+//
+// A browser signs in with a cookie instead of the bearer key: the link
+// the monitor prints at start, /ui/login?token=TOKEN (Server.DashboardPath;
+// the token is made by New and is not the API key), or the API key typed
+// into the form at /ui/login, starts a session with an HttpOnly,
+// SameSite=Strict cookie (SessionCookie) for SessionLifetime. A page of
+// /ui/ without a session is redirected (303) to the form, and the
+// dashboard's API answers 401. Requests that change state (POST) need the
+// session's CSRF token, which the page holds, in the CSRFHeader header or
+// a form's csrf field. Scripts may call /ui/api/ with the bearer key and no
+// token. The cookie does not open the REST API. With Config.NoAuth none of
+// this applies.
 //
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to

@@ -78,6 +78,9 @@ type procMetrics struct {
 	// seriesDropped counts samples of series beyond MaxSeriesPerProcess.
 	seriesDropped int
 	cancel        context.CancelFunc
+
+	// hist is what the dashboard charts (ui_history.go).
+	hist history
 }
 
 // collector keeps one long-lived System.Runtime counters session per
@@ -245,10 +248,12 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 			c.mu.Lock()
 			if ms := pm.series[key]; ms != nil {
 				ms.add(sm)
+				pm.hist.add(&sm)
 			} else if len(pm.series) < MaxSeriesPerProcess {
 				ms = &metricSeries{fam: familyOf(&sm)}
 				ms.add(sm)
 				pm.series[key] = ms
+				pm.hist.add(&sm)
 			} else {
 				pm.seriesDropped++
 			}

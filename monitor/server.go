@@ -135,6 +135,7 @@ type Server struct {
 
 	metrics   *collector // nil with NoMetrics
 	log       *slog.Logger
+	ui        *ui // the dashboard, /ui/ (ui.go)
 	closeOnce sync.Once
 }
 
@@ -199,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 		s.metrics = c
 		c.start()
 	}
+	s.ui = newUI(s)
 	return s, nil
 }
 
@@ -208,6 +210,7 @@ func New(cfg Config) (*Server, error) {
 // http.Server down for that. Close may be called more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.ui.close()
 		if s.metrics != nil {
 			s.metrics.stop()
 		}
@@ -216,22 +219,31 @@ func (s *Server) Close() error {
 }
 
 // ServeHTTP implements http.Handler: it checks the API key, then routes.
+// The dashboard (/ui/) signs browsers in with a cookie instead (ui.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.guard.serve(w, r) {
 		return
 	}
+	if r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, uiPrefix) {
+		s.ui.ServeHTTP(w, r)
+		return
+	}
 	if !s.cfg.NoAuth {
-		const prefix = "Bearer "
-		h := r.Header.Get("Authorization")
-		ok := len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) &&
-			subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(s.cfg.APIKey)) == 1
-		if !ok {
+		if !s.bearerOK(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="clrdiag"`)
 			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong API key: send Authorization: Bearer <key>"))
 			return
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// bearerOK tells whether the request carries the API key.
+func (s *Server) bearerOK(r *http.Request) bool {
+	const prefix = "Bearer "
+	h := r.Header.Get("Authorization")
+	return len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) &&
+		subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(s.cfg.APIKey)) == 1
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

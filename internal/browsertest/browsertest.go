@@ -21,6 +21,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,10 +37,10 @@ import (
 // DefaultPath is where Debian's chromium package installs the browser.
 const DefaultPath = "/usr/bin/chromium"
 
-// Config configures Start. The zero value is a 1280x800 window, a
+// Config configures Start. The zero value is a 1280x800 page, a
 // two-minute budget, and the browser at $CLRDIAG_CHROMIUM or DefaultPath.
 type Config struct {
-	// Width and Height are the window's size; 0 means 1280x800.
+	// Width and Height are the page's size; 0 means 1280x800.
 	Width, Height int
 	// Timeout bounds everything the browser does in the test; 0 means two
 	// minutes.
@@ -118,6 +119,11 @@ func Start(t testing.TB, cfg Config) *Browser {
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
+	// The page gets the whole window: the window size counts the
+	// browser's own bars.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(cfg.Width), int64(cfg.Height))); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
 	go func() {
 		for m, err := range messages {
 			if err != nil {
@@ -154,16 +160,33 @@ func Run[T any](b *Browser, action chromedp.Action[T]) T {
 }
 
 // Wait waits until the JavaScript expression is truthy and returns its
-// value decoded into T; it fails the test, with what the page logged, when
-// that does not happen within timeout.
+// value decoded into T; it fails the test, with a screenshot and what the
+// page logged, when that does not happen within timeout. An evaluation that
+// fails (the page is navigating) is retried.
 func Wait[T any](b *Browser, what, expr string, timeout time.Duration) T {
 	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
-	if err != nil {
-		shot := b.Screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
-		b.t.Fatalf("browser: waiting for %s (%s): %v; screenshot %s%s", what, expr, err, shot, b.consoleText())
+	deadline := time.Now().Add(timeout)
+	wrapped := "(() => { const v = (" + expr + "); return v ? v : null; })()"
+	var last error
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](wrapped, chromedp.EvalAwaitPromise))
+		cancel()
+		if err == nil && len(raw) > 0 && string(raw) != "null" {
+			var v T
+			if err = json.Unmarshal(raw, &v); err == nil {
+				return v
+			}
+		}
+		if err != nil {
+			last = err
+		}
+		if b.ctx.Err() != nil || time.Now().After(deadline) {
+			shot := b.Screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
+			b.t.Fatalf("browser: %s did not come within %v (%s; last error: %v); screenshot %s%s", what, timeout, expr, last, shot, b.consoleText())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return v
 }
 
 // Console returns what the pages logged so far: console calls, uncaught
@@ -172,6 +195,37 @@ func (b *Browser) Console() []chromedp.ConsoleMessage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]chromedp.ConsoleMessage(nil), b.console...)
+}
+
+// ExpectConsole waits until the page logs a message containing substr (an
+// expected refusal, which the browser logs as an error) and forgets it; it
+// fails the test when none comes within timeout.
+func (b *Browser) ExpectConsole(substr string, timeout time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b.mu.Lock()
+		for i, m := range b.console {
+			if strings.Contains(m.Text, substr) || strings.Contains(m.URL, substr) {
+				b.console = append(b.console[:i], b.console[i+1:]...)
+				b.mu.Unlock()
+				return
+			}
+		}
+		b.mu.Unlock()
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: the page did not log %q within %v%s", substr, timeout, b.consoleText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ClearConsole forgets the messages logged so far, after a step whose
+// errors are expected (a refused request).
+func (b *Browser) ClearConsole() {
+	b.mu.Lock()
+	b.console = nil
+	b.mu.Unlock()
 }
 
 // Problems returns the console messages that report an error: exceptions

@@ -185,7 +185,10 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"(DOTNET_DiagnosticPorts=PATH in containers sharing a volume) instead of the local ones.\n" +
 			"GET /metrics answers from one long-lived System.Runtime counters session per process,\n" +
 			"kept in the background (processes are re-discovered every --discovery-interval; a failing\n" +
-			"session shows as clrdiag_collector_up 0 and is retried); --no-metrics turns this off.\n\n" +
+			"session shows as clrdiag_collector_up 0 and is retried); --no-metrics turns this off.\n" +
+			"/ui/ is a dashboard for a browser: processes, live counter charts, CPU profiles and heap\n" +
+			"snapshots as flame graphs, stacks, dumps. Open the 'Dashboard:' link printed at start (it\n" +
+			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n\n" +
 			"Against hostile clients: requests must name the server by IP address or localhost in\n" +
 			"their Host header (others: --allowed-hosts), cross-origin browser requests are refused\n" +
 			"(--cors-origin allows an origin), at most --max-connections connections are served at\n" +
@@ -275,6 +278,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 				return listenError(addr, urls, err)
 			}
 			fmt.Fprintf(e.stderr, "Listening on %s://%s\n", scheme, ln.Addr())
+			fmt.Fprintf(e.stderr, "Dashboard: %s%s\n", dashboardBase(scheme, ln.Addr()), m.DashboardPath())
 			return m.Serve(ctx, ln, tlsCert, tlsKey)
 		},
 	}
@@ -384,4 +388,17 @@ func monitorRoutesHelp() string {
 	}
 	b.WriteString("duration= also takes dotnet-monitor's durationSeconds=.")
 	return b.String()
+}
+
+// dashboardBase is the scheme://HOST:PORT a browser on this machine reaches
+// the monitor at: the listen address, or 127.0.0.1 for an unspecified one.
+func dashboardBase(scheme string, addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return scheme + "://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }

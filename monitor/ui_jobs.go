@@ -1,0 +1,345 @@
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	pprofile "github.com/google/pprof/profile"
+
+	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/viewer"
+)
+
+// Dashboard actions that take a while run as jobs: the request starts one
+// and returns its id at once, the page polls it, and its result (a profile
+// viewer, a report) stays until newer jobs push it out. No request waits
+// for a collection, so the server's timeouts do not cut one.
+const (
+	// maxJobs bounds the jobs kept, finished ones with their profiles
+	// included; the oldest finished job is dropped first.
+	maxJobs = 8
+	// DefaultProfileDuration is the dashboard's CPU profile length when the
+	// request gives none.
+	DefaultProfileDuration = 5 * time.Second
+	// profileRundownTimeout bounds the wait for a profile session's rundown.
+	profileRundownTimeout = DefaultRundownTimeout
+)
+
+// Job states.
+const (
+	JobRunning = "running"
+	JobDone    = "done"
+	JobFailed  = "failed"
+)
+
+// job is one dashboard action in progress or finished.
+type job struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"` // "profile" or "gcdump"
+	PID     int       `json:"pid"`
+	State   string    `json:"state"`
+	Started time.Time `json:"started"`
+	// Until is when a profile's collection ends.
+	Until time.Time `json:"until,omitzero"`
+	Error string    `json:"error,omitempty"`
+	// Summary says what was collected; Report is a text report (heap
+	// snapshots); URL opens the result in the viewer.
+	Summary string `json:"summary,omitempty"`
+	Report  string `json:"report,omitempty"`
+	URL     string `json:"url,omitempty"`
+
+	viewer *viewer.Viewer
+}
+
+// jobs are the dashboard's jobs, newest last.
+type jobs struct {
+	mu   sync.Mutex
+	next int
+	list []*job
+}
+
+func newJobs() *jobs { return &jobs{} }
+
+// add registers a running job, dropping the oldest finished ones beyond
+// maxJobs; it fails when maxJobs are running.
+func (js *jobs) add(kind string, pid int, until time.Duration) (*job, error) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for len(js.list) >= maxJobs {
+		i := -1
+		for k, j := range js.list {
+			if j.State != JobRunning {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("%d dashboard jobs are running already: wait for one to end", maxJobs)
+		}
+		js.list = append(js.list[:i], js.list[i+1:]...)
+	}
+	js.next++
+	j := &job{ID: strconv.Itoa(js.next), Kind: kind, PID: pid, State: JobRunning, Started: time.Now()}
+	if until > 0 {
+		j.Until = j.Started.Add(until)
+	}
+	js.list = append(js.list, j)
+	return j, nil
+}
+
+// get returns a copy of job id.
+func (js *jobs) get(id string) (job, bool) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.list {
+		if j.ID == id {
+			return *j, true
+		}
+	}
+	return job{}, false
+}
+
+// finish records a job's outcome.
+func (js *jobs) finish(j *job, f func(*job)) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	f(j)
+}
+
+// run starts a job for the request's process: work runs in the background
+// in the process's turn and fills the job's result.
+func (u *ui) run(w http.ResponseWriter, r *http.Request, kind string, until time.Duration, work func(ctx context.Context, p Process, c *diag.Client, j *job) error) {
+	p, ok := u.process(w, r)
+	if !ok {
+		return
+	}
+	j, err := u.jobs.add(kind, p.PID, until)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	snapshot, _ := u.jobs.get(j.ID)
+	u.wg.Go(func() {
+		err := u.inTurn(p, func(ctx context.Context, c *diag.Client) error { return work(ctx, p, c, j) })
+		u.jobs.finish(j, func(j *job) {
+			if err != nil {
+				j.State, j.Error = JobFailed, err.Error()
+				return
+			}
+			j.State = JobDone
+		})
+	})
+	writeJSON(w, http.StatusAccepted, snapshot)
+}
+
+// inTurn runs f with a client of p in p's turn, under the dashboard's
+// lifetime.
+func (u *ui) inTurn(p Process, f func(ctx context.Context, c *diag.Client) error) error {
+	qctx, cancel := context.WithTimeout(u.ctx, u.s.cfg.QueueTimeout)
+	unlock, err := u.s.lock(qctx, p.PID)
+	cancel()
+	if err != nil {
+		if u.ctx.Err() != nil {
+			return errors.New("the monitor is stopping")
+		}
+		return fmt.Errorf("process %d is busy with another request (waited %v for its turn; the runtime serves one command at a time): retry later", p.PID, u.s.cfg.QueueTimeout)
+	}
+	defer unlock()
+	return f(u.ctx, diag.NewClient(p.Dialer, &diag.Config{Timeout: u.s.cfg.CommandTimeout}))
+}
+
+func (u *ui) job(w http.ResponseWriter, r *http.Request) {
+	j, ok := u.jobs.get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no job %q: the dashboard keeps the last %d", r.PathValue("id"), maxJobs))
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+// profile serves the viewer of a finished job under /ui/profiles/{id}/.
+func (u *ui) profile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	u.jobs.mu.Lock()
+	var v *viewer.Viewer
+	for _, j := range u.jobs.list {
+		if j.ID == id {
+			v = j.viewer
+		}
+	}
+	u.jobs.mu.Unlock()
+	if v == nil {
+		http.Error(w, "no such profile: the dashboard keeps the last "+strconv.Itoa(maxJobs)+" results", http.StatusNotFound)
+		return
+	}
+	http.StripPrefix("/ui/profiles/"+id, v).ServeHTTP(w, r)
+}
+
+// startProfile is POST /ui/api/processes/{pid}/profile?duration=: a CPU
+// profile (SampleProfiler with rundown, as --profile
+// dotnet-sampled-thread-time) of the process for duration, then its flame
+// graph under /ui/profiles/{id}/.
+func (u *ui) startProfile(w http.ResponseWriter, r *http.Request) {
+	d, err := u.s.durationParam(r, DefaultProfileDuration)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	u.run(w, r, "profile", d, func(ctx context.Context, p Process, c *diag.Client, j *job) error {
+		prof, err := collectProfile(ctx, c, d)
+		if err != nil {
+			return err
+		}
+		wp, err := prof.Weighted("")
+		if err != nil {
+			return err
+		}
+		if wp.Name == "" {
+			wp.Name = p.Name
+		}
+		pp, err := wp.Pprof()
+		if err != nil {
+			return err
+		}
+		var samples int64
+		for _, t := range prof.Threads {
+			samples += t.Managed + t.External
+		}
+		summary := fmt.Sprintf("%d samples on %d threads in %v, weighed by %s time (the Sample menu switches)",
+			samples, len(prof.Threads), d, wp.Types[wp.Default].Type)
+		for _, n := range prof.Notes() {
+			summary += "; " + n
+		}
+		return u.publish(j, pp, summary, "")
+	})
+}
+
+// publish makes the viewer of a job's profile.
+func (u *ui) publish(j *job, pp *pprofile.Profile, summary, report string) error {
+	v, err := viewer.New(pp, viewer.Config{})
+	if err != nil {
+		return err
+	}
+	u.jobs.finish(j, func(j *job) {
+		j.viewer, j.Summary, j.Report = v, summary, report
+		j.URL = "profiles/" + j.ID + "/flamegraph"
+	})
+	return nil
+}
+
+// collectProfile runs a CPU sampling session for d and builds its profile
+// as the stream arrives.
+func collectProfile(ctx context.Context, c *diag.Client, d time.Duration) (*profile.Profile, error) {
+	plan, err := eventpipe.Compose(eventpipe.Request{Profiles: []string{"dotnet-sampled-thread-time"}})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := eventpipe.Start(ctx, c, eventpipe.Config{
+		Providers: plan.ProviderList(), RundownKeyword: plan.RundownKeyword,
+		NoRundown: plan.RundownKeyword == 0, DropRundownOnFallback: plan.DropRundownOnFallback,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	pr, pw := io.Pipe()
+	type result struct {
+		p   *profile.Profile
+		err error
+	}
+	built := make(chan result, 1)
+	go func() {
+		p, err := profile.Read(bufio.NewReaderSize(pr, 1<<20), profile.Config{})
+		pr.CloseWithError(errors.New("profile built")) // unblocks the copy when Read stops early
+		built <- result{p, err}
+	}()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(pw, sess)
+		pw.CloseWithError(err)
+		copied <- err
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	ended := false
+	select {
+	case <-copied: // the process exited or the stream broke
+		ended = true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	if !ended {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err := sess.Stop(stopCtx)
+		cancel()
+		if err == nil && ctx.Err() == nil {
+			select {
+			case <-copied:
+				ended = true
+			case <-ctx.Done():
+			case <-time.After(profileRundownTimeout):
+			}
+		}
+		if !ended {
+			sess.Close()
+			<-copied
+		}
+	}
+	res := <-built
+	if ctx.Err() != nil {
+		return nil, errors.New("the monitor is stopping")
+	}
+	if res.p == nil {
+		return nil, fmt.Errorf("read the session's stream: %w", res.err)
+	}
+	var samples int64
+	for _, th := range res.p.Threads {
+		samples += th.Managed + th.External
+	}
+	if samples == 0 {
+		if res.err != nil {
+			return nil, fmt.Errorf("no CPU samples: the session's stream broke: %w", res.err)
+		}
+		return nil, errors.New("no CPU samples arrived: the runtime sent no SampleProfiler events")
+	}
+	return res.p, nil // a stream cut after the samples still gives a profile
+}
+
+// startGCDump is POST /ui/api/processes/{pid}/gcdump: a heap snapshot
+// (the runtime pauses the process for a full collection while it walks the
+// heap), then its report by type and its flame graph (retention paths).
+func (u *ui) startGCDump(w http.ResponseWriter, r *http.Request) {
+	u.run(w, r, "gcdump", 0, func(ctx context.Context, p Process, c *diag.Client, j *job) error {
+		g, err := gcdump.Collect(ctx, c, gcdump.CollectConfig{ProcessName: p.Name, ProcessID: p.PID})
+		if err != nil {
+			return err
+		}
+		d := gcdump.ComputeDominators(g)
+		rep, err := gcdump.BuildReport(g, d, gcdump.ReportConfig{Sort: gcdump.SortRetained, Top: 30})
+		if err != nil {
+			return err
+		}
+		var text bytes.Buffer
+		if err := rep.WriteText(&text); err != nil {
+			return err
+		}
+		f := gcdump.BuildFlame(g, d, gcdump.FlameConfig{})
+		pp, err := f.Pprof()
+		if err != nil {
+			return err
+		}
+		summary := fmt.Sprintf("%d objects, %d bytes of heap; the flame graph shows them on their retention path from their roots", rep.Objects, rep.TotalSize)
+		return u.publish(j, pp, summary, text.String())
+	})
+}
