@@ -54,6 +54,10 @@ type Config struct {
 	// a new GUID).
 	SessionID string
 	ClientID  string
+	// NewID makes the ids SessionID and ClientID leave to chance; nil
+	// means random GUIDs. A client that replays a recorded session gives
+	// back the recorded ids, so its requests are the recorded ones.
+	NewID func() string
 	// BufferSizeMB is the EventPipe buffer; 0 means the eventpipe default.
 	BufferSizeMB uint32
 }
@@ -127,17 +131,26 @@ func NewPlan(cfg Config) (*Plan, error) {
 		}
 	}
 	if len(meters) > 0 {
+		newID := newGUID
+		if cfg.NewID != nil {
+			newID = cfg.NewID
+		}
 		p.SessionID = cfg.SessionID
 		if p.SessionID == "" {
 			if cfg.RuntimeMajor >= 8 {
 				p.SessionID = SharedSessionID
 			} else {
-				p.SessionID = newGUID()
+				p.SessionID = newID()
 			}
 		}
 		p.ClientID = cfg.ClientID
 		if p.ClientID == "" {
-			p.ClientID = newGUID()
+			p.ClientID = newID()
+		}
+		for _, id := range []string{p.SessionID, p.ClientID} {
+			if id == "" || strings.ContainsAny(id, ";=\"") {
+				return nil, fmt.Errorf("%w: id %q is empty or contains ';', '=' or '\"'", ErrConfig, id)
+			}
 		}
 		p.Providers = append(p.Providers, eventpipe.Provider{
 			Name:     MetricsProvider,

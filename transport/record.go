@@ -118,6 +118,28 @@ func (rr *recordReader) next() (record, error) {
 	return rec, nil
 }
 
+// nextHeader reads the next record's header only: its kind, time and data
+// length (bounded). The data must then be read or skipped.
+func (rr *recordReader) nextHeader() (kind byte, t int64, size uint32, err error) {
+	start := rr.off
+	if _, err := io.ReadFull(rr.r, rr.hdr[:]); err != nil {
+		return 0, 0, 0, err
+	}
+	kind, t, size = rr.hdr[0], int64(binary.LittleEndian.Uint64(rr.hdr[1:9])), binary.LittleEndian.Uint32(rr.hdr[9:13])
+	if size > maxRecord {
+		return 0, 0, 0, &RecordFormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("record length %d exceeds the %d limit", size, maxRecord)}
+	}
+	rr.off += recHeaderLen
+	return kind, t, size, nil
+}
+
+// skip discards n bytes of record data.
+func (rr *recordReader) skip(n uint32) error {
+	m, err := rr.r.Discard(int(n))
+	rr.off += int64(m)
+	return err
+}
+
 // Recorder saves the traffic of every connection dialed through a Dialer
 // whose Recorder field points to it, one file per connection in its
 // directory. It is safe for concurrent use by many connections.

@@ -20,12 +20,29 @@ import (
 // ReplayDialer serves a recording made by a Recorder: its Dial returns the
 // recorded connections one after another, in the order they were dialed.
 // It is safe for concurrent use.
+//
+// Connections are replayed in their recorded order across each other too: a
+// reply that arrived, when recorded, after the client had written something
+// on another connection (the rundown and end of an EventPipe session
+// arrive after StopTracing, sent on a second connection) is delivered only
+// once the client has written that again.
 type ReplayDialer struct {
 	dir   string
 	files []string
 
-	mu   sync.Mutex
-	next int
+	mu      sync.Mutex
+	next    int
+	started []int64       // time of each file's metadata record (Unix ns)
+	written []int64       // client output so far on each dialed connection
+	dialed  []bool        // which files have been dialed
+	marks   [][]writeMark // per file, lazily: client output by time
+	wake    chan struct{} // closed and replaced when written or dialed change
+}
+
+// writeMark is the client output of a recorded connection up to a time.
+type writeMark struct {
+	time  int64 // time of a 'W' record
+	total int64 // client bytes written up to and including it
 }
 
 // Replay opens the recording in dir. Each connection's file is parsed only
@@ -39,7 +56,99 @@ func Replay(dir string) (*ReplayDialer, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("transport: %s holds no recorded connections (conn-*.rec files); record with a Recorder first", dir)
 	}
-	return &ReplayDialer{dir: dir, files: names}, nil
+	d := &ReplayDialer{dir: dir, files: names, started: make([]int64, len(names)), written: make([]int64, len(names)),
+		dialed: make([]bool, len(names)), marks: make([][]writeMark, len(names)), wake: make(chan struct{})}
+	for i, n := range names {
+		d.started[i] = metaTime(filepath.Join(dir, n))
+	}
+	return d, nil
+}
+
+// metaTime returns the time of a recording's metadata record, or 0.
+func metaTime(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	rr, err := newRecordReader(f, filepath.Base(path))
+	if err != nil {
+		return 0
+	}
+	rec, err := rr.next()
+	if err != nil || rec.kind != recMeta {
+		return 0
+	}
+	return rec.time
+}
+
+// scanWrites returns the client output marks of a recording, reading past
+// the data of other records without keeping it.
+func scanWrites(path string) []writeMark {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	rr, err := newRecordReader(f, filepath.Base(path))
+	if err != nil {
+		return nil
+	}
+	var marks []writeMark
+	var total int64
+	for {
+		kind, t, size, err := rr.nextHeader()
+		if err != nil {
+			return marks
+		}
+		if kind == recWrite {
+			total += int64(size)
+			marks = append(marks, writeMark{time: t, total: total})
+		}
+		if err := rr.skip(size); err != nil {
+			return marks
+		}
+	}
+}
+
+// gate reports whether a reply recorded at time t on connection idx may be
+// delivered: every other connection dialed before t must have been dialed
+// again and its client must have written what it had written by t. When
+// not, it returns a channel closed at the next change.
+func (d *ReplayDialer) gate(idx int, t int64) (bool, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := range d.files {
+		if k == idx || d.started[k] == 0 || d.started[k] >= t {
+			continue
+		}
+		if d.marks[k] == nil {
+			d.marks[k] = scanWrites(filepath.Join(d.dir, d.files[k]))
+			if d.marks[k] == nil {
+				d.marks[k] = []writeMark{}
+			}
+		}
+		var need int64
+		for _, m := range d.marks[k] {
+			if m.time >= t {
+				break
+			}
+			need = m.total
+		}
+		if need > 0 && (!d.dialed[k] || d.written[k] < need) {
+			return false, d.wake
+		}
+	}
+	return true, nil
+}
+
+// progress records the client output of connection idx.
+func (d *ReplayDialer) progress(idx int, written int64) {
+	d.mu.Lock()
+	d.written[idx] = written
+	close(d.wake)
+	d.wake = make(chan struct{})
+	d.mu.Unlock()
 }
 
 // Len returns the number of recorded connections.
@@ -67,8 +176,12 @@ func (d *ReplayDialer) Dial(ctx context.Context) (net.Conn, error) {
 			"dial number %d, but the recording holds only %d connections; the client makes more requests than it did when recorded",
 			len(d.files)+1, len(d.files))}
 	}
-	name := d.files[d.next]
+	idx := d.next
+	name := d.files[idx]
 	d.next++
+	d.dialed[idx] = true
+	close(d.wake)
+	d.wake = make(chan struct{})
 	d.mu.Unlock()
 
 	path := filepath.Join(d.dir, name)
@@ -81,6 +194,8 @@ func (d *ReplayDialer) Dial(ctx context.Context) (net.Conn, error) {
 		var c *replayConn
 		c, err = newReplayConn(f, rr, name)
 		if err == nil {
+			c.gate = func(t int64) (bool, <-chan struct{}) { return d.gate(idx, t) }
+			c.progress = func(n int64) { d.progress(idx, n) }
 			return c, nil
 		}
 	}
@@ -132,10 +247,17 @@ type replayConn struct {
 	writeFail *replayFailure
 	closed    bool
 	rdl, wdl  time.Time
+
+	// gate, when set, holds back a reply recorded at a time until the
+	// client's other connections have caught up with it (ReplayDialer.gate);
+	// progress reports this connection's client output.
+	gate     func(t int64) (bool, <-chan struct{})
+	progress func(written int64)
 }
 
 type reply struct {
 	after int64  // client output that precedes this reply
+	time  int64  // when it was recorded (Unix ns)
 	data  []byte // nil with eof or err set
 	eof   bool
 	err   string
@@ -186,11 +308,11 @@ func (c *replayConn) advanceLocked() bool {
 	case recWrite:
 		c.sendQ = append(c.sendQ, rec.data...)
 	case recRead:
-		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), data: rec.data})
+		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), time: rec.time, data: rec.data})
 	case recEOF:
-		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), eof: true})
+		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), time: rec.time, eof: true})
 	case recReadErr:
-		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), err: string(rec.data)})
+		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), time: rec.time, err: string(rec.data)})
 	case recWriteFail:
 		if len(rec.data) < 4 {
 			c.fileErr = &RecordFormatError{File: c.name, Msg: "short write-failure record"}
@@ -218,26 +340,29 @@ func (c *replayConn) broadcastLocked() {
 	c.wake = make(chan struct{})
 }
 
-// wait blocks until the state changes, the deadline passes or ctx-like close.
-// It is called with c.mu held and returns with it held.
-func (c *replayConn) waitLocked(deadline time.Time) error {
+// wait blocks until the state changes (or other closes), the deadline
+// passes or ctx-like close. It is called with c.mu held and returns with it
+// held.
+func (c *replayConn) waitLocked(deadline time.Time, other <-chan struct{}) error {
 	ch := c.wake
 	c.mu.Unlock()
 	defer c.mu.Lock()
-	if deadline.IsZero() {
-		<-ch
-		return nil
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
 	}
-	d := time.Until(deadline)
-	if d <= 0 {
-		return os.ErrDeadlineExceeded
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ch:
 		return nil
-	case <-t.C:
+	case <-other:
+		return nil
+	case <-timeout:
 		return os.ErrDeadlineExceeded
 	}
 }
@@ -260,6 +385,14 @@ func (c *replayConn) Read(b []byte) (int, error) {
 		}
 		if len(c.recvQ) > 0 && c.recvQ[0].after <= c.sendBase {
 			r := &c.recvQ[0]
+			if c.gate != nil {
+				if ok, other := c.gate(r.time); !ok {
+					if err := c.waitLocked(c.rdl, other); err != nil {
+						return 0, err
+					}
+					continue
+				}
+			}
 			switch {
 			case r.eof:
 				return 0, io.EOF
@@ -276,7 +409,7 @@ func (c *replayConn) Read(b []byte) (int, error) {
 		// Either the next reply waits for client output, or the recording
 		// ends without EOF (the recorded client closed first): block, as the
 		// real peer would, until Write, Close or the deadline.
-		if err := c.waitLocked(c.rdl); err != nil {
+		if err := c.waitLocked(c.rdl, nil); err != nil {
 			return 0, err
 		}
 	}
@@ -316,6 +449,9 @@ func (c *replayConn) Write(b []byte) (int, error) {
 	c.sendQ = c.sendQ[n:]
 	c.sendBase += int64(n)
 	c.broadcastLocked()
+	if c.progress != nil && n > 0 {
+		c.progress(c.sendBase)
+	}
 	switch {
 	case c.mismatch != nil:
 		return n, c.mismatch

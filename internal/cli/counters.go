@@ -99,6 +99,7 @@ func countersSession(ctx context.Context, tf *targetFlags, cfg counters.Config) 
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg.NewID = tf.g.idSource() // the same ids under --record-ipc and --replay-ipc
 	s, err := counters.Start(ctx, t.Client, cfg)
 	if err != nil {
 		t.close()

@@ -232,3 +232,55 @@ func TestRealCompletePID(t *testing.T) {
 		t.Errorf("-n completions lack dotnet (pid %d):\n%s", tg.PID, out)
 	}
 }
+
+// TestRealRecordReplay: sessions with the real 3.1 runtime (a stack
+// snapshot, counters, a trace) recorded and replayed give the same output
+// with the process gone.
+func TestRealRecordReplay(t *testing.T) {
+	tg := startBasic(t)
+	pid := fmt.Sprint(tg.PID)
+	type rc struct {
+		name string
+		args []string
+		file string // output file compared instead of stdout
+	}
+	for _, c := range []rc{
+		{"stack", []string{"stack"}, ""},
+		{"counters collect", []string{"counters", "collect", "--duration", "2s", "--refresh-interval", "1", "-o", "OUT"}, "OUT"},
+		{"trace collect", []string{"trace", "collect", "--profile", "gc-collect", "--duration", "1s", "-o", "OUT"}, "OUT"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rec := filepath.Join(dir, "rec")
+			with := func(suffix string) []string {
+				var out []string
+				for _, a := range c.args {
+					if a == "OUT" {
+						a = filepath.Join(dir, "out."+suffix)
+					}
+					out = append(out, a)
+				}
+				return out
+			}
+			code, live, errOut := run(t, append(append([]string{"--record-ipc", rec}, with("live")...), "-p", pid)...)
+			if code != 0 {
+				t.Fatalf("recorded: exit %d %s", code, errOut)
+			}
+			code, replayed, errOut := run(t, append([]string{"--replay-ipc", rec}, with("replay")...)...)
+			if code != 0 {
+				t.Fatalf("replayed: exit %d %s", code, errOut)
+			}
+			if c.file == "" {
+				if live != replayed || live == "" {
+					t.Errorf("stdout differs:\n%s\nvs\n%s", live, replayed)
+				}
+				return
+			}
+			a, err1 := os.ReadFile(filepath.Join(dir, "out.live"))
+			b, err2 := os.ReadFile(filepath.Join(dir, "out.replay"))
+			if err1 != nil || err2 != nil || len(a) == 0 || string(a) != string(b) {
+				t.Errorf("outputs differ: %v %v, %d and %d bytes", err1, err2, len(a), len(b))
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
@@ -54,6 +55,9 @@ type globalFlags struct {
 	replayDir string
 	recorder  *transport.Recorder
 	replay    *transport.ReplayDialer
+	// ids are the random ids of a recording (replayids.go).
+	idsOnce sync.Once
+	ids     *idLog
 	// trustSocket turns off the check that a discovered socket belongs to
 	// its process (--trust-socket).
 	trustSocket bool
