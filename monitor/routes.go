@@ -74,7 +74,6 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/processes/{pid}/gcdump", Summary: "a heap snapshot, streamed as a .gcdump file", Params: []Param{pathPID, queryTimeout},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.gcdump) }},
 		{Method: "GET", Path: "/metrics", Summary: "Prometheus exposition of every process's System.Runtime counters (unless --no-metrics)"},
-	{Method: "GET", Path: "/ui/", Summary: "the dashboard, for a browser (sign in with the printed link or the API key; its /ui/api/ routes serve the page only)"},
 		{Method: "GET", Path: "/ui/", Summary: "the dashboard, for a browser: processes, live counter charts, CPU profiles and heap snapshots as flame graphs, stacks, dumps",
 			Note: "signs a browser in with a cookie: open the Dashboard link the monitor printed (/ui/login?token=...), or give the API key at /ui/login"},
 
