@@ -35,7 +35,7 @@ func (s *Server) gcdump(w http.ResponseWriter, r *http.Request, p Process, c *di
 	}
 	var warnings []string
 	g, err := gcdump.Collect(r.Context(), c, gcdump.CollectConfig{
-		Timeout: timeout, ProcessName: p.Name, ProcessID: p.PID,
+		Timeout: timeout, RundownTimeout: DefaultRundownTimeout, ProcessName: p.Name, ProcessID: p.PID,
 		Notify: func(n gcdump.Note) {
 			if n.Warning() {
 				warnings = append(warnings, n.String())
