@@ -13,6 +13,7 @@ type Dominators struct {
 	idom     []NodeID // per node: immediate dominator, NoNode under the virtual root
 	retained []uint64 // per node
 	order    []NodeID // nodes in DFS preorder: every node comes after its dominator
+	reached  int      // order[:reached] are the nodes the Root reaches
 	// Unreachable counts the nodes that the graph's Root does not reach.
 	Unreachable int
 }
@@ -180,7 +181,7 @@ func ComputeDominators(g *Graph) *Dominators {
 	preds, predOff, lt, bucket, next, parent = nil, nil, nil, nil, nil, nil
 
 	// Retained sizes, children before their dominators, by node.
-	d := &Dominators{g: g, idom: make([]NodeID, n), retained: make([]uint64, n), order: order[1:], Unreachable: n - reached}
+	d := &Dominators{g: g, idom: make([]NodeID, n), retained: make([]uint64, n), order: order[1:], reached: reached, Unreachable: n - reached}
 	for w := V - 1; w >= 1; w-- {
 		node := order[w]
 		d.retained[node] += uint64(g.size[node])
@@ -205,6 +206,10 @@ func (d *Dominators) Retained(n NodeID) uint64 { return d.retained[n] }
 // Order returns the nodes in an order in which every node comes after its
 // immediate dominator. The slice aliases d.
 func (d *Dominators) Order() []NodeID { return d.order }
+
+// Unreached returns the nodes the graph's Root does not reach. The slice
+// aliases d.
+func (d *Dominators) Unreached() []NodeID { return d.order[d.reached:] }
 
 // Dominates reports whether a dominates b (a node dominates itself).
 func (d *Dominators) Dominates(a, b NodeID) bool {

@@ -168,8 +168,8 @@ func BuildReport(g *Graph, d *Dominators, cfg ReportConfig) (*Report, error) {
 			r.Types = append(r.Types, stats[i])
 		}
 	}
-	for v := range n {
-		if d.idom[v] == NoNode && NodeID(v) != g.Root && g.IsObject(NodeID(v)) {
+	for _, v := range d.Unreached() {
+		if g.IsObject(v) {
 			r.Unreachable++
 		}
 	}
