@@ -39,7 +39,12 @@ func benchSize(b *testing.B) (nodes, edges int) {
 // (object i refers to 2i+1 and 2i+2) plus random references for 3
 // references an object on average (cycles, sharing, long-range
 // references), and 1000 roots in two kinds.
-func synthHeap(tb testing.TB, nodes, edges int) *Graph {
+func synthHeap(tb testing.TB, nodes, edges int) *Graph { return synthHeapLocal(tb, nodes, edges, false) }
+
+// synthHeapLocal is synthHeap; with local set, 9 in 10 random references
+// point within 4096 objects of their source, as in a compacted heap where
+// objects allocated together stay together.
+func synthHeapLocal(tb testing.TB, nodes, edges int, local bool) *Graph {
 	r := rand.New(rand.NewPCG(7, 11))
 	b := NewBuilder(nodes + 4)
 	types := make([]int, 2000)
@@ -59,7 +64,11 @@ func synthHeap(tb testing.TB, nodes, edges int) *Graph {
 		// Spread the random references evenly over the objects.
 		k := random/nodes + b2i(r.IntN(nodes) < random%nodes)
 		for range k {
-			refs = append(refs, b.Ref(addr(r.IntN(nodes))))
+			t := r.IntN(nodes)
+			if local && r.IntN(10) != 0 {
+				t = min(max(i+r.IntN(8192)-4096, 0), nodes-1)
+			}
+			refs = append(refs, b.Ref(addr(t)))
 		}
 		size := uint64(24 + 8*r.IntN(33))
 		if _, err := b.SetObject(addr(i), types[i%len(types)], size, refs); err != nil {
@@ -136,15 +145,22 @@ func peakHeap() (stop func() uint64) {
 // million objects and 30 million references: building the graph (Builder,
 // address interning), the dominator tree and the per-type report. It
 // reports each phase's seconds, the peak heap and the bytes per object at
-// that peak.
-func BenchmarkPipeline(b *testing.B) {
+// that peak. Its references are uniformly random beyond a binary tree: the
+// worst case for caches.
+func BenchmarkPipeline(b *testing.B) { benchPipeline(b, false) }
+
+// BenchmarkPipelineLocal is BenchmarkPipeline on a heap whose references
+// are mostly local (see synthHeapLocal), closer to a real heap's shape.
+func BenchmarkPipelineLocal(b *testing.B) { benchPipeline(b, true) }
+
+func benchPipeline(b *testing.B, local bool) {
 	nodes, edges := benchSize(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		runtime.GC()
 		stop := peakHeap()
 		t0, c0 := time.Now(), cpuTime()
-		g := synthHeap(b, nodes, edges)
+		g := synthHeapLocal(b, nodes, edges, local)
 		t1, c1 := time.Now(), cpuTime()
 		buildPeak := stop()
 		stop = peakHeap()
