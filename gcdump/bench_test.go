@@ -231,3 +231,19 @@ func BenchmarkFromTrace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDominators measures ComputeDominators alone on the synthetic
+// heap (uniform references), built once.
+func BenchmarkDominators(b *testing.B) {
+	nodes, edges := benchSize(b)
+	if os.Getenv("GCDUMP_BENCH_NODES") == "" && !testing.Short() {
+		nodes, edges = 2_000_000, 6_000_000
+	}
+	g := synthHeap(b, nodes, edges)
+	b.ReportAllocs()
+	for b.Loop() {
+		c0 := cpuTime()
+		ComputeDominators(g)
+		b.ReportMetric((cpuTime() - c0).Seconds(), "cpu-s")
+	}
+}

@@ -121,16 +121,24 @@ func ComputeDominators(g *Graph) *Dominators {
 		bucket[i] = -1
 	}
 	path := make([]int32, 0, 1024)
+	// Vertices are linked to their DFS parent in decreasing DFS number, so
+	// a vertex is linked (has a forest ancestor) exactly when its number
+	// is above lim, the last one not yet linked: eval knows whether a
+	// vertex is a tree root without reading it.
+	//
 	// eval returns the vertex of smallest semidominator on the forest path
 	// from v up to (not including) its tree root, and that semidominator,
 	// compressing the path iteratively.
-	eval := func(v int32) (int32, int32) {
-		if lt[v].anc < 0 {
+	eval := func(v, lim int32) (int32, int32) {
+		if v <= lim {
 			return v, lt[v].semi
 		}
-		path = path[:0]
-		x := v
-		for lt[lt[x].anc].anc >= 0 {
+		x := lt[v].anc
+		if x <= lim { // v's ancestor is a tree root: nothing to compress
+			return lt[v].label, lt[v].lsemi
+		}
+		path = append(path[:0], v)
+		for lt[x].anc > lim {
 			path = append(path, x)
 			x = lt[x].anc
 		}
@@ -147,15 +155,15 @@ func ComputeDominators(g *Graph) *Dominators {
 	for w := int32(V - 1); w >= 1; w-- {
 		s := lt[w].semi
 		for _, v := range preds[predOff[w]:predOff[w+1]] {
-			if v < w {
-				// Not processed yet, so not linked: eval(v) is v, whose
-				// semidominator is still v. No need to touch it.
+			if v <= w {
+				// Not linked yet: eval(v) is v, whose semidominator is
+				// still v. No need to touch it.
 				if v < s {
 					s = v
 				}
 				continue
 			}
-			if _, sv := eval(v); sv < s {
+			if _, sv := eval(v, w); sv < s {
 				s = sv
 			}
 		}
@@ -163,9 +171,9 @@ func ComputeDominators(g *Graph) *Dominators {
 		next[w] = bucket[s]
 		bucket[s] = w
 		p := parent[w]
-		lt[w].anc = p
+		lt[w].anc = p // link; now the vertices above w-1 are linked
 		for v := bucket[p]; v >= 0; v = next[v] {
-			if u, su := eval(v); su < lt[v].semi {
+			if u, su := eval(v, w-1); su < lt[v].semi {
 				idom[v] = u
 			} else {
 				idom[v] = p
