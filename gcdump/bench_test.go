@@ -39,7 +39,9 @@ func benchSize(b *testing.B) (nodes, edges int) {
 // (object i refers to 2i+1 and 2i+2) plus random references for 3
 // references an object on average (cycles, sharing, long-range
 // references), and 1000 roots in two kinds.
-func synthHeap(tb testing.TB, nodes, edges int) *Graph { return synthHeapLocal(tb, nodes, edges, false) }
+func synthHeap(tb testing.TB, nodes, edges int) *Graph {
+	return synthHeapLocal(tb, nodes, edges, false)
+}
 
 // synthHeapLocal is synthHeap; with local set, 9 in 10 random references
 // point within 4096 objects of their source, as in a compacted heap where
