@@ -312,7 +312,7 @@ wait:
 			o, r := objects.Load(), refs.Load()
 			stopSession(ctx, sess, c.StopTimeout)
 			abandon()
-			what := "the runtime did not start the heap walk"
+			what := "the runtime did not start the heap walk (heap snapshots need .NET Core 3.0 or later)"
 			if started.Load() {
 				what = fmt.Sprintf("the heap walk was still running (%s objects, %s references so far); raise --timeout for a large heap", group(o), group(r))
 			}
