@@ -83,13 +83,17 @@
 // "UNDEFINED"; the record at offset 0 is the shared record of undefined
 // nodes (referenced, never described).
 //
-// Fields this package writes that had to be inferred (no dotnet-gcdump file
-// was available to compare with; PerfView's own test file, a 2015 heap dump
-// read in this package's tests against PerfView's XML rendering of it,
-// confirms the layout):
-//   - A type's Size is the size of its first node in index order (PerfView
-//     takes the first node described, in event order); nodes of another size
-//     carry their own, so readers get the same sizes either way.
+// Two real files check this: PerfView's own 2015 test heap dump, read in
+// the tests node by node against PerfView's XML rendering of it, and a
+// dotnet-gcdump file of a .NET 9 application (from
+// jonathanpeppers/gcdump-analyze, MIT), whose type counts and sizes match
+// what TraceEvent's reader gives. Rewriting that file with Write gives the
+// same bytes except the per-type default sizes and the offsets after them.
+// What Write had to choose:
+//   - A type's Size is the size of its first node in index order; nodes of
+//     another size carry their own (PerfView takes the first node
+//     described; for a snapshot built from events the two orders are the
+//     same). Readers get the same sizes either way.
 //   - TimeCollected is written in UTC ticks; PerfView writes local time and
 //     dotnet-gcdump leaves it 0. The reader returns the ticks as UTC.
 //   - DotNetHeapInfo is written only when Info has segments (Collect leaves
