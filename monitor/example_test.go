@@ -44,3 +44,38 @@ func Example() {
 	//   "GREETING": "hi"
 	// }
 }
+
+// The dashboard: the link the monitor prints signs a browser in with a
+// session cookie; a page load without one goes to the sign-in form.
+func ExampleServer_DashboardPath() {
+	m, err := monitor.New(monitor.Config{APIKey: "secret", NoMetrics: true, Source: monitor.StaticSource{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	hs := httptest.NewServer(m)
+	defer hs.Close()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	resp, err := noRedirect.Get(hs.URL + "/ui/")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println("without a session:", resp.StatusCode, resp.Header.Get("Location"))
+
+	resp, err = noRedirect.Get(hs.URL + m.DashboardPath()) // /ui/login?token=...
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		fmt.Println("the link:", resp.StatusCode, resp.Header.Get("Location"), c.Name, c.HttpOnly, c.SameSite == http.SameSiteStrictMode)
+	}
+	// Output:
+	// without a session: 303 /ui/login
+	// the link: 303 /ui/ clrdiag_session true true
+}

@@ -85,6 +85,17 @@ func TestBrowserMonitorDashboard(t *testing.T) {
 	})()`, 40*time.Second)
 	t.Logf("counters then: %s", first)
 	t.Logf("counters later: %s", second)
+	// Text can be selected (and copied): the command line, a value.
+	sel := browsertest.Run(b, chromedp.Evaluate[string](`(() => {
+		const s = window.getSelection();
+		s.selectAllChildren(document.querySelector('#process-rows tr[data-pid="`+pid+`"] td.cmd'));
+		const a = s.toString();
+		s.selectAllChildren(document.querySelector('.value[data-series="working-set"]'));
+		return a + ' | ' + s.toString();
+	})()`))
+	if !strings.Contains(sel, "Hot.dll") || strings.HasSuffix(sel, " | ") {
+		t.Errorf("selected text: %q", sel)
+	}
 	cpu := browsertest.Run(b, chromedp.Text(chromedp.CSS(`.value[data-series="cpu-usage"]`)))
 	t.Logf("CPU usage shown: %s", cpu)
 	shot := b.Screenshot("monitor-dashboard")
@@ -128,6 +139,18 @@ func TestBrowserMonitorDashboard(t *testing.T) {
 	}
 	narrow := b.Screenshot("monitor-dashboard-narrow")
 	t.Logf("screenshots: %s %s %s", shot, profShot, narrow)
+
+	// A failure is shown in the page: the target is gone.
+	tg.Kill()
+	b.Do(chromedp.Click(chromedp.ID("stacks-button")))
+	failure := browsertest.Wait[string](b, "the error of the stacks of a process that exited", `(() => {
+		const e = document.getElementById('action-error'); return !e.hidden && e.innerText; })()`, 60*time.Second)
+	if !strings.HasPrefix(failure, "Error: Stacks of process "+pid+" failed: ") {
+		t.Errorf("error shown: %q", failure)
+	}
+	t.Logf("error shown: %s", failure)
+	b.Screenshot("monitor-dashboard-error")
+	b.ExpectConsole("api/processes/"+pid+"/stacks", 10*time.Second)
 
 	if p := b.Problems(); len(p) > 0 {
 		t.Errorf("the pages reported errors: %q", p)
