@@ -34,9 +34,14 @@ const (
 	WarnSharedSessionMismatch
 	// WarnBadEvent: a counters event could not be decoded; it was skipped.
 	WarnBadEvent
+	// WarnIntervalChanged: the runtime publishes the EventCounters at
+	// another interval only (.NET Core 3.x keeps one interval for all
+	// sessions, and gives the first session of a process 1 s); the values
+	// are reported at that interval.
+	WarnIntervalChanged
 )
 
-var warningNames = [...]string{"", "error", "time-series limit", "histogram limit", "callback error", "multiple sessions", "shared session mismatch", "bad event"}
+var warningNames = [...]string{"", "error", "time-series limit", "histogram limit", "callback error", "multiple sessions", "shared session mismatch", "bad event", "interval changed"}
 
 func (k WarningKind) String() string {
 	if int(k) < len(warningNames) && k != 0 {
@@ -96,6 +101,16 @@ type Decoder struct {
 	// BeginInstrumentReporting, by instrument id (v2 events) and by
 	// meter and instrument name.
 	instruments map[instrumentKey]instrumentTags
+	// payloads counts the counter payloads of this session (EventCounters
+	// of a planned provider at any interval, Metrics events of the
+	// session): a session whose count stops growing has stalled.
+	payloads uint64
+	// adopted is another session's EventCounters interval taken because
+	// the runtime publishes no other (.NET Core 3.x); foreignSince is the
+	// time of the first payload at a foreign interval since the last one
+	// at the planned interval.
+	adopted      time.Duration
+	foreignSince time.Time
 }
 
 // instrumentKey names an instrument: by the id of version 2 events when
@@ -169,17 +184,24 @@ func (d *Decoder) eventCounters(ev *nettrace.Event, fn func(Update) error) error
 	if name == "" {
 		return d.badEvent(ev, fmt.Errorf("counter without a Name"), fn)
 	}
-	if !sp.Wants(name) {
-		return nil
-	}
+	d.payloads++
+	interval := d.plan.Interval
 	if series, ok := str(p, "Series"); ok {
 		if ms, ok := strings.CutPrefix(series, "Interval="); ok {
-			if n, err := strconv.ParseInt(ms, 10, 64); err == nil && time.Duration(n)*time.Millisecond != d.plan.Interval {
-				return nil // published for another session's interval
+			if n, err := strconv.ParseInt(ms, 10, 64); err == nil && n > 0 {
+				iv := time.Duration(n) * time.Millisecond
+				use, err := d.interval(ev, iv, fn)
+				if err != nil || !use {
+					return err
+				}
+				interval = iv
 			}
 		}
 	}
-	s := &Sample{Time: ev.Time(), Provider: provider, Name: name, Interval: d.plan.Interval}
+	if !sp.Wants(name) {
+		return nil
+	}
+	s := &Sample{Time: ev.Time(), Provider: provider, Name: name, Interval: interval}
 	s.DisplayName, _ = str(p, "DisplayName")
 	s.Unit, _ = str(p, "DisplayUnits")
 	typ, _ := str(p, "CounterType")
@@ -210,6 +232,34 @@ func (d *Decoder) eventCounters(ev *nettrace.Event, fn func(Update) error) error
 		return d.badEvent(ev, fmt.Errorf("counter %s has unknown CounterType %q", name, typ), fn)
 	}
 	return fn(Update{Sample: s})
+}
+
+// interval decides whether an EventCounters payload published at iv is
+// this session's. A runtime that keeps one interval per EventSource for
+// every session (.NET Core 3.x: the shortest asked for wins, and the first
+// session of a process gets 1 s whatever it asks for, as seen on 3.1.2)
+// may publish only another interval; when payloads have come at a foreign
+// interval for longer than the planned interval (and half the foreign one)
+// with none at the planned interval, that interval is adopted with a
+// warning. Runtimes that publish each session's interval (.NET 5 and
+// later) always send a planned-interval payload within that time.
+func (d *Decoder) interval(ev *nettrace.Event, iv time.Duration, fn func(Update) error) (bool, error) {
+	switch {
+	case iv == d.plan.Interval:
+		d.foreignSince, d.adopted = time.Time{}, 0
+		return true, nil
+	case iv == d.adopted:
+		return true, nil
+	}
+	t := ev.Time()
+	if d.foreignSince.IsZero() || t.Before(d.foreignSince) {
+		d.foreignSince = t
+	}
+	if t.Sub(d.foreignSince) < d.plan.Interval+iv/2 {
+		return false, nil // published for another session's interval
+	}
+	d.adopted = iv
+	return true, d.warn(ev, WarnIntervalChanged, fmt.Sprintf("the runtime publishes the EventCounters every %v, not every %v as asked; values are reported every %v (a .NET Core 3.x runtime keeps one interval for all sessions: the shortest one asked for, and 1s for the first session of a process)", iv, d.plan.Interval, iv), fn)
 }
 
 // counterPayload finds the Payload object: nested in the unnamed top-level
@@ -273,6 +323,7 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	if sid, ok := str(o, "sessionId"); !ok || sid != d.plan.SessionID {
 		return nil // another session's event
 	}
+	d.payloads++
 	switch id {
 	case evError:
 		msg, _ := str(o, "errorMessage")

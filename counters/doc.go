@@ -16,6 +16,14 @@
 //	defer s.Close()
 //	err = s.Run(ctx, func(u counters.Update) error { ...; return nil })
 //
+// Follow does the same across stalls: a session that published values and
+// stops publishing (Config.StallTimeout) is stopped and a new one opened, so
+// the values keep coming; the monitor's /metrics and the CLI use it. A .NET
+// Core 3.x runtime keeps one EventCounters interval for all sessions (the
+// shortest asked for; sometimes 1 s for the first session of a process):
+// when only another interval arrives, the Decoder adopts it with a
+// WarnIntervalChanged warning rather than dropping every value.
+//
 // ReadTrace decodes a saved session file the same way, and Decoder works
 // event by event. A provider named without the EventCounters\ prefix is
 // read both as a Meter and as an EventSource; once its Meter publishes, its

@@ -60,6 +60,12 @@ type Config struct {
 	NewID func() string
 	// BufferSizeMB is the EventPipe buffer; 0 means the eventpipe default.
 	BufferSizeMB uint32
+	// StallTimeout is how long a session that has published values may
+	// publish none before Run reports it stalled (ErrStalled); 0 means two
+	// refresh intervals plus two seconds, a negative value never. Counter
+	// payloads at another session's interval count as published: only a
+	// runtime that stopped publishing altogether is stalled.
+	StallTimeout time.Duration
 }
 
 // Plan is a resolved Config: the EventPipe providers to enable and what the

@@ -228,3 +228,87 @@ func TestRealCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestRealTwoSessionsOn31 reproduces, on a real .NET Core 3.1 process, how
+// its counters sessions disturb each other. A asks for 2 s, then B for 1 s:
+// the runtime keeps one interval for all sessions, the shortest, so A only
+// gets payloads at 1 s. Before, A dropped them as another session's and
+// wrote nothing; now it adopts the interval with a warning, and keeps its
+// values coming after B ends (the runtime stays at 1 s; if it stopped
+// publishing instead, Follow would reopen A's session).
+func TestRealTwoSessionsOn31(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Basic"), nil, nil)
+	client := diag.NewClient(transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: tg.PID}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cpu := func() []Spec { return []Spec{{Provider: "System.Runtime", Counters: []string{"cpu-usage"}}} }
+
+	// A: 2 s, followed.
+	var mu sync.Mutex
+	var aIntervals []time.Duration
+	var aWarn []WarningKind
+	var stalls, reopens int
+	aCtx, stopA := context.WithCancel(ctx)
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- Follow(aCtx, client, Config{Specs: cpu(), RefreshInterval: 2 * time.Second}, FollowConfig{
+			Started: func(_ *Session, reopened bool) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if reopened {
+					reopens++
+				}
+				return nil
+			},
+			Stalled: func(error) { mu.Lock(); stalls++; mu.Unlock() },
+		}, func(u Update) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if u.Warning != nil {
+				aWarn = append(aWarn, u.Warning.Kind)
+			} else {
+				aIntervals = append(aIntervals, u.Sample.Interval)
+			}
+			return nil
+		})
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("A: intervals %v, warnings %v, %d stalls, %d reopens", aIntervals, aWarn, stalls, reopens)
+	}()
+	state := func(f func() bool) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return f() }
+	}
+	waitFor(t, "A's first values", 30*time.Second, state(func() bool { return len(aIntervals) > 0 }))
+
+	// B: 1 s, for a few values, then ended.
+	b, err := Start(ctx, client, Config{Specs: cpu(), RefreshInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bRec := &recorder{}
+	bCtx, stopB := context.WithCancel(ctx)
+	bDone := make(chan error, 1)
+	go func() { bDone <- b.Run(bCtx, bRec.add) }()
+	waitFor(t, "A's values at B's 1 s, with a warning", 30*time.Second, state(func() bool {
+		return len(aWarn) > 0 && aWarn[0] == WarnIntervalChanged && aIntervals[len(aIntervals)-1] == time.Second
+	}))
+	waitFor(t, "B's values", 20*time.Second, func() bool { return len(bRec.of("System.Runtime", "cpu-usage")) >= 2 })
+	stopB()
+	if err := <-bDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("B: %v", err)
+	}
+	b.Close()
+
+	// After B's end A's values keep coming.
+	mu.Lock()
+	n := len(aIntervals)
+	mu.Unlock()
+	waitFor(t, "A's values after B's end", 30*time.Second, state(func() bool { return len(aIntervals) >= n+3 }))
+	stopA()
+	if err := <-aDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("A: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
@@ -38,6 +39,29 @@ func readerLimits() nettrace.ReaderConfig {
 	return nettrace.ReaderConfig{MaxBlockSize: MaxBlockSize, MaxMetadata: 4096, MaxStackBytes: 16 << 20, MaxThreads: 4096}
 }
 
+// ErrStalled is wrapped by the error of Run when a session that published
+// counter values stopped publishing for Config.StallTimeout. A .NET Core
+// 3.x runtime stops the EventCounters of every session when any one of
+// them ends (another tool's, or another session of this process); a new
+// session starts them again (Follow reopens it).
+var ErrStalled = errors.New("counters: no counter values")
+
+// stallGrace is added to two refresh intervals to make the default stall
+// timeout.
+const stallGrace = 2 * time.Second
+
+// stallAfter is the stall timeout of the configuration for a session
+// refreshed every interval; 0 means no detection.
+func (c *Config) stallAfter(interval time.Duration) time.Duration {
+	switch {
+	case c.StallTimeout < 0:
+		return 0
+	case c.StallTimeout > 0:
+		return c.StallTimeout
+	}
+	return 2*interval + stallGrace
+}
+
 // stopTimeout bounds the StopTracing a cancelled Run sends: a runtime has
 // been seen not to answer it.
 const stopTimeout = 3 * time.Second
@@ -55,9 +79,10 @@ type Session struct {
 	// Warnings lists what EventPipe gave up to fit the runtime.
 	Warnings []string
 
-	ep       *eventpipe.Session
-	stopOnce sync.Once
-	stopErr  error
+	ep         *eventpipe.Session
+	stallAfter time.Duration // 0: no stall detection
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // Start enables the counters of cfg in the target. When cfg.RuntimeMajor
@@ -92,25 +117,73 @@ func Start(ctx context.Context, t Target, cfg Config) (*Session, error) {
 	}
 	s.ep = ep
 	s.Warnings = ep.Warnings
+	s.stallAfter = cfg.stallAfter(plan.Interval)
 	return s, nil
 }
 
 // Run reads the session and calls fn for every sample and warning until
 // ctx ends (then it stops the session and returns ctx.Err()), the stream
 // ends (nil after a clean end, an error wrapping ErrStreamCut if it was
-// cut off) or fn returns an error (returned as is; the session keeps
-// running until Stop or Close). Run may be called once.
+// cut off), the session stalls (an error wrapping ErrStalled; the session
+// is still open: Stop or Close it, see Follow) or fn returns an error
+// (returned as is; the session keeps running until Stop or Close). Run
+// may be called once.
 func (s *Session) Run(ctx context.Context, fn func(Update) error) error {
-	stop := context.AfterFunc(ctx, func() {
+	err := s.read(ctx, fn)
+	if ctx.Err() != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		defer cancel()
 		_ = s.Stop(sctx)
 		_ = s.ep.Close()
-	})
-	defer stop()
-	err := ReadTrace(ctx, s.ep, s.Plan, fn)
-	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	return err
+}
+
+// read decodes the session until ctx ends (ctx.Err()), the stream ends,
+// the session stalls or fn fails, leaving the session open.
+func (s *Session) read(ctx context.Context, fn func(Update) error) error {
+	conn := s.ep.Stream()
+	d := NewDecoder(s.Plan)
+	var last atomic.Int64 // when the payload count last grew (UnixNano); 0 before the first
+	var stalled atomic.Bool
+	interrupt := func() { _ = conn.SetReadDeadline(time.Now()) }
+	stop := context.AfterFunc(ctx, interrupt)
+	defer stop()
+	if s.stallAfter > 0 {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			t := time.NewTicker(max(s.stallAfter/8, time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case now := <-t.C:
+					if l := last.Load(); l != 0 && now.Sub(time.Unix(0, l)) > s.stallAfter {
+						stalled.Store(true)
+						interrupt()
+						return
+					}
+				}
+			}
+		}()
+	}
+	seen := uint64(0)
+	err := readTrace(ctx, s.ep, d, func(u Update) error {
+		return fn(u)
+	}, func() {
+		if d.payloads != seen {
+			seen = d.payloads
+			last.Store(time.Now().UnixNano())
+		}
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case stalled.Load():
+		return fmt.Errorf("%w for %v", ErrStalled, s.stallAfter)
 	}
 	return err
 }
@@ -132,6 +205,12 @@ func (s *Session) Close() error { return s.ep.Close() }
 // a stream that stops early, fn's error, or ctx.Err() (checked between
 // events: a Read blocked in r is not interrupted).
 func ReadTrace(ctx context.Context, r io.Reader, p *Plan, fn func(Update) error) error {
+	return readTrace(ctx, r, NewDecoder(p), fn, nil)
+}
+
+// readTrace is ReadTrace with a decoder of the caller's and a function
+// called after each event.
+func readTrace(ctx context.Context, r io.Reader, d *Decoder, fn func(Update) error, after func()) error {
 	nr, err := nettrace.NewReaderConfig(r, readerLimits())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -139,7 +218,6 @@ func ReadTrace(ctx context.Context, r io.Reader, p *Plan, fn func(Update) error)
 		}
 		return fmt.Errorf("counters: read the trace header: %w", classify(err))
 	}
-	d := NewDecoder(p)
 	var ev nettrace.Event
 	for {
 		if err := ctx.Err(); err != nil {
@@ -154,6 +232,9 @@ func ReadTrace(ctx context.Context, r io.Reader, p *Plan, fn func(Update) error)
 		}
 		if err := d.Decode(&ev, fn); err != nil {
 			return err
+		}
+		if after != nil {
+			after()
 		}
 	}
 }

@@ -18,11 +18,6 @@ import (
 // counters session.
 const maxRetryDelay = time.Minute
 
-// stopTurnTimeout bounds how long a session being stopped waits for its
-// process's turn to send StopTracing; after that its connection is simply
-// closed (the runtime then ends the session by itself).
-const stopTurnTimeout = 3 * time.Second
-
 // MaxSeriesPerProcess bounds the time series /metrics keeps for one
 // process, as dotnet-counters' --maxTimeSeries: a runtime that publishes
 // ever new counter names or tag values cannot grow the monitor's memory and
@@ -30,16 +25,11 @@ const stopTurnTimeout = 3 * time.Second
 // counted in clrdiag_collector_series_dropped_total.
 const MaxSeriesPerProcess = 1000
 
-// stallGrace is added to two refresh intervals to make the time after which
-// a session that publishes nothing is reopened.
-const stallGrace = 2 * time.Second
-
 // ErrStalled is recorded for a process whose counters session stopped
-// publishing values. The session is then reopened at once. A .NET Core 3.x
-// runtime stops the EventCounters of every session when any one of them
-// ends (another tool's, or a GET /processes/{pid}/counters); a new session
-// starts them again.
-var ErrStalled = errors.New("monitor: no counter values")
+// publishing values (counters.ErrStalled); counters.Follow then stops it
+// and opens a new one at once. A .NET Core 3.x runtime has been seen to stop
+// the EventCounters of every session when one of them ends.
+var ErrStalled = counters.ErrStalled
 
 // ErrSessionEnded is recorded for a process whose counters session ended
 // without an error (the runtime closed the stream, as when it shuts down).
@@ -174,7 +164,7 @@ func (c *collector) discover(ctx context.Context) {
 
 // work keeps a counters session open in one process until ctx ends,
 // reopening it with backoff (from Config.MetricsWindow up to a minute)
-// after each failure, and at once after a stall.
+// after each failure (session reopens at once after a stall).
 func (c *collector) work(ctx context.Context, pm *procMetrics) {
 	delay := c.s.cfg.MetricsWindow
 	for {
@@ -188,12 +178,8 @@ func (c *collector) work(ctx context.Context, pm *procMetrics) {
 		pm.errors++
 		clear(pm.series) // stale values are not reported
 		c.mu.Unlock()
-		if sampled || errors.Is(err, ErrStalled) {
+		if sampled {
 			delay = c.s.cfg.MetricsWindow
-		}
-		if errors.Is(err, ErrStalled) {
-			c.s.log.Warn("monitor: counters session stalled; reopening it", "pid", pm.p.PID, "process", pm.p.Name, "err", err)
-			continue // the stall itself spaced the attempts
 		}
 		c.s.log.Warn("monitor: counters session lost; retrying", "pid", pm.p.PID, "process", pm.p.Name, "err", err, "retry_in", delay)
 		t := time.NewTimer(delay)
@@ -207,99 +193,68 @@ func (c *collector) work(ctx context.Context, pm *procMetrics) {
 	}
 }
 
-// session opens a counters session in the process, taking the process's
-// turn to do so, and records its samples until the session ends (an error)
-// or ctx ends (nil). sampled tells whether any sample arrived.
+// session keeps a counters session open in the process (counters.Follow,
+// which takes the process's turn to open and stop sessions and reopens a
+// stalled one) and records its samples until the session ends (an error)
+// or ctx ends (nil). A stall is recorded as an error of the process. sampled
+// tells whether any sample arrived.
 func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool, err error) {
 	pid := pm.p.PID
-	unlock, err := c.s.lock(ctx, pid)
-	if err != nil {
-		return false, &SessionError{PID: pid, Err: err}
-	}
 	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
-	sess, err := counters.Start(ctx, client, counters.Config{RefreshInterval: c.s.cfg.MetricsWindow})
-	unlock()
-	if err != nil {
-		return false, &SessionError{PID: pid, Err: err}
-	}
-	c.mu.Lock()
-	pm.up, pm.err = true, nil
-	reopened := pm.errors > 0
-	c.mu.Unlock()
-	if reopened {
-		c.s.log.Info("monitor: counters session reopened", "pid", pid, "process", pm.p.Name)
-	} else {
-		c.s.log.Debug("monitor: counters session opened", "pid", pid, "process", pm.p.Name)
-	}
-
-	// Run gets a context of its own: on ctx's end the session is stopped
-	// here, in the process's turn, rather than by Run.
-	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRun()
-	runDone := make(chan error, 1)
-	got := make(chan struct{}, 1)
-	go func() {
-		runDone <- sess.Run(runCtx, func(u counters.Update) error {
-			if u.Sample == nil || u.Sample.NoValue {
-				return nil
-			}
-			sm := *u.Sample
-			key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
+	started := false
+	err = counters.Follow(ctx, client, counters.Config{RefreshInterval: c.s.cfg.MetricsWindow}, counters.FollowConfig{
+		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },
+		Started: func(*counters.Session, bool) error {
+			started = true
 			c.mu.Lock()
-			if ms := pm.series[key]; ms != nil {
-				ms.add(sm)
-				pm.hist.add(&sm)
-			} else if len(pm.series) < MaxSeriesPerProcess {
-				ms = &metricSeries{fam: familyOf(&sm)}
-				ms.add(sm)
-				pm.series[key] = ms
-				pm.hist.add(&sm)
-			} else {
-				pm.seriesDropped++
-			}
-			sampled = true
+			pm.up, pm.err = true, nil
+			reopened := pm.errors > 0
 			c.mu.Unlock()
-			select {
-			case got <- struct{}{}:
-			default:
+			if reopened {
+				c.s.log.Info("monitor: counters session reopened", "pid", pid, "process", pm.p.Name)
+			} else {
+				c.s.log.Debug("monitor: counters session opened", "pid", pid, "process", pm.p.Name)
 			}
 			return nil
-		})
-	}()
-	stallAfter := 2*c.s.cfg.MetricsWindow + stallGrace
-	stall := time.NewTimer(stallAfter)
-	defer stall.Stop()
-	for {
-		select {
-		case err := <-runDone:
-			_ = sess.Close()
-			if err == nil {
-				err = ErrSessionEnded
-			}
-			return sampled, &SessionError{PID: pid, Started: true, Err: err}
-		case <-got:
-			stall.Reset(stallAfter)
-		case <-stall.C:
-			c.end(ctx, pid, sess, runDone)
-			return sampled, &SessionError{PID: pid, Started: true, Err: fmt.Errorf("%w for %v", ErrStalled, stallAfter)}
-		case <-ctx.Done():
-			c.end(ctx, pid, sess, runDone)
-			return false, nil
+		},
+		Stalled: func(err error) {
+			c.s.log.Warn("monitor: counters session stalled; reopening it", "pid", pid, "process", pm.p.Name, "err", err)
+			c.mu.Lock()
+			pm.up = false
+			pm.err = &SessionError{PID: pid, Started: true, Err: err}
+			pm.errors++
+			clear(pm.series) // stale values are not reported
+			c.mu.Unlock()
+		},
+	}, func(u counters.Update) error {
+		if u.Sample == nil || u.Sample.NoValue {
+			return nil
 		}
+		sm := *u.Sample
+		key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
+		c.mu.Lock()
+		if ms := pm.series[key]; ms != nil {
+			ms.add(sm)
+			pm.hist.add(&sm)
+		} else if len(pm.series) < MaxSeriesPerProcess {
+			ms = &metricSeries{fam: familyOf(&sm)}
+			ms.add(sm)
+			pm.series[key] = ms
+			pm.hist.add(&sm)
+		} else {
+			pm.seriesDropped++
+		}
+		sampled = true
+		c.mu.Unlock()
+		return nil
+	})
+	if ctx.Err() != nil {
+		return false, nil
 	}
-}
-
-// end stops a running session in its process's turn (or closes it when the
-// turn does not come within stopTurnTimeout) and waits for its Run.
-func (c *collector) end(ctx context.Context, pid int, sess *counters.Session, runDone <-chan error) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTurnTimeout)
-	if unlock, err := c.s.lock(sctx, pid); err == nil {
-		_ = sess.Stop(sctx)
-		unlock()
+	if err == nil {
+		err = ErrSessionEnded
 	}
-	cancel()
-	_ = sess.Close()
-	<-runDone
+	return sampled, &SessionError{PID: pid, Started: started, Err: err}
 }
 
 // Describe sends nothing: the metrics depend on the processes found, so the

@@ -432,9 +432,10 @@ func TestRealRuntimeCountersAndMetrics(t *testing.T) {
 	if samples[0]["provider"] != "System.Runtime" {
 		t.Fatalf("first sample %v", samples[0])
 	}
-	// /metrics answers from the collector's long-lived session. Ending the
-	// session above stopped the EventCounters of every session (.NET Core
-	// 3.x does that): the collector notices the stall and reopens its own.
+	// /metrics answers from the collector's long-lived session (3 s). The
+	// session above asked for 1 s, and a .NET Core 3.x runtime then
+	// publishes 1 s only, for every session: the collector adopts it (and
+	// would reopen its session if the runtime stopped publishing).
 	wantLabel := fmt.Sprintf(`pid="%d",process_name="dotnet"`, tg.PID)
 	var text string
 	deadline := time.Now().Add(30 * time.Second)

@@ -92,23 +92,33 @@ func isTerminal(w io.Writer) bool {
 	return ok && isTerminalFd(f.Fd())
 }
 
-// countersSession resolves the target and starts a session; ctx carries
-// the --duration limit.
-func countersSession(ctx context.Context, tf *targetFlags, cfg counters.Config) (*target, *counters.Session, error) {
-	t, err := tf.resolve(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.NewID = tf.g.idSource() // the same ids under --record-ipc and --replay-ipc
-	s, err := counters.Start(ctx, t.Client, cfg)
-	if err != nil {
-		t.close()
-		return nil, nil, err
-	}
-	if err := t.started(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "clrdiag: warning: resuming the runtime: %v\n", err)
-	}
-	return t, s, nil
+// followCounters reads the target's counters with counters.Follow until
+// ctx ends (it carries --duration), reopening a session that stalls, and
+// says so on errOut. first, when set, runs once the first session is open
+// (after the runtime is resumed and the warnings printed); its error ends
+// the collection.
+func followCounters(ctx context.Context, t *target, cfg counters.Config, errOut io.Writer, first func() error, fn func(counters.Update) error) error {
+	return counters.Follow(ctx, t.Client, cfg, counters.FollowConfig{
+		Started: func(s *counters.Session, reopened bool) error {
+			if reopened {
+				fmt.Fprintln(errOut, "clrdiag: the counters session was reopened; values resume with the next refresh")
+				return nil
+			}
+			for _, w := range s.Warnings {
+				fmt.Fprintf(errOut, "clrdiag: warning: %s\n", w)
+			}
+			if err := t.started(ctx); err != nil {
+				fmt.Fprintf(errOut, "clrdiag: warning: resuming the runtime: %v\n", err)
+			}
+			if first != nil {
+				return first()
+			}
+			return nil
+		},
+		Stalled: func(err error) {
+			fmt.Fprintf(errOut, "clrdiag: warning: the target stopped publishing counters (%v); on .NET Core 3.x this happens when any other counters session in the process ends. Reopening the session.\n", err)
+		},
+	}, fn)
 }
 
 // childResult passes a launched child's exit status through once the
@@ -128,11 +138,16 @@ func childResult(t *target, err error) error {
 	}
 }
 
-// finished turns the end of a session into the command's result: the
-// user's Ctrl-C and the end of --duration are normal ends.
-func finished(err error) error {
+// finished turns the end of a counters collection into the command's
+// result: the end of ctx (the user's Ctrl-C, q, or --duration) is the
+// normal end; anything else is an error, also a timeout of the client
+// talking to a runtime that does not answer (it wraps
+// context.DeadlineExceeded too, but ctx has not ended).
+func finished(ctx context.Context, err error) error {
 	switch {
-	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return nil
 	case errors.Is(err, counters.ErrStreamCut):
 		return fmt.Errorf("the session ended: the target process exited or closed the connection (%w)", err)
@@ -194,12 +209,12 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, dur)
 				defer cancel()
 			}
-			t, s, err := countersSession(ctx, tf, cfg)
+			t, err := tf.resolve(ctx)
 			if err != nil {
-				return finishedStart(err)
+				return finished(ctx, err)
 			}
 			defer t.close()
-			defer s.Close()
+			cfg.NewID = tf.g.idSource() // the same ids under --record-ipc and --replay-ipc
 			v := &counters.View{
 				Terminal:    isTerminal(e.stdout),
 				Title:       "Press Ctrl-C to quit. Process " + processLabel(t),
@@ -219,7 +234,9 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 					errOut = crlfWriter{errOut}
 				}
 			}
-			err = monitor(ctx, out, errOut, s, v, cfg.RefreshInterval, keys)
+			err = monitor(ctx, out, errOut, v, cfg.RefreshInterval, keys, func(ctx context.Context, fn func(counters.Update) error) error {
+				return followCounters(ctx, t, cfg, errOut, nil, fn)
+			})
 			restore()
 			return childResult(t, err)
 		},
@@ -237,26 +254,14 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// finishedStart reports a failed start; a start cut short by Ctrl-C or
-// --duration is not an error.
-func finishedStart(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return nil
-	}
-	return err
-}
-
-// monitor runs the session into the view, rendering every refresh. With
-// keys (a raw terminal) p pauses the display, r resumes it and q or Ctrl-C
-// ends the session like an interrupt; out and errOut are where the view
-// and warnings go.
-func monitor(ctx context.Context, out, errOut io.Writer, s *counters.Session, v *counters.View, refresh time.Duration, keys io.Reader) error {
+// monitor runs the counters (run: a session's Run, or followCounters)
+// into the view, rendering every refresh. With keys (a raw terminal) p
+// pauses the display, r resumes it and q or Ctrl-C ends the session like
+// an interrupt; out and errOut are where the view and warnings go.
+func monitor(ctx context.Context, out, errOut io.Writer, v *counters.View, refresh time.Duration, keys io.Reader, run func(context.Context, func(counters.Update) error) error) error {
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
 	m := newMonitorView(v, out)
-	for _, w := range s.Warnings {
-		fmt.Fprintf(errOut, "clrdiag: warning: %s\n", w)
-	}
 	m.render()
 	if keys != nil {
 		// Not waited for: a Read of the terminal cannot be interrupted, and
@@ -287,7 +292,7 @@ func monitor(ctx context.Context, out, errOut io.Writer, s *counters.Session, v 
 			}
 		}
 	}()
-	err := s.Run(ctx, func(u counters.Update) error {
+	err := run(ctx, func(u counters.Update) error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.err != nil {
@@ -310,7 +315,7 @@ func monitor(ctx context.Context, out, errOut io.Writer, s *counters.Session, v 
 	if m.err != nil {
 		return fmt.Errorf("write the view: %w", m.err)
 	}
-	return finished(err)
+	return finished(ctx, err)
 }
 
 func newCountersCollectCmd(e *env) *cobra.Command {
@@ -345,13 +350,13 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, dur)
 				defer cancel()
 			}
-			t, s, err := countersSession(ctx, tf, cfg)
+			t, err := tf.resolve(ctx)
 			if err != nil {
-				return finishedStart(err)
+				return finished(ctx, err)
 			}
 			defer t.close()
-			defer s.Close()
-			return childResult(t, collect(ctx, e, s, t, format, output, force))
+			cfg.NewID = tf.g.idSource() // the same ids under --record-ipc and --replay-ipc
+			return childResult(t, collect(ctx, e, t, cfg, format, output, force))
 		},
 	}
 	tf.register(cmd)
@@ -364,20 +369,16 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// collect writes the session's samples to output and always finishes the
-// file, also when the session is cut short.
-func collect(ctx context.Context, e *env, s *counters.Session, t *target, format, output string, force bool) (err error) {
-	file, err := safefile.Create(output, safefile.Options{Overwrite: force})
-	if err != nil {
-		return fmt.Errorf("create the output file: %w", err)
-	}
+// collect writes the target's counters to output (created once the first
+// session is open) and always finishes the file, also when the session is
+// cut short.
+func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format, output string, force bool) (err error) {
+	var file *os.File
 	var exp counters.Exporter
-	if format == "json" {
-		exp = counters.NewJSONExporter(file, targetProcessName(ctx, e, t), time.Now())
-	} else {
-		exp = counters.NewCSVExporter(file)
-	}
 	defer func() {
+		if exp == nil {
+			return
+		}
 		cerr := exp.Close()
 		if ferr := file.Close(); cerr == nil {
 			cerr = ferr
@@ -386,13 +387,23 @@ func collect(ctx context.Context, e *env, s *counters.Session, t *target, format
 			err = fmt.Errorf("finish %s: %w", output, cerr)
 		}
 	}()
-	for _, w := range s.Warnings {
-		fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", w)
+	create := func() error {
+		f, err := safefile.Create(output, safefile.Options{Overwrite: force})
+		if err != nil {
+			return fmt.Errorf("create the output file: %w", err)
+		}
+		file = f
+		if format == "json" {
+			exp = counters.NewJSONExporter(file, targetProcessName(ctx, e, t), time.Now())
+		} else {
+			exp = counters.NewCSVExporter(file)
+		}
+		abs, _ := filepath.Abs(output)
+		fmt.Fprintf(e.stderr, "Collecting counters of process %s into %s. Press Ctrl-C to stop.\n", processLabel(t), abs)
+		return nil
 	}
-	abs, _ := filepath.Abs(output)
-	fmt.Fprintf(e.stderr, "Collecting counters of process %s into %s. Press Ctrl-C to stop.\n", processLabel(t), abs)
 	n := 0
-	runErr := s.Run(ctx, func(u counters.Update) error {
+	runErr := followCounters(ctx, t, cfg, e.stderr, create, func(u counters.Update) error {
 		if u.Warning != nil {
 			fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", u.Warning)
 			return nil
@@ -403,8 +414,13 @@ func collect(ctx context.Context, e *env, s *counters.Session, t *target, format
 		}
 		return nil
 	})
-	fmt.Fprintf(e.stdout, "Wrote %d samples to %s\n", n, output)
-	return finished(runErr)
+	if exp != nil {
+		fmt.Fprintf(e.stdout, "Wrote %d samples to %s\n", n, output)
+		if n == 0 && runErr != nil && ctx.Err() != nil {
+			fmt.Fprintln(e.stderr, "clrdiag: warning: no counter values arrived: check the --counters names; a runtime publishes the first values one refresh interval after the session starts")
+		}
+	}
+	return finished(ctx, runErr)
 }
 
 func newCountersListCmd(e *env) *cobra.Command {

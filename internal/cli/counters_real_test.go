@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,5 +162,46 @@ func TestRealCountersMonitor(t *testing.T) {
 	}
 	if !strings.Contains(out, "  System.Runtime  CPU Usage (%)  ") || !strings.Contains(out, "  System.Runtime  Number of Assemblies Loaded  ") {
 		t.Fatalf("monitor output:\n%s", out)
+	}
+}
+
+// TestRealSecondCountersCollectOtherInterval is issue 12's case on a real
+// .NET Core 3.1 process: while one counters collect runs every second, a
+// second one asking for 2 s got only the runtime's 1 s payloads, dropped
+// them and wrote 0 samples with exit 0. Now it writes the values it gets
+// and says why they come every second.
+func TestRealSecondCountersCollectOtherInterval(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Basic"), nil, nil)
+	dir := t.TempDir()
+	first := startCLI("counters", "collect", "-p", fmt.Sprint(tg.PID), "--refresh-interval", "1", "--duration", "60s",
+		"--counters", "System.Runtime[cpu-usage]", "-o", filepath.Join(dir, "a.csv"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(filepath.Join(dir, "a.csv"))
+		if bytes.Count(data, []byte("\n")) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first collect wrote nothing after 30s:\n%s", first.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := filepath.Join(dir, "b.csv")
+	code, stdout, stderr := run(t, "counters", "collect", "-p", fmt.Sprint(tg.PID), "--refresh-interval", "2", "--duration", "8s",
+		"--counters", "System.Runtime[cpu-usage]", "-o", out)
+	if code != 0 || strings.Contains(stdout, "Wrote 0 samples") || !strings.Contains(stderr, "not every 2s as asked") {
+		t.Fatalf("second collect: exit %d\n%s%s", code, stdout, stderr)
+	}
+	data, _ := os.ReadFile(out)
+	if rows := bytes.Count(data, []byte("\n")) - 1; rows < 2 {
+		t.Errorf("%d rows:\n%s", rows, data)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(t, 20*time.Second)
+	if first.code != 0 {
+		t.Errorf("first collect: exit %d\n%s", first.code, first.stderr.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func TestCountersMonitorKeys(t *testing.T) {
 	}()
 	var out, errOut bytes.Buffer
 	v := &counters.View{Terminal: true, Title: keysTitle}
-	if err := monitor(ctx, &out, &errOut, sess, v, 100*time.Millisecond, keys); err != nil {
+	if err := monitor(ctx, &out, &errOut, v, 100*time.Millisecond, keys, sess.Run); err != nil {
 		t.Fatalf("monitor: %v", err)
 	}
 	if ctx.Err() != nil {
@@ -286,5 +287,80 @@ func TestCountersCollectOutputRule(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out); string(b) != "old" {
 		t.Errorf("existing file changed: %q", b)
+	}
+}
+
+// A runtime that never answers: counters collect and monitor used to take
+// the client's own timeout (30 s) for the end of --duration and exit 0
+// with nothing written. Now they fail with exitRuntime and say why.
+func TestCountersRuntimeNeverAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 30 s command timeout")
+	}
+	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: func(set, id uint8) ipctest.Fault { return ipctest.FaultNeverAnswer }})
+	for _, args := range [][]string{
+		{"counters", "collect", "--diagnostic-port", port, "--duration", "2m", "-o", filepath.Join(t.TempDir(), "c.csv")},
+		{"counters", "monitor", "--diagnostic-port", port, "--duration", "2m"},
+	} {
+		t.Run(args[1], func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := run(t, args...)
+			if code != exitRuntime || !strings.Contains(stderr, "no answer within") {
+				t.Errorf("exit %d:\n%s%s", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+// A session that stops publishing (as on .NET Core 3.x) is reported on
+// stderr and reopened; the values of both sessions are written.
+func TestCountersCollectReopensStalledSession(t *testing.T) {
+	var sessions atomic.Int32
+	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET3_1, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		n := sessions.Add(1)
+		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
+		if err != nil {
+			return nil
+		}
+		mean := []nettrace.Field{{Name: "Name", Type: nettrace.TypeString}, {Name: "Mean", Type: nettrace.TypeDouble},
+			{Name: "Series", Type: nettrace.TypeString}, {Name: "CounterType", Type: nettrace.TypeString}}
+		md := &nettrace.Metadata{ID: 1, ProviderName: "System.Runtime", EventID: 2, EventName: "EventCounters",
+			Fields: []nettrace.Field{{Type: nettrace.TypeObject, Fields: []nettrace.Field{{Name: "Payload", Type: nettrace.TypeObject, Fields: mean}}}}}
+		if w.AddMetadata(md) != nil {
+			return nil
+		}
+		for i := 0; n > 1 || i < 3; i++ {
+			p, err := nettrace.AppendPayload(nil, md.Fields, nettrace.Object{{Value: nettrace.Object{{Name: "Payload", Value: nettrace.Object{
+				{Name: "Name", Value: "cpu-usage"}, {Name: "Mean", Value: float64(n)}, {Name: "Series", Value: "Interval=100"}, {Name: "CounterType", Value: "Mean"}}}}}})
+			if err != nil {
+				return err
+			}
+			if w.WriteEvent(&nettrace.Event{Metadata: md, ThreadID: 1, CaptureThreadID: 1, SequenceNumber: uint32(i + 1), Timestamp: int64(i + 1), Payload: p}) != nil || w.Flush() != nil {
+				return nil
+			}
+			select {
+			case <-s.Stopped:
+				return nil
+			case <-ctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		select { // the first session stalls, open and silent
+		case <-s.Stopped:
+		case <-ctx.Done():
+		}
+		return nil
+	}})
+	out := filepath.Join(t.TempDir(), "c.csv")
+	// The stall is noticed after two intervals and two seconds.
+	code, stdout, stderr := run(t, "counters", "collect", "--diagnostic-port", port, "--refresh-interval", "0.1", "--duration", "4s",
+		"--counters", "System.Runtime[cpu-usage]", "-o", out)
+	if code != 0 || !strings.Contains(stderr, "stopped publishing counters") || !strings.Contains(stderr, "reopened") {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	data, _ := os.ReadFile(out)
+	if !bytes.Contains(data, []byte(",1\n")) || !bytes.Contains(data, []byte(",2\n")) {
+		t.Errorf("the values of both sessions are not in the file:\n%s", data)
 	}
 }

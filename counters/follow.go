@@ -1,0 +1,96 @@
+package counters
+
+import (
+	"context"
+	"errors"
+)
+
+// FollowConfig configures Follow. The zero value reopens a stalled session
+// at once, as often as it stalls.
+type FollowConfig struct {
+	// Turn, when set, is taken around every command Follow sends to the
+	// process (starting and stopping sessions): it returns once it is the
+	// caller's turn, and a function that ends the turn. A runtime serves
+	// one diagnostic command at a time; the monitor serializes its
+	// requests to a process this way.
+	Turn func(ctx context.Context) (release func(), err error)
+	// Started, when set, is called with each session once it is open:
+	// the first (reopened false) and each one that replaces a stalled
+	// session. An error ends Follow with that error (the session is
+	// stopped).
+	Started func(s *Session, reopened bool) error
+	// Stalled, when set, is called with the error (wrapping ErrStalled)
+	// of a session that stopped publishing, before it is stopped and a
+	// new one is opened.
+	Stalled func(err error)
+}
+
+// Follow reads counters from t until ctx ends, calling fn for every update,
+// and keeps the values coming across stalls: when a session that published
+// values stops publishing (Config.StallTimeout; every session of a .NET
+// Core 3.x runtime stalls when another session ends), it is stopped and a
+// new one is opened. Stopping the stalled session first is what makes this
+// safe: on such a runtime a session that ends stops the counters of every
+// other session, including its own replacement. A session that still gets
+// counter payloads at another session's interval is not stalled (the
+// Decoder adopts that interval with a WarnIntervalChanged warning), so two
+// tools never keep reopening each other's counters.
+//
+// Follow returns ctx.Err() when ctx ends (after stopping the session), the
+// error of a session that could not be opened, nil when the stream ends
+// cleanly (the runtime ended the session), an error wrapping ErrStreamCut
+// when it is cut off, and fn's or Started's error.
+func Follow(ctx context.Context, t Target, cfg Config, fc FollowConfig, fn func(Update) error) error {
+	for reopened := false; ; reopened = true {
+		s, err := fc.start(ctx, t, cfg)
+		if err != nil {
+			return err
+		}
+		if s.RuntimeVersion != "" && cfg.RuntimeMajor == 0 {
+			cfg.RuntimeMajor = RuntimeMajor(s.RuntimeVersion) // ask once
+		}
+		if fc.Started != nil {
+			if err := fc.Started(s, reopened); err != nil {
+				fc.end(ctx, s)
+				return err
+			}
+		}
+		err = s.read(ctx, fn)
+		fc.end(ctx, s)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !errors.Is(err, ErrStalled) {
+			return err
+		}
+		if fc.Stalled != nil {
+			fc.Stalled(err)
+		}
+	}
+}
+
+func (fc *FollowConfig) start(ctx context.Context, t Target, cfg Config) (*Session, error) {
+	if fc.Turn != nil {
+		release, err := fc.Turn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	return Start(ctx, t, cfg)
+}
+
+// end stops the session in the caller's turn (giving up after stopTimeout:
+// the runtime then ends the session when it notices the closed
+// connection) and closes it.
+func (fc *FollowConfig) end(ctx context.Context, s *Session) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if fc.Turn == nil {
+		_ = s.Stop(sctx)
+	} else if release, err := fc.Turn(sctx); err == nil {
+		_ = s.Stop(sctx)
+		release()
+	}
+	_ = s.Close()
+}
