@@ -75,6 +75,21 @@ func (u *ui) runtimeVersion(p Process) (version, errText string) {
 	return "", ""
 }
 
+// forgetVersions drops what is known of processes no longer listed.
+func (u *ui) forgetVersions(procs []Process) {
+	live := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		live[p.PID] = true
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for pid, e := range u.versions {
+		if !live[pid] && !e.pending {
+			delete(u.versions, pid)
+		}
+	}
+}
+
 // lookupVersion asks the runtime (ProcessInfo2, .NET 5 and later) or, for
 // a local process, reads the version from the path of the libcoreclr it
 // mapped (Microsoft.NETCore.App/3.1.2/libcoreclr.so).
@@ -152,6 +167,9 @@ func (u *ui) processes(w http.ResponseWriter, r *http.Request) {
 	procs, err := u.s.cfg.Source.Processes(r.Context())
 	if err != nil {
 		out.Error = "list the processes: " + err.Error()
+	}
+	if err == nil {
+		u.forgetVersions(procs)
 	}
 	for _, p := range procs {
 		j := processJSON{PID: p.PID, Name: p.Name, CommandLine: p.CommandLine, Counters: "off"}

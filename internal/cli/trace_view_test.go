@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -64,18 +65,25 @@ func (s *served) wait(t *testing.T, re *regexp.Regexp, timeout time.Duration) st
 // stop cancels the command, as Ctrl-C does, and checks it ends cleanly.
 func (s *served) stop(t *testing.T) {
 	t.Helper()
+	if err := s.stopErr(t); err != nil {
+		t.Errorf("the command failed after the interrupt: %v\n%s", err, s.stderr.String())
+	}
+}
+
+// stopErr cancels the command, as Ctrl-C does, and returns its error.
+func (s *served) stopErr(t *testing.T) error {
+	t.Helper()
 	if s.cancel == nil {
-		return
+		return nil
 	}
 	s.cancel()
 	s.cancel = nil
 	select {
 	case err := <-s.done:
-		if err != nil {
-			t.Errorf("the command failed after the interrupt: %v\n%s", err, s.stderr.String())
-		}
+		return err
 	case <-time.After(30 * time.Second):
 		t.Errorf("the command did not stop within 30s of the interrupt")
+		return nil
 	}
 }
 
@@ -113,6 +121,30 @@ func TestTraceView(t *testing.T) {
 	s.stop(t)
 	if _, err := http.Get(url); err == nil {
 		t.Error("still serving after the interrupt")
+	}
+}
+
+// A damaged trace: the viewer shows what could be read, then the command
+// exits 5.
+func TestTraceViewDamaged(t *testing.T) {
+	in := sampleTrace(t)
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.nettrace")
+	if err := os.WriteFile(cut, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServed(t, "trace", "view", cut, "--no-browser")
+	url := s.wait(t, viewURL, 30*time.Second)
+	if code, body := httpGet(t, url); code != 200 || !strings.Contains(body, "stackViewer(") {
+		t.Fatalf("flame graph of the damaged trace: %d", code)
+	}
+	err = s.stopErr(t)
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != exitDamaged || !strings.Contains(s.stderr.String(), "warning: "+cut) {
+		t.Errorf("after the interrupt: %v\n%s", err, s.stderr.String())
 	}
 }
 
