@@ -77,6 +77,10 @@ func (b *browser) req(method, path string, body url.Values, headers ...string) (
 	}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := b.c.Do(req)
@@ -438,5 +442,22 @@ func TestDashboardRuntimeVersion(t *testing.T) {
 			t.Fatalf("versions not found: %s", body)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The API's Host and origin checks apply to the dashboard too: a
+// DNS-rebinding page (another host name) and a cross-site form are refused
+// before any sign-in.
+func TestDashboardGuarded(t *testing.T) {
+	m, hs := serveUI(t, monitor.Config{NoMetrics: true, Source: monitor.StaticSource{}})
+	b := newBrowser(t, hs)
+	if resp, _ := b.req("GET", m.DashboardPath(), nil, "Host: evil.example"); resp.StatusCode != http.StatusMisdirectedRequest || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("login link under another host name: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := b.req("POST", "/ui/login", url.Values{"key": {key}}, "Origin: https://evil.example", "Sec-Fetch-Site: cross-site"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("cross-site sign-in: %d", resp.StatusCode)
+	}
+	if resp, _ := b.req("GET", m.DashboardPath(), nil, "Sec-Fetch-Site: none"); resp.StatusCode != 303 {
+		t.Errorf("the link opened from outside the browser (Sec-Fetch-Site: none): %d", resp.StatusCode)
 	}
 }
