@@ -577,7 +577,7 @@ func (r *Reader) parseV6Trace(b []byte, off int64) error {
 		kv[k] = v
 	}
 	if c.err != nil {
-		return r.errAt(off+int64(c.p), nil, "trace block: %v", c.err)
+		return r.errAt(off+int64(c.p), c.err, "trace block")
 	}
 	r.hdr.KeyValues = kv
 	atoi := func(k string) int {
@@ -1454,7 +1454,7 @@ func (r *Reader) decodeNetPerf(ev *Event) error {
 func (r *Reader) addMetadataBlob(payload []byte, off int64) error {
 	md, err := parseMetadataV4(payload)
 	if err != nil {
-		return r.errAt(off, nil, "metadata record: %v", err)
+		return r.errAt(off, err, "metadata record")
 	}
 	return r.addMetadata(md, off)
 }

@@ -23,7 +23,7 @@ func (r *Reader) parseMetadataBlockV6(b []byte, off int64) error {
 		}
 		md, err := parseMetadataRowV6(b[p : p+n])
 		if err != nil {
-			return r.errAt(off+int64(p), nil, "metadata row: %v", err)
+			return r.errAt(off+int64(p), err, "metadata row")
 		}
 		if err := r.addMetadata(md, off+int64(p)); err != nil {
 			return err
@@ -49,7 +49,7 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 		}
 	}
 	if c.err != nil {
-		return r.errAt(off+int64(c.p), nil, "sequence point block: %v", c.err)
+		return r.errAt(off+int64(c.p), c.err, "sequence point block")
 	}
 	r.stats.SequencePoints++
 	r.stats.LastSequencePoint = int64(ts)
@@ -105,7 +105,7 @@ func (r *Reader) parseThreadBlock(b []byte, off int64) error {
 			}
 		}
 		if c.err != nil {
-			return r.errAt(off+int64(p), nil, "thread row: %v", c.err)
+			return r.errAt(off+int64(p), c.err, "thread row")
 		}
 		if _, dup := r.threads[t.Index]; dup {
 			return r.errAt(off+int64(p), nil, "thread index %d is defined twice", t.Index)
@@ -136,7 +136,7 @@ func (r *Reader) parseRemoveThreadBlock(b []byte, off int64) error {
 	}
 	r.lastThrOK = false
 	if c.err != nil {
-		return r.errAt(off+int64(c.p), nil, "remove-thread block: %v", c.err)
+		return r.errAt(off+int64(c.p), c.err, "remove-thread block")
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 	first := c.u32()
 	count := c.u32()
 	if c.err != nil {
-		return r.errAt(off, nil, "label list block: %v", c.err)
+		return r.errAt(off, c.err, "label list block")
 	}
 	if first == 0 || uint64(first)+uint64(count) > 1<<32 {
 		return r.errAt(off, nil, "label list block starts at index %d with %d lists; indexes must be 1 to 2^32-1", first, count)
@@ -205,7 +205,7 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 		r.labels[first+i] = l
 	}
 	if c.err != nil {
-		return r.errAt(off+int64(c.p), nil, "label list block: %v", c.err)
+		return r.errAt(off+int64(c.p), c.err, "label list block")
 	}
 	return nil
 }
