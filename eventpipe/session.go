@@ -149,9 +149,10 @@ type Tracer interface {
 	StopTracing(ctx context.Context, sessionID uint64) error
 }
 
-// Session is a running EventPipe session. Read it (or Stream) for the
-// nettrace bytes; Stop asks the runtime to end it, after which the stream
-// carries the rundown and then ends.
+// Session is a running EventPipe session. Drain runs its whole lifecycle
+// (copy, stop, rundown, all bounded); the parts are there too: read it (or
+// Stream) for the nettrace bytes, Stop asks the runtime to end it, after
+// which the stream carries the rundown and then ends, Close abandons it.
 type Session struct {
 	ID uint64
 	// Version is the CollectTracing version that started the session.

@@ -38,6 +38,14 @@
 // context; a stack snapshot holds its process's turn until the rundown has
 // arrived); requests to different processes run concurrently.
 //
+// A trace is streamed while it is collected and ends with its rundown; the
+// session is closed at the latest a stop timeout and DefaultRundownTimeout
+// after its duration, and after Config.MaxTraceBytes (1 GiB) whatever the
+// runtime still sends (the stream is then cut inside a block). The
+// X-Clrdiag-Trace-End trailer says why it ended ("duration reached; rundown
+// completed", "size cap reached; ..."). A client that goes away abandons the
+// session at once. A stack snapshot's session is capped the same way.
+//
 // A stack snapshot's warnings (an older runtime's fallbacks, a rundown that
 // did not end in DefaultRundownTimeout, a cut stream) are sent as
 // X-Clrdiag-Warning response headers. Threads are named only for processes
