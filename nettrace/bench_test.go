@@ -104,12 +104,10 @@ func benchData(b *testing.B, data []byte) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var events int64
-	start := time.Now()
 	for b.Loop() {
 		events = readAll(b, onlyReader{bytes.NewReader(data)})
 	}
-	el := time.Since(start)
-	b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(events), "events/op")
 }
 
@@ -394,7 +392,6 @@ func benchCount(b *testing.B, data []byte, read func(*Reader, *countPart) error)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var events int64
-	start := time.Now()
 	for b.Loop() {
 		r, err := NewReader(onlyReader{bytes.NewReader(data)})
 		if err != nil {
@@ -413,6 +410,5 @@ func benchCount(b *testing.B, data []byte, read func(*Reader, *countPart) error)
 			events += c
 		}
 	}
-	el := time.Since(start)
-	b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

@@ -49,7 +49,7 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastPath(t, data)
-		checkParallel(t, data, ParallelConfig{Workers: 2, MaxInFlight: 3})
+		checkParallel(t, data, ParallelConfig{Workers: 2, MaxInFlight: 3, SerialBytes: int64(len(data) / 2)})
 		r, err := NewReaderConfig(bytes.NewReader(data), ReaderConfig{BufferSize: 4096})
 		if err != nil {
 			var fe *FormatError

@@ -20,6 +20,10 @@ type ParallelConfig struct {
 	// worker, at least 4). Memory is about MaxInFlight times the largest
 	// block, plus the parts.
 	MaxInFlight int
+	// SerialBytes is how much of the stream is read on the calling
+	// goroutine before the workers start (default 1 MiB, so that small
+	// traces do not pay for goroutines; negative: start them at once).
+	SerialBytes int64
 }
 
 // A Part accumulates what a consumer computes from a run of consecutive
@@ -57,10 +61,11 @@ type Part interface {
 // keeps. Like ReadEvent it does not interrupt a read that blocks: close the
 // source to stop a live one.
 //
-// ReadParallel continues from where ReadEvent left off (the rest of the
-// current block is decoded on the calling goroutine). NetPerf streams, and
-// readers with ReaderConfig.MaxMetadata or MaxThreads set, are read on the
-// calling goroutine alone, with the same results.
+// ReadParallel continues from where ReadEvent left off; the rest of the
+// current block and the first cfg.SerialBytes of the stream are decoded on
+// the calling goroutine. NetPerf streams, and readers with
+// ReaderConfig.MaxMetadata or MaxThreads set, are read on the calling
+// goroutine alone, with the same results.
 func ReadParallel[P Part](ctx context.Context, r *Reader, cfg ParallelConfig, newPart func() P, merge func(P) error) error {
 	if r.role != roleSerial {
 		return errors.New("nettrace: ReadParallel on a Reader that is already being read in parallel")
@@ -71,75 +76,73 @@ func ReadParallel[P Part](ctx context.Context, r *Reader, cfg ParallelConfig, ne
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = max(4*cfg.Workers, 4)
 	}
-	if r.netperf || r.cfg.MaxMetadata > 0 || r.cfg.MaxThreads > 0 {
-		return readSerialParts(ctx, r, newPart, merge)
+	limit := r.off + cfg.SerialBytes
+	switch {
+	case r.netperf || r.cfg.MaxMetadata > 0 || r.cfg.MaxThreads > 0:
+		limit = -1 // all of it here
+	case cfg.SerialBytes == 0:
+		limit = r.off + defaultSerialBytes
+	case cfg.SerialBytes < 0:
+		limit = 0
 	}
-	// Finish the current block here.
-	if r.err == nil && r.pos < len(r.blk) {
-		part := newPart()
-		var ev Event
-		var err error
-		for r.pos < len(r.blk) {
-			if err = r.ReadEvent(&ev); err != nil {
-				break
-			}
-			part.Event(&ev)
-		}
-		if merr := merge(part); merr != nil && err == nil {
-			r.fail(merr)
-			return merr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if r.err != nil {
-		return r.err
-	}
-	if r.blkErr != nil || r.done {
-		var ev Event
-		if err := r.ReadEvent(&ev); err != io.EOF {
-			return err
-		}
-		return nil
+	if done, err := readSerialParts(ctx, r, newPart(), merge, limit); done {
+		return err
 	}
 	return runPipeline(ctx, r, cfg, newPart, merge)
 }
 
-// readSerialParts is ReadParallel on the calling goroutine alone: one part
-// per block, merged as soon as the next block starts.
-func readSerialParts[P Part](ctx context.Context, r *Reader, newPart func() P, merge func(P) error) error {
-	part := newPart()
+// defaultSerialBytes is ParallelConfig.SerialBytes' default: below it,
+// starting goroutines costs more than they save.
+const defaultSerialBytes = 1 << 20
+
+// readSerialParts reads with ReadEvent on the calling goroutine, into part,
+// merged once per block. It stops at the end of the stream (done, with the
+// error ReadParallel returns), or, when limit is not negative, at the first
+// block boundary at or past byte limit (not done: the pipeline takes over).
+func readSerialParts[P Part](ctx context.Context, r *Reader, part P, merge func(P) error, limit int64) (bool, error) {
 	var ev Event
 	blk, n := r.blkOff, 0
-	for {
-		err := r.ReadEvent(&ev)
-		if err == nil && r.blkOff != blk && n > 0 {
-			if merr := merge(part); merr != nil {
-				r.fail(merr)
-				return merr
-			}
-			part.Reset()
-			n = 0
+	flush := func() error {
+		if n == 0 {
+			return nil
 		}
+		n = 0
+		err := merge(part)
+		part.Reset()
+		return err
+	}
+	for i := 1; ; i++ {
+		if limit >= 0 && r.off >= limit && r.pos >= len(r.blk) && r.blkErr == nil && r.err == nil && !r.done {
+			if err := flush(); err != nil {
+				r.fail(err)
+				return true, err
+			}
+			return false, nil
+		}
+		err := r.ReadEvent(&ev)
 		if err != nil {
-			if n > 0 {
-				if merr := merge(part); merr != nil && err == io.EOF {
-					r.fail(merr)
-					return merr
-				}
+			if merr := flush(); merr != nil && err == io.EOF {
+				r.fail(merr)
+				return true, merr
 			}
 			if err == io.EOF {
-				return nil
+				return true, nil
 			}
-			return err
+			return true, err
 		}
-		blk = r.blkOff
+		if r.blkOff != blk {
+			// The event starts a new block: the part is the last one's.
+			if merr := flush(); merr != nil {
+				r.fail(merr)
+				return true, merr
+			}
+			blk = r.blkOff
+		}
 		part.Event(&ev)
 		n++
-		if n&0xffff == 0 && ctx.Err() != nil {
+		if i&0xffff == 0 && ctx.Err() != nil {
 			r.fail(ctx.Err())
-			return ctx.Err()
+			return true, ctx.Err()
 		}
 	}
 }

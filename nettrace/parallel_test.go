@@ -88,7 +88,8 @@ func TestReadParallelMatchesReadEvent(t *testing.T) {
 	}
 	for _, in := range inputs {
 		t.Run(in.name, func(t *testing.T) {
-			for _, cfg := range []ParallelConfig{{}, {Workers: 1, MaxInFlight: 1}, {Workers: 3, MaxInFlight: 5}} {
+			for _, cfg := range []ParallelConfig{{}, {Workers: 1, MaxInFlight: 1, SerialBytes: -1},
+				{Workers: 3, MaxInFlight: 5, SerialBytes: -1}, {Workers: 2, SerialBytes: int64(len(in.data) / 3)}} {
 				checkParallel(t, in.data, cfg)
 			}
 			if len(in.data) > 2<<20 {
@@ -96,7 +97,7 @@ func TestReadParallelMatchesReadEvent(t *testing.T) {
 			}
 			step := max(len(in.data)/25, 1)
 			for cut := len(in.data) - 1; cut > 0; cut -= step {
-				checkParallel(t, in.data[:cut], ParallelConfig{Workers: 2, MaxInFlight: 3})
+				checkParallel(t, in.data[:cut], ParallelConfig{Workers: 2, MaxInFlight: 3, SerialBytes: -1})
 			}
 		})
 	}
@@ -150,7 +151,7 @@ func TestReadParallelStops(t *testing.T) {
 	boom := errors.New("boom")
 	r, _ := NewReader(bytes.NewReader(gen.Bytes()))
 	n := 0
-	err := ReadParallel(context.Background(), r, ParallelConfig{}, func() *collectPart { return &collectPart{} },
+	err := ReadParallel(context.Background(), r, ParallelConfig{SerialBytes: -1}, func() *collectPart { return &collectPart{} },
 		func(p *collectPart) error {
 			if n++; n == 3 {
 				return boom
@@ -166,7 +167,7 @@ func TestReadParallelStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, _ = NewReader(bytes.NewReader(gen.Bytes()))
-	err = ReadParallel(ctx, r, ParallelConfig{}, func() *collectPart { return &collectPart{} },
+	err = ReadParallel(ctx, r, ParallelConfig{SerialBytes: -1}, func() *collectPart { return &collectPart{} },
 		func(p *collectPart) error {
 			cancel()
 			return nil
@@ -195,7 +196,7 @@ func TestReadParallelAfterReadEvent(t *testing.T) {
 		}
 		got = append(got, describeEvent(&ev))
 	}
-	err := ReadParallel(context.Background(), r, ParallelConfig{}, func() *collectPart { return &collectPart{} },
+	err := ReadParallel(context.Background(), r, ParallelConfig{SerialBytes: -1}, func() *collectPart { return &collectPart{} },
 		func(p *collectPart) error {
 			got = append(got, p.events...)
 			return nil

@@ -18,7 +18,9 @@ type ReaderConfig struct {
 	// blocks are reported as damage rather than allocated.
 	MaxBlockSize int
 	// BufferSize is the size of the read buffer over the source (default
-	// 32 KiB; blocks larger than it are read straight into the block buffer).
+	// 4 KiB: it holds block headers and small blocks; the rest of a larger
+	// block is read straight into the block buffer, and a small buffer
+	// keeps the setup of a small file cheap).
 	BufferSize int
 
 	// The limits below bound what a Reader keeps between blocks. A file's
@@ -203,7 +205,7 @@ func NewReaderConfig(r io.Reader, cfg ReaderConfig) (*Reader, error) {
 		cfg.MaxBlockSize = defaultMaxBlockSize
 	}
 	if cfg.BufferSize <= 0 {
-		cfg.BufferSize = 32 << 10
+		cfg.BufferSize = 4 << 10
 	}
 	rd := &Reader{
 		br:      bufio.NewReaderSize(r, cfg.BufferSize),
@@ -626,32 +628,10 @@ func (r *Reader) nextBlock() error {
 		return r.nextBlockV6()
 	}
 	for {
-		start := r.off
-		name, _, err := r.readObjectHeader()
-		if err == io.EOF {
-			r.done = true
-			r.stats.Complete = true
-			return io.EOF
-		}
-		if err != nil {
-			return err
-		}
-		switch name {
-		case objEventBlock, objMetadataBlock, objStackBlock, objSPBlock:
-		case objTrace:
-			return r.errAt(start, nil, "a second Trace object in the stream")
-		default:
-			return r.errAt(start, nil, "unknown object type %q; expected EventBlock, MetadataBlock, StackBlock or SPBlock", name)
-		}
-		sz, err := r.readU32(name, " size")
-		if err != nil {
-			return err
-		}
-		if int64(int32(sz)) < 0 || int(sz) > r.cfg.MaxBlockSize {
-			return r.errAt(r.off-4, nil, "%s size %d is out of range (0..%d)", name, int32(sz), r.cfg.MaxBlockSize)
-		}
-		if pad := int((4 - r.off%4) % 4); pad > 0 {
-			if err := r.skip(pad, name, " padding"); err != nil {
+		name, sz, ok := r.peekBlockHeader()
+		if !ok {
+			var err error
+			if name, sz, err = r.readBlockHeader(); err != nil {
 				return err
 			}
 		}
@@ -661,6 +641,7 @@ func (r *Reader) nextBlock() error {
 		if rerr != nil && name != objEventBlock {
 			return rerr
 		}
+		var err error
 		switch name {
 		case objEventBlock:
 			if r.netperf {
@@ -692,6 +673,88 @@ func (r *Reader) nextBlock() error {
 		}
 		r.goodEnd = r.off
 	}
+}
+
+// peekBlockHeader reads the header of a well-formed V4 block (object and
+// type tags, version, type name, size, padding) from the read buffer in one
+// step, when the buffer holds it. It returns ok false, having consumed
+// nothing, when it does not or anything is unusual; readBlockHeader then
+// reads the header piece by piece and says what is wrong.
+func (r *Reader) peekBlockHeader() (name string, size uint32, ok bool) {
+	const fixed = 15 // object tag, type tags, version, minimum version, name length
+	// The first byte is needed anyway (this may wait for it, as reading
+	// piece by piece would); then only what the buffer holds.
+	if _, err := r.br.Peek(1); err != nil {
+		return "", 0, false
+	}
+	b, _ := r.br.Peek(min(r.br.Buffered(), 64))
+	if len(b) < fixed || (b[0] != tagBeginObject && b[0] != tagBeginPrivateObject) ||
+		(b[1] != tagBeginObject && b[1] != tagBeginPrivateObject) || b[2] != tagNullReference {
+		return "", 0, false
+	}
+	n := int(binary.LittleEndian.Uint32(b[11:]))
+	if n < len("SPBlock") || n > len("MetadataBlock") || len(b) < fixed+n+5 {
+		return "", 0, false
+	}
+	switch string(b[fixed : fixed+n]) {
+	case objEventBlock:
+		name = objEventBlock
+	case objMetadataBlock:
+		name = objMetadataBlock
+	case objStackBlock:
+		name = objStackBlock
+	case objSPBlock:
+		name = objSPBlock
+	default:
+		return "", 0, false
+	}
+	if b[fixed+n] != tagEndObject {
+		return "", 0, false
+	}
+	size = binary.LittleEndian.Uint32(b[fixed+n+1:])
+	end := r.off + int64(fixed+n+5)
+	pad := int((4 - end%4) % 4)
+	if int64(int32(size)) < 0 || int(size) > r.cfg.MaxBlockSize || len(b) < fixed+n+5+pad {
+		return "", 0, false
+	}
+	k := fixed + n + 5 + pad
+	r.br.Discard(k) // buffered: cannot fail
+	r.off += int64(k)
+	return name, size, true
+}
+
+// readBlockHeader reads a V4 block header piece by piece, checking each.
+func (r *Reader) readBlockHeader() (string, uint32, error) {
+	start := r.off
+	name, _, err := r.readObjectHeader()
+	if err == io.EOF {
+		r.done = true
+		r.stats.Complete = true
+		return "", 0, io.EOF
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	switch name {
+	case objEventBlock, objMetadataBlock, objStackBlock, objSPBlock:
+	case objTrace:
+		return "", 0, r.errAt(start, nil, "a second Trace object in the stream")
+	default:
+		return "", 0, r.errAt(start, nil, "unknown object type %q; expected EventBlock, MetadataBlock, StackBlock or SPBlock", name)
+	}
+	sz, err := r.readU32(name, " size")
+	if err != nil {
+		return "", 0, err
+	}
+	if int64(int32(sz)) < 0 || int(sz) > r.cfg.MaxBlockSize {
+		return "", 0, r.errAt(r.off-4, nil, "%s size %d is out of range (0..%d)", name, int32(sz), r.cfg.MaxBlockSize)
+	}
+	if pad := int((4 - r.off%4) % 4); pad > 0 {
+		if err := r.skip(pad, name, " padding"); err != nil {
+			return "", 0, err
+		}
+	}
+	return name, sz, nil
 }
 
 func (r *Reader) nextBlockV6() error {
@@ -795,12 +858,15 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	st := &r.st
 	flags := b[p]
 	q := p + 1
-	// Each varint: one byte inline, up to eight branch-free, longer ones
-	// (only legal in the timestamp) by the general decoder.
+	// Each varint: one or two bytes inline, up to eight branch-free,
+	// longer ones (only legal in the timestamp) by the general decoder.
 	if flags&flagMetadataID != 0 {
 		if c := b[q]; c < 0x80 {
 			st.metaID = uint32(c)
 			q++
+		} else if c1 := b[q+1]; c1 < 0x80 {
+			st.metaID = uint32(c&0x7f) | uint32(c1)<<7
+			q += 2
 		} else {
 			x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
 			if n == 0 {
@@ -818,6 +884,9 @@ func (r *Reader) ReadEvent(ev *Event) error {
 				if c := b[q]; c < 0x80 {
 					v[i] = uint64(c)
 					q++
+				} else if c1 := b[q+1]; c1 < 0x80 {
+					v[i] = uint64(c&0x7f) | uint64(c1)<<7
+					q += 2
 				} else {
 					x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
 					if n == 0 {
@@ -837,6 +906,9 @@ func (r *Reader) ReadEvent(ev *Event) error {
 			if c := b[q]; c < 0x80 {
 				st.thread = uint64(c)
 				q++
+			} else if c1 := b[q+1]; c1 < 0x80 {
+				st.thread = uint64(c&0x7f) | uint64(c1)<<7
+				q += 2
 			} else {
 				x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
 				if n == 0 {
@@ -853,6 +925,9 @@ func (r *Reader) ReadEvent(ev *Event) error {
 		if c := b[q]; c < 0x80 {
 			st.stackID = uint32(c)
 			q++
+		} else if c1 := b[q+1]; c1 < 0x80 {
+			st.stackID = uint32(c&0x7f) | uint32(c1)<<7
+			q += 2
 		} else {
 			x, n := uvarint8(binary.LittleEndian.Uint64(b[q:]))
 			if n == 0 {
