@@ -330,7 +330,9 @@ func (r *Reader) skip(n int, what, what2 string) error {
 // than the stream holds. On a short read it returns the bytes it got and a
 // truncation error.
 func (r *Reader) readBlock(n int, what, what2 string) ([]byte, error) {
-	if n <= cap(r.buf) {
+	// The buffer keeps fastMargin bytes of capacity past the block for
+	// ReadEvent's fast path.
+	if n+fastMargin <= cap(r.buf) {
 		b := r.buf[:n]
 		m, err := io.ReadFull(r.br, b)
 		r.off += int64(m)
@@ -342,8 +344,8 @@ func (r *Reader) readBlock(n int, what, what2 string) ([]byte, error) {
 	buf := r.buf[:0]
 	for len(buf) < n {
 		chunk := min(n-len(buf), max(len(buf), 1<<20))
-		if cap(buf)-len(buf) < chunk {
-			nb := make([]byte, len(buf), len(buf)+chunk)
+		if cap(buf)-len(buf) < chunk+fastMargin {
+			nb := make([]byte, len(buf), len(buf)+chunk+fastMargin)
 			copy(nb, buf)
 			buf = nb
 		}
@@ -852,9 +854,15 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	// long payload sizes and errors.
 	b := r.blk
 	p := r.pos
-	if !r.compressed || len(b)-p < fastMargin {
+	n := len(b)
+	if !r.compressed || p >= n || cap(b)-p < fastMargin {
 		return r.readEventSlow(ev)
 	}
+	// Read headers up to the block buffer's capacity (readBlock keeps
+	// fastMargin bytes there): a header cut by the block's end reads
+	// leftover bytes, but then its payload ends past n and the general
+	// decoder takes the blob over and reports it.
+	b = b[:cap(b)]
 	st := &r.st
 	flags := b[p]
 	q := p + 1
@@ -991,7 +999,7 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	}
 	end := q + int(st.size)
 	id := st.metaID
-	if end > len(b) || id == 0 || id >= uint32(len(r.meta)) {
+	if end > n || id == 0 || id >= uint32(len(r.meta)) {
 		return r.readEventSlow(ev)
 	}
 	md := r.meta[id]
@@ -1050,10 +1058,10 @@ func (r *Reader) finishEvent(ev *Event, flags byte) error {
 	return nil
 }
 
-// fastMargin is the number of bytes ReadEvent's fast path wants left in the
-// block: more than the longest compressed header (1 flags byte, varints of
-// at most 5+5+10+5+10+5+10 bytes, two GUIDs, a 5-byte size), so that it
-// never runs off the end while decoding one.
+// fastMargin is the number of bytes ReadEvent's fast path wants readable
+// from an event's start: more than the longest compressed header (1 flags
+// byte, varints of at most 5+5+10+5+10+5+10 bytes, two GUIDs, a 5-byte
+// size), so that it never runs off the buffer while decoding one.
 const fastMargin = 96
 
 // uvarint8 decodes a LEB128 varint of at most 8 bytes from the first bytes

@@ -21,6 +21,10 @@
 #
 # Environment: COUNT (runs per benchmark, default 10), BENCHTIME (default
 # 1s), KEEP=1 keeps the temporary module and prints where it is.
+# CALLGRIND=1 also counts the instructions each decoder executes per file
+# (valgrind --tool=callgrind, GODEBUG=asyncpreemptoff=1 GOGC=off: the
+# count of one decode is Ir(N+1 decodes) - Ir(1 decode), divided by N), a
+# ratio that a loaded machine does not move.
 #
 # Both decoders read from memory through a plain io.Reader and decode every
 # block (for the peer: all four handlers set, as its profiler does); each
@@ -233,6 +237,70 @@ func BenchmarkDecode(b *testing.B) {
 }
 EOF
 
+mkdir -p "$tmp/driver"
+cat >"$tmp/driver/main.go" <<'EOF'
+// Command driver decodes a trace file N times with one decoder, for
+// instruction counting.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	clr "github.com/clrdiag/clrdiag/nettrace"
+	peer "github.com/pyroscope-io/dotnetdiag/nettrace"
+)
+
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+func main() {
+	decoder := flag.String("decoder", "clrdiag", "clrdiag or peer")
+	passes := flag.Int("passes", 1, "decodes")
+	flag.Parse()
+	data, err := os.ReadFile(flag.Arg(0))
+	if err != nil {
+		panic(err)
+	}
+	var n int64
+	for range *passes {
+		if *decoder == "peer" {
+			s := peer.NewStream(onlyReader{bytes.NewReader(data)})
+			if _, err := s.Open(); err != nil {
+				panic(err)
+			}
+			s.EventHandler = func(*peer.Blob) error { n++; return nil }
+			s.MetadataHandler = func(*peer.Metadata) error { return nil }
+			s.StackBlockHandler = func(*peer.StackBlock) error { return nil }
+			s.SequencePointBlockHandler = func(*peer.SequencePointBlock) error { return nil }
+			for {
+				if err := s.Next(); err != nil {
+					if !errors.Is(err, io.EOF) {
+						panic(err)
+					}
+					break
+				}
+			}
+			continue
+		}
+		r, err := clr.NewReader(onlyReader{bytes.NewReader(data)})
+		if err != nil {
+			panic(err)
+		}
+		var ev clr.Event
+		for r.ReadEvent(&ev) == nil {
+			n++
+		}
+	}
+	fmt.Println(n)
+}
+EOF
+
 cd "$tmp"
 GOFLAGS=-mod=mod go mod tidy >/dev/null
 out="$tmp/bench.txt"
@@ -260,3 +328,32 @@ awk '
       printf "%-55s %14.0f %14.0f %14.0f %6.2fx %8.2fx\n", f, c, q, par, c / q, par / q
     }
   }' "$out"
+
+if [ "${CALLGRIND:-}" = 1 ]; then
+  if ! command -v valgrind >/dev/null; then
+    echo "CALLGRIND=1: valgrind is not installed" >&2
+    exit 1
+  fi
+  GOFLAGS=-mod=mod go build -o "$tmp/decode" ./driver
+  ir() { # decoder passes file -> "instructions events"
+    GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+      "$tmp/decode" -decoder "$1" -passes "$2" "$3" 2>&1 | awk '/Collected/ {ir = $4} /^[0-9]+$/ {ev = $1} END {print ir, ev}'
+  }
+  echo
+  echo "instructions per decode (callgrind; Ir(N+1 decodes) - Ir(1), over N); ratio = peer / clrdiag"
+  printf "%-55s %9s %13s %13s %10s %10s %7s\n" file events "clrdiag Ir" "peer Ir" "clr Ir/ev" "peer Ir/ev" ratio
+  for f in "${files[@]}"; do
+    case "$f" in *.zip) continue ;; esac # the driver reads plain files
+    sz=$(stat -c %s "$f")
+    n=$(( sz > 8000000 ? 1 : (sz > 1000000 ? 4 : (sz > 100000 ? 20 : 200)) ))
+    if ! "$tmp/decode" -decoder peer "$f" >/dev/null 2>&1; then
+      printf "%-55s (the peer cannot decode it)\n" "$(basename "$f")"
+      continue
+    fi
+    read -r c1 ev < <(ir clrdiag 1 "$f"); read -r cn _ < <(ir clrdiag $((n + 1)) "$f")
+    read -r p1 _ < <(ir peer 1 "$f"); read -r pn _ < <(ir peer $((n + 1)) "$f")
+    c=$(( (cn - c1) / n )); p=$(( (pn - p1) / n ))
+    awk -v f="$(basename "$f")" -v ev="$ev" -v c="$c" -v p="$p" 'BEGIN {
+      printf "%-55s %9d %13d %13d %10.1f %10.1f %6.2fx\n", f, ev, c, p, c / ev, p / ev, p / c }'
+  done
+fi
