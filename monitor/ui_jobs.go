@@ -32,7 +32,8 @@ const (
 	// DefaultProfileDuration is the dashboard's CPU profile length when the
 	// request gives none.
 	DefaultProfileDuration = 5 * time.Second
-	// profileRundownTimeout bounds the wait for a profile session's rundown.
+	// profileRundownTimeout bounds the wait for a profile session's
+	// rundown (the method names).
 	profileRundownTimeout = DefaultRundownTimeout
 )
 
@@ -245,10 +246,7 @@ func collectProfile(ctx context.Context, c *diag.Client, d time.Duration) (*prof
 	if err != nil {
 		return nil, err
 	}
-	sess, err := eventpipe.Start(ctx, c, eventpipe.Config{
-		Providers: plan.ProviderList(), RundownKeyword: plan.RundownKeyword,
-		NoRundown: plan.RundownKeyword == 0, DropRundownOnFallback: plan.DropRundownOnFallback,
-	})
+	sess, err := eventpipe.Start(ctx, c, plan.Config())
 	if err != nil {
 		return nil, err
 	}
@@ -261,44 +259,27 @@ func collectProfile(ctx context.Context, c *diag.Client, d time.Duration) (*prof
 	built := make(chan result, 1)
 	go func() {
 		p, err := profile.Read(bufio.NewReaderSize(pr, 1<<20), profile.Config{})
-		pr.CloseWithError(errors.New("profile built")) // unblocks the copy when Read stops early
+		pr.CloseWithError(errors.New("profile built")) // a Read that stops early ends the Drain
 		built <- result{p, err}
 	}()
-	copied := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(pw, sess)
-		pw.CloseWithError(err)
-		copied <- err
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	ended := false
-	select {
-	case <-copied: // the process exited or the stream broke
-		ended = true
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	if !ended {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		err := sess.Stop(stopCtx)
-		cancel()
-		if err == nil && ctx.Err() == nil {
-			select {
-			case <-copied:
-				ended = true
-			case <-ctx.Done():
-			case <-time.After(profileRundownTimeout):
-			}
-		}
-		if !ended {
-			sess.Close()
-			<-copied
-		}
-	}
+	// Drain stops the session after d and waits for the rundown, which
+	// names the methods of the samples.
+	drained, drainErr := sess.Drain(ctx, pw, eventpipe.DrainConfig{Duration: d, RundownTimeout: profileRundownTimeout})
+	pw.CloseWithError(drainErr)
 	res := <-built
 	if ctx.Err() != nil {
 		return nil, errors.New("the monitor is stopping")
+	}
+	var oe *eventpipe.OutputError
+	if drainErr != nil && !errors.As(drainErr, &oe) {
+		return nil, drainErr // not a nettrace stream
+	}
+	if drained.Bytes == 0 {
+		why := "the stream ended"
+		if drained.StreamErr != nil {
+			why = drained.StreamErr.Error()
+		}
+		return nil, fmt.Errorf("the runtime ended the session before sending anything (%s)", why)
 	}
 	if res.p == nil {
 		return nil, fmt.Errorf("read the session's stream: %w", res.err)
