@@ -11,11 +11,15 @@ require (
 require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b // indirect
+	golang.org/x/text v0.43.0 // indirect
 )
 
 require github.com/prometheus/otlptranslator v1.0.0
 
-require golang.org/x/net v0.62.0
+require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/net v0.62.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -37,7 +41,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0
 	golang.org/x/tools v0.51.0 // indirect
 	honnef.co/go/tools v0.8.2 // indirect

@@ -766,7 +766,8 @@ type ContentionStop struct {
 	// Flags: 0 managed lock, 1 native.
 	Flags         uint8
 	ClrInstanceID uint16
-	// DurationNs is the wait (version 1, .NET 8); 0 before.
+	// DurationNs is the wait (version 1; .NET Core 3.1.2 already sends it);
+	// 0 in version 0.
 	DurationNs float64
 }
 

@@ -17,6 +17,11 @@
 //	GET  /processes/{pid}/stacks?format= the managed stack of every thread (package stacks),
 //	                                     JSON or, with format=text, as dotnet-stack prints it
 //	GET  /processes/{pid}/gcdump?timeout= a heap snapshot (package gcdump) streamed as a .gcdump file
+//	GET  /processes/{pid}/profile?sample=&duration=&format=
+//	                                     a profile of the process over the duration: sample wall
+//	                                     (default), cpu, alloc, contention or exceptions (package
+//	                                     profile's measures), format pprof (default), speedscope,
+//	                                     folded or chromium
 //	GET  /metrics                        Prometheus exposition (see Metrics)
 //	GET  /ui/                            the dashboard, for a browser (see Dashboard)
 //	GET  /                               the index of the routes and their parameters (JSON; Routes)

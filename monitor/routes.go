@@ -13,6 +13,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/profile"
 )
 
 // Param is a parameter of a route.
@@ -39,15 +40,17 @@ type Route struct {
 
 // Parameters shared by several routes.
 var (
-	pathPID       = Param{"pid", "path", "process id (see GET /processes)"}
-	queryPID      = Param{"pid", "query", "process id; or name= (the process name, when one process has it)"}
-	queryName     = Param{"name", "query", "process name, instead of pid="}
-	queryDuration = Param{"duration", "query", "how long: seconds or a Go duration (30s, 2m); durationSeconds= is the same in seconds"}
-	queryProfile  = Param{"profile", "query", "a clrdiag/dotnet-trace profile (see clrdiag trace list-profiles); dotnet-monitor's Cpu and GcCollect are accepted"}
-	queryProvider = Param{"providers", "query", "providers in dotnet-trace syntax: Name[:keywords[:level[:args]]],..."}
-	queryDumpType = Param{"type", "query", "full (default), heap, mini or triage; dotnet-monitor's Full, WithHeap, Mini, Triage too"}
-	queryFormat   = Param{"format", "query", "json (default) or text (as clrdiag stack prints it)"}
-	queryTimeout  = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
+	pathPID            = Param{"pid", "path", "process id (see GET /processes)"}
+	queryPID           = Param{"pid", "query", "process id; or name= (the process name, when one process has it)"}
+	queryName          = Param{"name", "query", "process name, instead of pid="}
+	queryDuration      = Param{"duration", "query", "how long: seconds or a Go duration (30s, 2m); durationSeconds= is the same in seconds"}
+	queryProfile       = Param{"profile", "query", "a clrdiag/dotnet-trace profile (see clrdiag trace list-profiles); dotnet-monitor's Cpu and GcCollect are accepted"}
+	queryProvider      = Param{"providers", "query", "providers in dotnet-trace syntax: Name[:keywords[:level[:args]]],..."}
+	queryDumpType      = Param{"type", "query", "full (default), heap, mini or triage; dotnet-monitor's Full, WithHeap, Mini, Triage too"}
+	queryFormat        = Param{"format", "query", "json (default) or text (as clrdiag stack prints it)"}
+	queryTimeout       = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
+	querySample        = Param{"sample", "query", "what the profile weighs: " + strings.Join(profile.Measures(), ", ") + " (default wall; see clrdiag trace convert --help)"}
+	queryProfileFormat = Param{"format", "query", strings.Join(profile.FormatNames(), ", ") + " (default " + DefaultProfileFormat + "; chromium draws time: wall, cpu, contention)"}
 )
 
 // routeTable returns every route, in the order GET / lists them (a
@@ -73,6 +76,9 @@ func routeTable() []Route {
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.stackSnapshot) }},
 		{Method: "GET", Path: "/processes/{pid}/gcdump", Summary: "a heap snapshot, streamed as a .gcdump file", Params: []Param{pathPID, queryTimeout},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.gcdump) }},
+		{Method: "GET", Path: "/processes/{pid}/profile", Summary: "a profile of the process over a duration: CPU samples, allocations, lock waits or exceptions by stack",
+			Params:  []Param{pathPID, queryDuration, querySample, queryProfileFormat},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.profile) }},
 		{Method: "GET", Path: "/metrics", Summary: "Prometheus exposition of every process's System.Runtime counters (unless --no-metrics)"},
 		{Method: "GET", Path: "/ui/", Summary: "the dashboard, for a browser: processes, live counter charts, CPU profiles and heap snapshots as flame graphs, stacks, dumps",
 			Note: "signs a browser in with a cookie: open the Dashboard link the monitor printed (/ui/login?token=...), or give the API key at /ui/login"},

@@ -107,11 +107,8 @@ type Builder struct {
 	suspending   bool
 	suspendStart int64
 	suspendForGC bool
-	allocs       map[string]*TypeAllocation
-	exceptions   map[string]*exceptionAcc
 	contention   ContentionStats
-	contPending  map[uint64]int64
-	contSites    map[int]int64
+	ev           eventState // allocation ticks, exceptions, lock waits (events.go)
 }
 
 type threadAcc struct {
@@ -230,11 +227,6 @@ func sampleKey(stack int, kind SampleKind) int64 {
 	return k
 }
 
-type exceptionAcc struct {
-	count  int64
-	stacks map[int]int64
-}
-
 type eventKind uint8
 
 type kindCache struct {
@@ -277,16 +269,12 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 	}
 	b := &Builder{
 		cfg: cfg, hdr: h,
-		threads:     make(map[uint64]*threadAcc),
-		kinds:       make(map[*nettrace.Metadata]eventKind),
-		stackIndex:  make(map[string]int),
-		addrSeen:    make(map[uint64]struct{}),
-		overCap:     -1,
-		eventStack:  make(map[int]int64),
-		allocs:      make(map[string]*TypeAllocation),
-		exceptions:  make(map[string]*exceptionAcc),
-		contPending: make(map[uint64]int64),
-		contSites:   make(map[int]int64),
+		threads:    make(map[uint64]*threadAcc),
+		kinds:      make(map[*nettrace.Metadata]eventKind),
+		stackIndex: make(map[string]int),
+		addrSeen:   make(map[uint64]struct{}),
+		overCap:    -1,
+		eventStack: make(map[int]int64),
 	}
 	b.gc.Reasons = make(map[string]int64)
 	if len(cfg.Threads) > 0 {
@@ -482,66 +470,13 @@ func (b *Builder) Add(ev *nettrace.Event) {
 			b.gc.OtherSuspensionTotal += d
 		}
 	case kindAllocTick:
-		a, err := clrevents.DecodeGCAllocationTick(ev.Payload, version, b.hdr.PointerSize)
-		if err != nil {
-			b.decodeFailed(err)
-			return
-		}
-		name := a.TypeName
-		if name == "" {
-			name = "(type not reported)"
-		}
-		ta := b.allocs[name]
-		if ta == nil {
-			ta = &TypeAllocation{Type: name}
-			b.allocs[name] = ta
-		}
-		ta.Bytes += a.AllocationAmount
-		ta.Ticks++
+		b.addAllocTick(ev, version)
 	case kindException:
-		x, err := clrevents.DecodeExceptionThrown(ev.Payload, version, b.hdr.PointerSize)
-		if err != nil {
-			b.decodeFailed(err)
-			return
-		}
-		name := x.ExceptionType
-		if name == "" {
-			name = "(type not reported)"
-		}
-		acc := b.exceptions[name]
-		if acc == nil {
-			acc = &exceptionAcc{stacks: make(map[int]int64)}
-			b.exceptions[name] = acc
-		}
-		acc.count++
-		st := b.stackOf(ev)
-		acc.stacks[st]++
-		b.eventStack[st]++
+		b.addException(ev, version)
 	case kindContentionStart:
-		b.contention.Count++
-		b.contPending[ev.ThreadID] = ts
-		st := b.stackOf(ev)
-		b.contSites[st]++
-		b.eventStack[st]++
+		b.addContentionStart(ev, ts)
 	case kindContentionStop:
-		c, err := clrevents.DecodeContentionStop(ev.Payload, version)
-		if err != nil {
-			b.decodeFailed(err)
-			return
-		}
-		start, ok := b.contPending[ev.ThreadID]
-		delete(b.contPending, ev.ThreadID)
-		var d time.Duration
-		switch {
-		case c.DurationNs > 0:
-			d = time.Duration(c.DurationNs)
-		case ok:
-			d = b.hdr.DurationOf(ts - start)
-		default:
-			return
-		}
-		b.contention.Total += d
-		b.contention.Max = max(b.contention.Max, d)
+		b.addContentionStop(ev, version, ts)
 	}
 }
 
@@ -869,28 +804,7 @@ func (b *Builder) Finish() *Profile {
 	}
 
 	p.GC = b.gc
-	for _, a := range b.allocs {
-		p.GC.Allocations = append(p.GC.Allocations, *a)
-	}
-	sort.Slice(p.GC.Allocations, func(i, j int) bool {
-		a, c := p.GC.Allocations[i], p.GC.Allocations[j]
-		if a.Bytes != c.Bytes {
-			return a.Bytes > c.Bytes
-		}
-		return a.Type < c.Type
-	})
-	for name, acc := range b.exceptions {
-		p.Exceptions = append(p.Exceptions, ExceptionStats{Type: name, Count: acc.count, Sites: p.sites(remap(acc.stacks))})
-	}
-	sort.Slice(p.Exceptions, func(i, j int) bool {
-		a, c := p.Exceptions[i], p.Exceptions[j]
-		if a.Count != c.Count {
-			return a.Count > c.Count
-		}
-		return a.Type < c.Type
-	})
-	p.Contention = b.contention
-	p.Contention.Sites = p.sites(remap(b.contSites))
+	b.finishEvents(p, symOf, stackResolved)
 	return p
 }
 

@@ -22,6 +22,10 @@ type Format struct {
 	// Timeline is set when the format draws time and so needs a profile
 	// built with Config.Timeline (Groups with Runs).
 	Timeline bool
+	// TimeOnly is set when the format draws nothing but time (the Groups'
+	// Runs): it has nothing to show for a measure without a time order
+	// (MeasureInfo.Timeline false).
+	TimeOnly bool
 	// Write writes a profile in the format.
 	Write func(w io.Writer, wp *Weighted) error
 }
@@ -31,10 +35,10 @@ func Formats() []Format {
 	return []Format{
 		{Name: "speedscope", Suffix: ".speedscope.json", ContentType: "application/json", Timeline: true, Write: WriteSpeedscope,
 			Viewers: "https://www.speedscope.app: all threads merged, then one profile per thread in time order"},
-		{Name: "chromium", Suffix: ".chromium.json", ContentType: "application/json", Timeline: true, Write: WriteChromium,
+		{Name: "chromium", Suffix: ".chromium.json", ContentType: "application/json", Timeline: true, TimeOnly: true, Write: WriteChromium,
 			Viewers: "Perfetto (https://ui.perfetto.dev) or Chrome DevTools' Performance panel: B/E events per thread"},
 		{Name: "pprof", Suffix: ".pb.gz", ContentType: "application/octet-stream", Write: WritePprof,
-			Viewers: "go tool pprof: gzipped protobuf, sample types samples, wall and cpu"},
+			Viewers: "go tool pprof: gzipped protobuf, sample types samples, wall and cpu (alloc_space, delay... with --sample)"},
 		{Name: "folded", Suffix: ".folded", ContentType: "text/plain; charset=utf-8", Write: WriteFolded,
 			Viewers: "flamegraph.pl, inferno, speedscope: root;...;leaf value"},
 	}
@@ -58,4 +62,20 @@ func LookupFormat(name string) (Format, error) {
 		}
 	}
 	return Format{}, fmt.Errorf("unknown format %q: use %s", name, strings.Join(FormatNames(), ", "))
+}
+
+// CheckMeasure returns an error when the format cannot show the measure
+// (a format that draws only time and a measure without a time order).
+func (f Format) CheckMeasure(m MeasureInfo) error {
+	if f.TimeOnly && !m.Timeline {
+		var can []string
+		for _, o := range Formats() {
+			if !o.TimeOnly {
+				can = append(can, o.Name)
+			}
+		}
+		return fmt.Errorf("the %s format draws time, and %s (%s) has no durations: use %s",
+			f.Name, m.Name, m.Noun, strings.Join(can, ", "))
+	}
+	return nil
 }

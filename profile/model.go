@@ -58,6 +58,18 @@ type Profile struct {
 	GC         GCStats
 	Exceptions []ExceptionStats
 	Contention ContentionStats
+
+	// AllocStacks, ContentionStacks and ExceptionStacks are the allocation
+	// ticks (Value in bytes, leaves the allocated types), the lock waits
+	// (Value in nanoseconds, no leaves) and the exceptions (Value the count,
+	// leaves the exception types) by thread and stack: the profiles of the
+	// measures MeasureAlloc, MeasureContention and MeasureExceptions.
+	AllocStacks, ContentionStacks, ExceptionStacks EventStacks
+	// Allocs says whether the allocation ticks report object sizes.
+	Allocs AllocStats
+	// Waits are the lock waits of each thread in time order; only with
+	// Config.Timeline (they count towards MaxTimelineRuns).
+	Waits []ThreadWaits
 	// DecodeErrors counts runtime events whose payload did not decode;
 	// FirstDecodeError is the first of them.
 	DecodeErrors     int
@@ -271,9 +283,10 @@ type SymbolStats struct {
 	Rundown bool
 	// Over the stacks of samples:
 	SampleFrames, ResolvedSampleFrames int64
-	// Over the stacks of samples, exceptions, contention and the events of
-	// other providers (EventSource events); the runtime's other events
-	// (GC suspensions, type loads, method bookkeeping...) are not counted:
+	// Over the stacks of samples, allocation ticks, exceptions, lock waits
+	// and the events of other providers (EventSource events); the runtime's
+	// other events (GC suspensions, type loads, method bookkeeping...) are
+	// not counted:
 	EventFrames, ResolvedEventFrames int64
 	Addresses, ResolvedAddresses     int
 }
@@ -301,11 +314,15 @@ type GCStats struct {
 	Allocations []TypeAllocation
 }
 
-// TypeAllocation is the allocation volume attributed to a type.
+// TypeAllocation is the allocation volume attributed to a type: the
+// AllocationAmount of the ticks whose triggering object had the type.
 type TypeAllocation struct {
 	Type  string
 	Bytes uint64
 	Ticks int64
+	// Objects is the estimated number of objects (see AllocStats), 0 when
+	// the ticks do not report object sizes.
+	Objects int64 `json:",omitempty"`
 }
 
 // ExceptionStats counts the exceptions of one type.
@@ -325,9 +342,21 @@ type Site struct {
 
 // ContentionStats summarises lock contention.
 type ContentionStats struct {
+	// Count is the number of waits (ContentionStart events, and stops with
+	// a duration whose start came before the trace).
 	Count int64
+	// Total and Max are over every wait, the unfinished ones up to the end
+	// of the trace.
 	Total time.Duration
 	Max   time.Duration
+	// Unfinished counts the waits that had not ended when the trace ended,
+	// UnfinishedTotal their time up to its end.
+	Unfinished      int64
+	UnfinishedTotal time.Duration
+	// StopsWithoutStart counts the ContentionStop events of waits that
+	// began before the trace and do not say how long they were (version
+	// 0): they are not in the profile.
+	StopsWithoutStart int64
 	// Sites are where threads waited (top resolved frame of the
 	// ContentionStart stack), most frequent first.
 	Sites []Site

@@ -89,19 +89,27 @@ func (p *Profile) Notes() []string {
 		notes = append(notes, fmt.Sprintf("%d of %d threads waited the whole trace (no Managed sample, a stack that "+
 			"never changed): their wall time is time spent blocked, not CPU time", a.WaitingThreads, len(p.Threads)))
 	}
+	notes = append(notes, p.commonNotes("samples")...)
+	return notes
+}
+
+// commonNotes are the notes about the trace as a whole: dropped events,
+// caps reached. what names what the dropped events took away.
+func (p *Profile) commonNotes(what string) []string {
+	var notes []string
 	if p.DroppedEvents > 0 {
-		notes = append(notes, fmt.Sprintf("%d events were dropped by the runtime (its buffers were full): samples are missing", p.DroppedEvents))
+		notes = append(notes, fmt.Sprintf("%d events were dropped by the runtime (its buffers were full): %s are missing", p.DroppedEvents, what))
 	}
 	if c := p.Capped; c.Hit() {
-		what := fmt.Sprintf("%d distinct stacks", c.MaxStacks)
+		capName := fmt.Sprintf("%d distinct stacks", c.MaxStacks)
 		if c.Addresses {
-			what = fmt.Sprintf("%d distinct stack addresses", c.MaxAddresses)
+			capName = fmt.Sprintf("%d distinct stack addresses", c.MaxAddresses)
 		}
 		notes = append(notes, fmt.Sprintf("the profile reached its cap of %s: %d samples and %d events are on the stack %q",
-			what, c.Samples, c.Events, OverCapFrame))
+			capName, c.Samples, c.Events, OverCapFrame))
 	}
 	if p.TimelineTruncated {
-		notes = append(notes, "the timeline reached its cap: later samples are counted but not drawn in time order")
+		notes = append(notes, fmt.Sprintf("the timeline reached its cap: later %s are counted but not drawn in time order", what))
 	}
 	return notes
 }

@@ -86,7 +86,7 @@ func TestSynthetic(t *testing.T) {
 				g.PauseTotal != 3*time.Millisecond || g.OtherSuspensions != 1 || g.OtherSuspensionTotal != time.Millisecond {
 				t.Errorf("gc = %+v", g)
 			}
-			if len(g.Allocations) != 1 || g.Allocations[0] != (TypeAllocation{Type: "System.Byte[]", Bytes: 250000, Ticks: 1}) {
+			if len(g.Allocations) != 1 || g.Allocations[0] != (TypeAllocation{Type: "System.Byte[]", Bytes: 250000, Ticks: 1, Objects: 244}) {
 				t.Errorf("allocations = %+v", g.Allocations)
 			}
 			c := p.Contention

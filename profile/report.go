@@ -21,8 +21,10 @@ type ReportConfig struct {
 	// Inclusive orders the method table by inclusive time (default:
 	// exclusive time).
 	Inclusive bool
-	// Measure is what the method table weighs: MeasureWall (default, every
-	// sample) or MeasureCPU (Managed samples only).
+	// Measure is what the method table weighs (see MeasureInfos):
+	// MeasureWall (default, every sample), MeasureCPU (Managed samples
+	// only), or the bytes, wait time or count of allocation ticks, lock
+	// waits or exceptions.
 	Measure string
 }
 
@@ -47,10 +49,13 @@ type Report struct {
 	// DroppedEvents is what the runtime could not write (buffers full).
 	DroppedEvents uint64      `json:"dropped_events"`
 	Symbols       SymbolStats `json:"symbols"`
-	// Measure is what Methods weighs: "wall" (every sample) or "cpu"
-	// (Managed samples only); Inclusive is set when Methods is ordered by
-	// inclusive time.
+	// Measure is what Methods weighs: "wall" (every sample), "cpu"
+	// (Managed samples only), "alloc" (allocated bytes), "contention" (lock
+	// wait time) or "exceptions" (count), in Unit ("nanoseconds", "bytes",
+	// "count"); Inclusive is set when Methods is ordered by inclusive
+	// value.
 	Measure   string `json:"measure"`
+	Unit      string `json:"unit"`
 	Inclusive bool   `json:"ordered_by_inclusive"`
 	// Methods is ordered by exclusive time, or by inclusive time with
 	// ReportConfig.Inclusive, in the Measure.
@@ -64,17 +69,21 @@ type Report struct {
 	Notes []string `json:"notes"`
 }
 
-// MethodTime is the time spent in a method (exclusive: as the leaf frame;
-// inclusive: anywhere on the stack, counted once per sample), in the
-// report's Measure.
+// MethodTime is what a method weighs in the report's Measure (exclusive:
+// as the leaf method of a stack; inclusive: anywhere on the stack, counted
+// once per stack). ExclusiveValue and InclusiveValue are in the report's
+// Unit; Exclusive and Inclusive are the same as durations for the measures
+// of time (wall, cpu, contention), 0 for the others.
 type MethodTime struct {
-	Method       string        `json:"method"`
-	Module       string        `json:"module,omitempty"`
-	Resolved     bool          `json:"resolved"`
-	Exclusive    time.Duration `json:"exclusive_ns"`
-	Inclusive    time.Duration `json:"inclusive_ns"`
-	ExclusivePct float64       `json:"exclusive_pct"`
-	InclusivePct float64       `json:"inclusive_pct"`
+	Method         string        `json:"method"`
+	Module         string        `json:"module,omitempty"`
+	Resolved       bool          `json:"resolved"`
+	Exclusive      time.Duration `json:"exclusive_ns"`
+	Inclusive      time.Duration `json:"inclusive_ns"`
+	ExclusiveValue int64         `json:"exclusive_value"`
+	InclusiveValue int64         `json:"inclusive_value"`
+	ExclusivePct   float64       `json:"exclusive_pct"`
+	InclusivePct   float64       `json:"inclusive_pct"`
 	// ManagedPct is the share of the method's exclusive samples that were
 	// Managed (running managed code); -1 when it has none.
 	ManagedPct float64 `json:"managed_pct"`
@@ -129,7 +138,11 @@ type ContentionReport struct {
 	Count int64         `json:"count"`
 	Total time.Duration `json:"total_ns"`
 	Max   time.Duration `json:"max_ns"`
-	Sites []SiteReport  `json:"sites"`
+	// Unfinished waits had not ended when the trace ended (counted up to
+	// its end); StopsWithoutStart began before it and are not counted.
+	Unfinished        int64        `json:"unfinished"`
+	StopsWithoutStart int64        `json:"stops_without_start,omitempty"`
+	Sites             []SiteReport `json:"sites"`
 }
 
 // BuildReport computes the report of a profile.
@@ -144,7 +157,8 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	}
 	r := &Report{ProcessID: p.ProcessID, ProcessName: p.ProcessName, Runtime: p.RuntimeVersion, CommandLine: p.CommandLine,
 		Start: p.Start, Duration: p.Duration, Period: p.Period, ManagedOnly: p.ManagedOnly, DroppedEvents: p.DroppedEvents,
-		Symbols: p.Symbols, DecodeErrors: p.DecodeErrors, Measure: measure, Inclusive: cfg.Inclusive, Notes: p.Notes()}
+		Symbols: p.Symbols, DecodeErrors: p.DecodeErrors, Measure: measure, Unit: "nanoseconds", Inclusive: cfg.Inclusive,
+		Notes: p.NotesFor(measure)}
 	if r.Runtime == "" {
 		r.Runtime = "unknown"
 	}
@@ -233,6 +247,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		m := MethodTime{Method: noFrames, Exclusive: time.Duration(a.excl) * p.Period,
 			Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(a.excl), InclusivePct: pct(a.incl), ManagedPct: -1}
+		m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
 		if a.exclAll > 0 {
 			m.ManagedPct = 100 * float64(a.exclManaged) / float64(a.exclAll)
 			m.Waiting = a.exclWaiting*10 >= a.exclAll*9
@@ -242,11 +257,15 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		r.Methods = append(r.Methods, m)
 	}
+	if isEventMeasure(measure) {
+		r.Methods = p.eventMethods(measure)
+		r.Unit = eventUnit(measure)
+	}
 	sort.Slice(r.Methods, func(i, j int) bool {
 		a, b := r.Methods[i], r.Methods[j]
-		ka, kb := a.Exclusive, b.Exclusive
+		ka, kb := a.ExclusiveValue, b.ExclusiveValue
 		if cfg.Inclusive {
-			ka, kb = a.Inclusive, b.Inclusive
+			ka, kb = a.InclusiveValue, b.InclusiveValue
 		}
 		if ka != kb {
 			return ka > kb
@@ -276,7 +295,8 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		r.Exceptions = append(r.Exceptions, ExceptionReport{Type: x.Type, Count: x.Count, Sites: p.siteReports(x.Sites, top)})
 	}
 	c := p.Contention
-	r.Contention = ContentionReport{Count: c.Count, Total: c.Total, Max: c.Max, Sites: p.siteReports(c.Sites, top)}
+	r.Contention = ContentionReport{Count: c.Count, Total: c.Total, Max: c.Max, Unfinished: c.Unfinished,
+		StopsWithoutStart: c.StopsWithoutStart, Sites: p.siteReports(c.Sites, top)}
 	if r.Methods == nil {
 		r.Methods = []MethodTime{}
 	}
@@ -354,7 +374,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.Notes {
 		p("Note: %s.\n", termsafe.String(n))
 	}
-	if len(r.Methods) > 0 {
+	if len(r.Methods) > 0 && isEventMeasure(r.Measure) {
+		r.writeEventMethods(p)
+	} else if len(r.Methods) > 0 {
 		order := "exclusive"
 		if r.Inclusive {
 			order = "inclusive"
@@ -423,9 +445,21 @@ func (r *Report) WriteText(w io.Writer) error {
 			p("  Other runtime suspensions: %d, total %s\n", g.OtherSuspensions, ms(g.OtherSuspensionTotal))
 		}
 		if len(g.Allocations) > 0 {
-			p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n")
+			objects := false
 			for _, a := range g.Allocations {
-				p("    %d\t%d\t%s\n", a.Bytes, a.Ticks, termsafe.String(a.Type))
+				objects = objects || a.Objects > 0
+			}
+			if objects {
+				p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tObjects (est.)\tType\n")
+			} else {
+				p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n")
+			}
+			for _, a := range g.Allocations {
+				if objects {
+					p("    %d\t%d\t%d\t%s\n", a.Bytes, a.Ticks, a.Objects, termsafe.String(a.Type))
+				} else {
+					p("    %d\t%d\t%s\n", a.Bytes, a.Ticks, termsafe.String(a.Type))
+				}
 			}
 		}
 	}
@@ -439,7 +473,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	if c := r.Contention; c.Count > 0 {
-		p("\nLock contention: %d waits, total %s, max %s\n", c.Count, ms(c.Total), ms(c.Max))
+		p("\nLock contention: %d waits, total %s, max %s", c.Count, ms(c.Total), ms(c.Max))
+		if c.Unfinished > 0 {
+			p(" (%d unfinished at the end of the trace)", c.Unfinished)
+		}
+		p("\n")
 		for _, s := range c.Sites {
 			p("    %d\tat %s\n", s.Count, termsafe.String(s.Site))
 		}

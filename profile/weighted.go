@@ -79,26 +79,28 @@ const (
 	MeasureCPU = "cpu"
 )
 
-// Measures lists the measures Profile.Weighted accepts, the default first.
-func Measures() []string { return []string{MeasureWall, MeasureCPU} }
-
 // cpuTypes returns the sample types of a CPU profile's Weighted, in order.
 func cpuTypes() []ValueType {
 	return []ValueType{{"samples", "count"}, {MeasureWall, "nanoseconds"}, {MeasureCPU, "nanoseconds"}}
 }
 
-// Weighted returns the profile as weighted stacks with three sample types:
-// "samples" (count), "wall" (every sample times the period) and "cpu"
-// (Managed samples times the period), one Group per thread. measure
-// ("wall" or "cpu"; "" is wall, cpu for a ManagedOnly profile) is the
-// default type, and the one the Groups' Runs follow: with cpu they skip
-// External samples.
+// Weighted returns the profile as weighted stacks of the measure (see
+// MeasureInfos), one Group per thread. For "wall" and "cpu" (the CPU
+// samples; "" is wall, cpu for a ManagedOnly profile) it has three sample
+// types: "samples" (count), "wall" (every sample times the period) and
+// "cpu" (Managed samples times the period); measure is the default type,
+// and the one the Groups' Runs follow: with cpu they skip External samples.
+// The other measures are described at AllocStacks and eventWeighted.
 func (p *Profile) Weighted(measure string) (*Weighted, error) {
 	if measure == "" {
 		measure = MeasureWall
 		if p.ManagedOnly {
 			measure = MeasureCPU
 		}
+	}
+	switch measure {
+	case MeasureAlloc, MeasureContention, MeasureExceptions:
+		return p.eventWeighted(measure), nil
 	}
 	types := cpuTypes()
 	def := -1
@@ -108,7 +110,8 @@ func (p *Profile) Weighted(measure string) (*Weighted, error) {
 		}
 	}
 	if def < 0 {
-		return nil, fmt.Errorf("profile: unknown measure %q (want %s or %s)", measure, MeasureWall, MeasureCPU)
+		_, err := LookupMeasure(measure)
+		return nil, fmt.Errorf("profile: %w", err)
 	}
 	period := int64(p.Period)
 	w := &Weighted{Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,

@@ -63,6 +63,22 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
   fi
 fi
 
+# --- speedscope's file format schema (checks the speedscope exports) -----------
+ss_version=1.25.0
+ss_dir="$cache/speedscope"
+if [ ! -f "$ss_dir/package/dist/release/file-format-schema.json" ]; then
+  step "unpacking the npm package speedscope@$ss_version (its file-format-schema.json) into $ss_dir"
+  rm -rf "$ss_dir.tmp" && mkdir -p "$ss_dir.tmp"
+  if (cd "$ss_dir.tmp" && npm pack --silent "speedscope@$ss_version" >/dev/null &&
+      tar xzf speedscope-*.tgz && rm -f speedscope-*.tgz); then
+    rm -rf "$ss_dir" && mv "$ss_dir.tmp" "$ss_dir"
+  else
+    echo "WARNING: could not fetch speedscope; the speedscope schema checks will skip (or fail under CI=true)" >&2
+    rm -rf "$ss_dir.tmp"
+  fi
+fi
+export CLRDIAG_CACHE="$cache"
+
 # --- the C compiler for the test profiler -------------------------------------
 command -v gcc >/dev/null 2>&1 || echo "WARNING: gcc not found; the profiler attach tests need it" >&2
 

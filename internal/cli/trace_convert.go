@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,22 +39,62 @@ func (f *profileFlags) config(timeline bool) profile.Config {
 func (f *profileFlags) register(cmd *cobra.Command) {
 	cmd.Flags().UintSliceVar(&f.threads, "thread", nil, "keep only these OS thread ids (repeatable or comma-separated)")
 	cmd.Flags().BoolVar(&f.managedOnly, "managed-only", false, "drop External samples (threads blocked or in native code)")
-	cmd.Flags().StringVar(&f.sample, "sample", "", "what to weigh: wall (every sample: thread time, running or waiting) or cpu "+
-		"(Managed samples only: running managed code); default wall, cpu with --managed-only")
+	cmd.Flags().StringVar(&f.sample, "sample", "", "what to weigh: "+strings.Join(profile.Measures(), ", ")+
+		" (see the command's help); default wall, cpu with --managed-only")
 }
 
-// measure checks --sample.
+// sampleHelp lists the --sample values for a command's long help.
+func sampleHelp() string {
+	var b strings.Builder
+	for _, m := range profile.MeasureInfos() {
+		fmt.Fprintf(&b, "  --sample %-11s %s\n", m.Name, m.Help)
+	}
+	return b.String()
+}
+
+// measure checks --sample: "" (the default) or a measure's name.
 func (f *profileFlags) measure() (string, error) {
-	m := strings.ToLower(f.sample)
-	if m == "" {
+	if f.sample == "" {
 		return "", nil
 	}
-	for _, ok := range profile.Measures() {
-		if m == ok {
-			return m, nil
+	m, err := profile.LookupMeasure(f.sample)
+	if err != nil {
+		return "", usageErrorf("--sample: %w", err)
+	}
+	if f.managedOnly && m.Name != profile.MeasureCPU && m.Name != profile.MeasureWall {
+		return "", usageErrorf("--managed-only drops CPU samples; it does not apply to --sample %s", m.Name)
+	}
+	return m.Name, nil
+}
+
+// measureInfo is the measure --sample names (its default: wall, or cpu
+// with --managed-only).
+func (f *profileFlags) measureInfo(measure string) profile.MeasureInfo {
+	if measure == "" {
+		measure = profile.MeasureWall
+		if f.managedOnly {
+			measure = profile.MeasureCPU
 		}
 	}
-	return "", usageErrorf("unknown --sample %q: use %s", f.sample, strings.Join(profile.Measures(), " or "))
+	m, _ := profile.LookupMeasure(measure)
+	return m
+}
+
+// checkMeasured fails when the profile has nothing of the measure (after
+// the --thread filter), saying how to collect it; readErr (the trace was
+// damaged) wins over the advice when the trace had nothing to give.
+func checkMeasured(p *profile.Profile, m profile.MeasureInfo, in, verb string, pf *profileFlags, readErr error) error {
+	err := p.Check(m.Name)
+	if err == nil {
+		return nil
+	}
+	if len(pf.threads) > 0 {
+		return fmt.Errorf("%s: no %s of thread %v: nothing to %s (clrdiag trace report %s lists the threads)", in, m.Noun, pf.threads, verb, in)
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return fmt.Errorf("%s: nothing to %s: %w", in, verb, err)
 }
 
 // readProfile builds a profile from FILE ("-" reads standard input). A
@@ -127,6 +168,10 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 	if err != nil {
 		return "", err
 	}
+	m := pf.measureInfo(measure)
+	if err := f.CheckMeasure(m); err != nil {
+		return "", usageErrorf("--format %s: %w", f.Name, err)
+	}
 	if err := checkOutput(out, force); err != nil {
 		return "", err
 	}
@@ -134,18 +179,8 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 	if p == nil {
 		return "", readErr
 	}
-	var samples int64
-	for _, t := range p.Threads {
-		samples += t.Managed + t.External
-	}
-	if samples == 0 {
-		if len(pf.threads) > 0 {
-			return "", fmt.Errorf("%s: no samples of thread %v: nothing to convert (clrdiag trace report %s lists the sampled threads)", in, pf.threads, in)
-		}
-		if readErr != nil {
-			return "", readErr
-		}
-		return "", fmt.Errorf("%s: nothing to convert: %s", in, profile.NoSamplesAdvice)
+	if err := checkMeasured(p, m, in, "convert", pf, readErr); err != nil {
+		return "", err
 	}
 	if p.TimelineTruncated {
 		fmt.Fprintln(e.stderr, "clrdiag: warning: timeline too long; later samples are aggregated only")
@@ -178,16 +213,38 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", out, err)
 	}
-	for _, n := range p.Notes() {
+	for _, n := range p.NotesFor(m.Name) {
 		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 	}
+	return fmt.Sprintf("wrote %s: %s", out, weightedSummary(p, wp, m)), readErr
+}
+
+// weightedSummary says what a Weighted profile holds: "1200 samples on 3
+// threads (busiest: thread 42), weighed by wall time, period 1ms; ...".
+func weightedSummary(p *profile.Profile, wp *profile.Weighted, m profile.MeasureInfo) string {
 	busiest := ""
 	if wp.Active >= 0 && len(wp.Groups) > 1 {
 		busiest = fmt.Sprintf(" (busiest: %s)", strings.ToLower(wp.Groups[wp.Active].Name))
 	}
-	summary := fmt.Sprintf("wrote %s: %d samples on %d threads%s, weighed by %s time, period %s; %s",
-		out, samples, len(p.Threads), busiest, wp.Types[wp.Default].Type, p.Period, symbolSummary(p))
-	return summary, readErr
+	n, total := p.Events(m.Name)
+	if m.Name == profile.MeasureWall || m.Name == profile.MeasureCPU {
+		return fmt.Sprintf("%d samples on %d threads%s, weighed by %s time, period %s; %s",
+			n, len(wp.Groups), busiest, wp.Types[wp.Default].Type, p.Period, symbolSummary(p))
+	}
+	what := fmt.Sprintf("%d %s", n, m.Noun)
+	switch m.Name {
+	case profile.MeasureAlloc:
+		what += fmt.Sprintf(" (%d bytes)", total)
+	case profile.MeasureContention:
+		what += fmt.Sprintf(" (%s waited)", time.Duration(total).Round(time.Microsecond))
+	}
+	s := p.Symbols
+	frames := "no stack frames"
+	if s.EventFrames > 0 {
+		frames = fmt.Sprintf("%d of %d stack frames resolved (%.1f%%)", s.ResolvedEventFrames, s.EventFrames,
+			100*float64(s.ResolvedEventFrames)/float64(s.EventFrames))
+	}
+	return fmt.Sprintf("%s on %d threads%s, weighed by %s; %s", what, len(wp.Groups), busiest, wp.Types[wp.Default].Type, frames)
 }
 
 func newTraceConvertCmd(e *env) *cobra.Command {
@@ -203,14 +260,21 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
-		Short: "Convert the CPU samples of a trace to " + strings.Join(profile.FormatNames(), ", "),
+		Short: "Convert the CPU samples (or allocations, lock waits, exceptions) of a trace to " + strings.Join(profile.FormatNames(), ", "),
 		Long: "Convert the SampleProfiler samples of a nettrace file (\"-\" for standard input) into a\n" +
 			"profile that other tools open, with stacks symbolised from the trace's method events:\n" +
 			formats.String() +
-			"--sample wall (the default) weighs every sample: thread time, running or waiting;\n" +
-			"--sample cpu weighs Managed samples only (the pprof file always has both).\n" +
+			"--sample picks what the profile weighs:\n" + sampleHelp() +
+			"wall is the default (the pprof file of wall or cpu has both). alloc, contention and\n" +
+			"exceptions weigh the runtime's events on their stacks; the allocated or thrown type is\n" +
+			"the leaf frame. chromium draws time: it takes wall, cpu and contention.\n" +
 			"The output goes to FILE with the format's suffix, or to -o (\"-\" for standard output).\n" +
-			"A trace without CPU samples is an error: collect with --profile dotnet-sampled-thread-time.",
+			"A trace without the events of the --sample is an error that says how to collect them\n" +
+			"(CPU samples: --profile dotnet-sampled-thread-time; allocations: --profile gc-verbose;\n" +
+			"lock waits: --clrevents contention).",
+		Example: "  clrdiag trace convert app.nettrace --format pprof\n" +
+			"  clrdiag trace convert app.nettrace --sample alloc --format pprof   # go tool pprof -sample_index=alloc_space\n" +
+			"  clrdiag trace convert app.nettrace --sample contention --format chromium",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := lookupFormat(format)

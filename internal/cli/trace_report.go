@@ -23,12 +23,16 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			"per-thread managed/external samples and which threads only waited, garbage collections\n" +
 			"(by generation and reason, pause times, allocations by type when allocation ticks were\n" +
 			"collected), exceptions by type with their throw sites, and lock contention.\n\n" +
-			"--sample wall (the default) ranks by every sample: thread time, running or waiting, so a\n" +
-			"thread blocked in Console.ReadLine weighs as much as one that computes (such methods are\n" +
-			"marked (waiting)); --sample cpu ranks by Managed samples only (running managed code).\n" +
+			"--sample picks what the method table weighs:\n" + sampleHelp() +
+			"wall (the default) ranks by every sample: thread time, running or waiting, so a thread\n" +
+			"blocked in Console.ReadLine weighs as much as one that computes (such methods are marked\n" +
+			"(waiting)); cpu ranks by Managed samples only (running managed code); alloc, contention\n" +
+			"and exceptions rank the allocating, waiting and throwing methods (exclusive) and their\n" +
+			"callers (inclusive).\n" +
 			"Notes say when the numbers need care (for example .NET Core 3.x labels most samples External).",
 		Example: "  clrdiag trace report app.nettrace --top 10\n" +
-			"  clrdiag trace report app.nettrace topN -n 5 --inclusive   # dotnet-trace's spelling",
+			"  clrdiag trace report app.nettrace topN -n 5 --inclusive   # dotnet-trace's spelling\n" +
+			"  clrdiag trace report app.nettrace --sample alloc --top 10",
 		Args: reportArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 && !cmd.Flags().Changed("top") && !cmd.Flags().Changed("number") && !cmd.Flags().Changed("topN") {

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/gcdump"
-	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/viewer"
 )
 
@@ -41,18 +40,9 @@ func viewProfile(e *env, in string, pf *profileFlags) (*pprofile.Profile, string
 	if p == nil {
 		return nil, "", readErr
 	}
-	var samples int64
-	for _, t := range p.Threads {
-		samples += t.Managed + t.External
-	}
-	if samples == 0 {
-		if len(pf.threads) > 0 {
-			return nil, "", fmt.Errorf("%s: no samples of thread %v: nothing to show (clrdiag trace report %s lists the sampled threads)", in, pf.threads, in)
-		}
-		if readErr != nil {
-			return nil, "", readErr
-		}
-		return nil, "", fmt.Errorf("%s: nothing to show: %s", in, profile.NoSamplesAdvice)
+	m := pf.measureInfo(measure)
+	if err := checkMeasured(p, m, in, "show", pf, readErr); err != nil {
+		return nil, "", err
 	}
 	wp, err := p.Weighted(measure)
 	if err != nil {
@@ -65,11 +55,10 @@ func viewProfile(e *env, in string, pf *profileFlags) (*pprofile.Profile, string
 	if err != nil {
 		return nil, "", err
 	}
-	for _, n := range p.Notes() {
+	for _, n := range p.NotesFor(m.Name) {
 		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 	}
-	summary := fmt.Sprintf("%s: %d samples on %d threads, weighed by %s time (the Sample menu switches), period %s; %s",
-		in, samples, len(p.Threads), wp.Types[wp.Default].Type, p.Period, symbolSummary(p))
+	summary := fmt.Sprintf("%s: %s (the Sample menu switches)", in, weightedSummary(p, wp, m))
 	return pp, summary, readErr
 }
 

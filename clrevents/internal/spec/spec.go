@@ -233,7 +233,7 @@ var Payloads = []Payload{
 			doc(hex("LockID", Pointer), "LockID, AssociatedObjectID and LockOwnerThreadID come with version\n2 (.NET 8)."),
 			hex("AssociatedObjectID", Pointer), f("LockOwnerThreadID", Uint64)})},
 	{Name: "ContentionStop", Doc: "ContentionStop (runtime event 91): the waiting thread got the lock.",
-		Versions: versions(contention, []Field{doc(f("DurationNs", Float64), "DurationNs is the wait (version 1, .NET 8); 0 before.")})},
+		Versions: versions(contention, []Field{doc(f("DurationNs", Float64), "DurationNs is the wait (version 1; .NET Core 3.1.2 already sends it);\n0 in version 0.")})},
 	{Name: "MethodLoadVerbose", Doc: "MethodLoadVerbose is the payload of MethodLoadVerbose (runtime 143),\n" +
 		"MethodUnloadVerbose (runtime 144) and the rundown's MethodDCStartVerbose\n" +
 		"(143) and MethodDCEndVerbose (144): where a method's native code lives.\n" +

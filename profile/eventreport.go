@@ -1,0 +1,132 @@
+package profile
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/clrdiag/clrdiag/internal/termsafe"
+)
+
+// isEventMeasure reports whether the measure weighs events other than CPU
+// samples.
+func isEventMeasure(measure string) bool {
+	switch measure {
+	case MeasureAlloc, MeasureContention, MeasureExceptions:
+		return true
+	}
+	return false
+}
+
+// eventUnit is the unit of an event measure.
+func eventUnit(measure string) string {
+	m, _ := LookupMeasure(measure)
+	return m.Unit
+}
+
+// eventStacks returns the events an event measure weighs.
+func (p *Profile) eventStacks(measure string) *EventStacks {
+	switch measure {
+	case MeasureAlloc:
+		return &p.AllocStacks
+	case MeasureContention:
+		return &p.ContentionStacks
+	}
+	return &p.ExceptionStacks
+}
+
+// eventMethods weighs the methods by an event measure: exclusive is the
+// top method of each event's stack (the allocating, waiting or throwing
+// method), inclusive every method of the stack once.
+func (p *Profile) eventMethods(measure string) []MethodTime {
+	es := p.eventStacks(measure)
+	excl := make(map[int]int64)
+	incl := make(map[int]int64)
+	seen := make(map[int]bool)
+	for _, s := range es.Samples {
+		frames := p.Stacks[s.Stack].Frames
+		if len(frames) == 0 {
+			excl[-1] += s.Value
+			incl[-1] += s.Value
+			continue
+		}
+		excl[frames[0]] += s.Value
+		clear(seen)
+		for _, f := range frames {
+			if !seen[f] {
+				seen[f] = true
+				incl[f] += s.Value
+			}
+		}
+	}
+	pct := func(v int64) float64 {
+		if es.Value == 0 {
+			return 0
+		}
+		return 100 * float64(v) / float64(es.Value)
+	}
+	out := make([]MethodTime, 0, len(incl))
+	for f, in := range incl {
+		ex := excl[f]
+		m := MethodTime{Method: noFrames, ExclusiveValue: ex, InclusiveValue: in, ExclusivePct: pct(ex), InclusivePct: pct(in), ManagedPct: -1}
+		if measure == MeasureContention {
+			m.Exclusive, m.Inclusive = time.Duration(ex), time.Duration(in)
+		}
+		if f >= 0 {
+			m.Method, m.Module, m.Resolved = p.Frames[f].Name, p.Frames[f].Module, p.Frames[f].Resolved
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// formatValue prints a value of a unit for people: "12.3ms", "4.5MB",
+// "17".
+func formatValue(v int64, unit string) string {
+	switch unit {
+	case "nanoseconds":
+		return ms(time.Duration(v))
+	case "bytes":
+		return formatBytes(v)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// formatBytes prints bytes in B, KB, MB or GB (powers of 1024).
+func formatBytes(v int64) string {
+	f := float64(v)
+	switch {
+	case v >= 1<<30:
+		return fmt.Sprintf("%.1fGB", f/(1<<30))
+	case v >= 1<<20:
+		return fmt.Sprintf("%.1fMB", f/(1<<20))
+	case v >= 1<<10:
+		return fmt.Sprintf("%.1fKB", f/(1<<10))
+	}
+	return fmt.Sprintf("%dB", v)
+}
+
+// writeEventMethods writes the method table of an event measure.
+func (r *Report) writeEventMethods(p func(format string, a ...any)) {
+	order := "exclusive"
+	if r.Inclusive {
+		order = "inclusive"
+	}
+	switch r.Measure {
+	case MeasureAlloc:
+		p("\nTop methods by %s allocated bytes (GCAllocationTick: one per ~100 KB allocated; exclusive: the allocating method)\n", order)
+	case MeasureContention:
+		p("\nTop methods by %s lock wait time (ContentionStart to ContentionStop; exclusive: the waiting method)\n", order)
+	default:
+		p("\nTop methods by %s exceptions thrown (exclusive: the throwing method)\n", order)
+	}
+	p("  Exclusive\t%%\tInclusive\t%%\tMethod\n")
+	for _, m := range r.Methods {
+		name := m.Method
+		if m.Module != "" {
+			name = m.Module + "!" + name
+		}
+		p("  %s\t%.1f\t%s\t%.1f\t%s\n", formatValue(m.ExclusiveValue, r.Unit), m.ExclusivePct,
+			formatValue(m.InclusiveValue, r.Unit), m.InclusivePct, termsafe.String(name))
+	}
+}

@@ -1,0 +1,548 @@
+package profile
+
+import (
+	"encoding/binary"
+	"sort"
+	"time"
+
+	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/wire"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// EventStacks are the events of one kind that a profile weighs besides the
+// CPU samples (allocation ticks, lock waits, exceptions), aggregated by
+// thread, stack and leaf.
+type EventStacks struct {
+	// Leaves name the pseudo-frames the events add below their stack: the
+	// allocated type of an allocation tick, the type of an exception.
+	Leaves []string
+	// Samples has one entry per thread, stack and leaf, by thread id, then
+	// largest Value first.
+	Samples []EventSample
+	// Count and Value total the samples.
+	Count, Value int64
+}
+
+// EventSample is what the events of one thread with one stack and leaf
+// add up to.
+type EventSample struct {
+	Thread uint64
+	// Stack indexes Profile.Stacks: the stack of the events, leaf first.
+	Stack int
+	// Leaf indexes EventStacks.Leaves, -1 for none.
+	Leaf int
+	// Count is the number of events.
+	Count int64
+	// Value is what they weigh: bytes for allocation ticks, nanoseconds for
+	// lock waits, the count for exceptions.
+	Value int64
+	// Objects is, for allocation ticks, the estimated number of objects
+	// allocated (see AllocStats); 0 when the ticks do not report object
+	// sizes.
+	Objects int64
+}
+
+// AllocStats says what the allocation ticks of a trace can tell.
+type AllocStats struct {
+	// Ticks counts the GCAllocationTick events; Sized those that report
+	// the size of the object that triggered them (version 4, .NET 5 and
+	// later). Objects are estimated only when every tick is Sized.
+	Ticks, Sized int64
+}
+
+// ObjectsKnown reports whether the ticks allow estimating object counts.
+func (a AllocStats) ObjectsKnown() bool { return a.Ticks > 0 && a.Sized == a.Ticks }
+
+// Wait is one lock wait of a thread in time order (Profile.Waits).
+type Wait struct {
+	// Start is the offset of the ContentionStart event from Profile.Start.
+	Start    time.Duration
+	Duration time.Duration
+	Stack    int
+}
+
+// ThreadWaits are the lock waits of one thread in time order.
+type ThreadWaits struct {
+	Thread uint64
+	Waits  []Wait
+}
+
+// typeNotReported is the leaf frame of an event that names no type
+// (GCAllocationTick before version 2, ExceptionThrown version 0).
+const typeNotReported = "[type not reported]"
+
+// eventKey is what events are aggregated by while the stacks are raw.
+type eventKey struct {
+	thread      uint64
+	stack, leaf int32
+}
+
+type eventVal struct {
+	count, value, objects int64
+}
+
+// eventAcc aggregates events by eventKey. Events mostly repeat the key of
+// the one before (a loop allocating, a thread throwing), which is checked
+// before the map.
+type eventAcc struct {
+	index map[eventKey]int32
+	keys  []eventKey
+	vals  []eventVal
+	last  int32
+	// leaves are the leaf names, leafIndex their indexes.
+	leaves    []string
+	leafIndex map[string]int32
+	// recent caches the leaves of the last raw type names seen (as UTF-16
+	// bytes) with their type id, so a name that repeats is not decoded.
+	recent [8]recentLeaf
+	next   int
+}
+
+type recentLeaf struct {
+	id   uint64
+	raw  string
+	leaf int32
+	ok   bool
+}
+
+func (a *eventAcc) add(k eventKey, value, objects int64) {
+	i := a.last
+	if int(i) >= len(a.keys) || a.keys[i] != k {
+		var ok bool
+		if i, ok = a.index[k]; !ok {
+			if a.index == nil {
+				a.index = make(map[eventKey]int32)
+			}
+			i = int32(len(a.keys))
+			a.index[k] = i
+			a.keys = append(a.keys, k)
+			a.vals = append(a.vals, eventVal{})
+		}
+		a.last = i
+	}
+	v := &a.vals[i]
+	v.count++
+	v.value += value
+	v.objects += objects
+}
+
+// leaf interns a leaf name.
+func (a *eventAcc) leaf(name string) int32 {
+	if i, ok := a.leafIndex[name]; ok {
+		return i
+	}
+	if a.leafIndex == nil {
+		a.leafIndex = make(map[string]int32)
+	}
+	i := int32(len(a.leaves))
+	a.leaves = append(a.leaves, name)
+	a.leafIndex[name] = i
+	return i
+}
+
+// rawLeaf interns a leaf named by UTF-16LE bytes (and a type id, 0 when the
+// event has none), decoding the name only when it is not one of the recent
+// ones.
+func (a *eventAcc) rawLeaf(id uint64, raw []byte) int32 {
+	for i := range a.recent {
+		r := &a.recent[i]
+		if r.ok && r.id == id && r.raw == string(raw) {
+			return r.leaf
+		}
+	}
+	name := wire.DecodeUTF16(raw)
+	if name == "" {
+		name = typeNotReported
+	}
+	leaf := a.leaf(name)
+	a.recent[a.next] = recentLeaf{id: id, raw: string(raw), leaf: leaf, ok: true}
+	a.next = (a.next + 1) % len(a.recent)
+	return leaf
+}
+
+// contThread is a thread's lock wait in progress and, with a timeline, its
+// waits so far (start in raw ticks).
+type contThread struct {
+	pending bool
+	start   int64
+	stack   int32
+	waits   []rawWait
+}
+
+type rawWait struct {
+	start, dur int64 // ticks, nanoseconds
+	stack      int32
+}
+
+// eventState is what a Builder keeps of the events other than samples.
+type eventState struct {
+	allocs, thrown, waits eventAcc
+	alloc                 AllocStats
+	cont                  map[uint64]*contThread
+	contOrder             []uint64
+	stopsWithoutStart     int64
+}
+
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// ptrAt reads a pointer of ps bytes (4 or 8).
+func ptrAt(b []byte, ps int) uint64 {
+	if ps == 4 {
+		return uint64(le32(b))
+	}
+	return le64(b)
+}
+
+// utf16zLen returns the length in bytes of the NUL-terminated UTF-16 string
+// at the start of b (without its NUL), -1 when it has no NUL.
+func utf16zLen(b []byte) int {
+	for i := 0; i+1 < len(b); i += 2 {
+		if b[i] == 0 && b[i+1] == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// kept reports whether the thread's events are kept (Config.Threads).
+func (b *Builder) kept(thread uint64) bool {
+	return b.keep == nil || b.keep[thread]
+}
+
+// allocTick is what an allocation profile reads of a GCAllocationTick.
+type allocTick struct {
+	amount, size, typeID uint64
+	name                 []byte // the type name, UTF-16LE without its NUL
+}
+
+// parseAllocTick reads a GCAllocationTick of version 2 or later in place,
+// without allocating. ok is false for anything else (an older version, a
+// pointer size other than 4 or 8, a payload shorter than the layout): the
+// generated decoder then decides, and reports what is wrong.
+func parseAllocTick(pl []byte, version uint8, ps int) (t allocTick, ok bool) {
+	if version < 2 || (ps != 4 && ps != 8) || len(pl) < 18+ps {
+		return t, false
+	}
+	// AllocationAmount u32, AllocationKind u32, ClrInstanceID u16,
+	// AllocationAmount64 u64, TypeID ptr, TypeName UTF-16z, HeapIndex u32,
+	// Address ptr (v3), ObjectSize u64 (v4).
+	name := pl[18+ps:]
+	n := utf16zLen(name)
+	if n < 0 {
+		return t, false
+	}
+	rest := name[n+2:]
+	need := 4
+	if version >= 3 {
+		need += ps
+	}
+	if version >= 4 {
+		need += 8
+	}
+	if len(rest) < need {
+		return t, false
+	}
+	t = allocTick{amount: le64(pl[10:]), typeID: ptrAt(pl[18:], ps), name: name[:n]}
+	if version >= 4 {
+		t.size = le64(rest[4+ps:])
+	}
+	return t, true
+}
+
+// parseExceptionType reads the type of an ExceptionThrown of version 1 or
+// later in place (UTF-16LE without its NUL), checking that the payload
+// holds the rest of the layout; ok is false otherwise.
+func parseExceptionType(pl []byte, version uint8, ps int) (name []byte, ok bool) {
+	if version < 1 || (ps != 4 && ps != 8) {
+		return nil, false
+	}
+	// ExceptionType UTF-16z, ExceptionMessage UTF-16z, ExceptionEIP ptr,
+	// ExceptionHRESULT u32, ExceptionFlags u16, ClrInstanceID u16.
+	n := utf16zLen(pl)
+	if n < 0 {
+		return nil, false
+	}
+	m := utf16zLen(pl[n+2:])
+	if m < 0 || len(pl) < n+2+m+2+ps+8 {
+		return nil, false
+	}
+	return pl[:n], true
+}
+
+// addAllocTick adds a GCAllocationTick. The payload is read in place: the
+// type name is decoded only when it is not one of the recent ones, and
+// anything unexpected goes to the generated decoder, which reports it.
+func (b *Builder) addAllocTick(ev *nettrace.Event, version uint8) {
+	if !b.kept(ev.ThreadID) {
+		return
+	}
+	var leaf int32
+	t, ok := parseAllocTick(ev.Payload, version, b.hdr.PointerSize)
+	if ok {
+		leaf = b.ev.allocs.rawLeaf(t.typeID, t.name)
+	} else {
+		a, err := clrevents.DecodeGCAllocationTick(ev.Payload, version, b.hdr.PointerSize)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		t.amount, t.size = a.AllocationAmount, a.ObjectSize
+		name := a.TypeName
+		if name == "" {
+			name = typeNotReported
+		}
+		leaf = b.ev.allocs.leaf(name)
+	}
+	b.ev.alloc.Ticks++
+	var objects int64
+	if t.size > 0 {
+		b.ev.alloc.Sized++
+		// The tick stands for amount bytes of allocation, taken to be
+		// objects the size of the one that triggered it.
+		objects = int64(max(1, (min(t.amount, 1<<62)+t.size/2)/t.size))
+	}
+	b.ev.allocs.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, int64(min(t.amount, 1<<62)), objects)
+}
+
+// addException adds an ExceptionThrown.
+func (b *Builder) addException(ev *nettrace.Event, version uint8) {
+	if !b.kept(ev.ThreadID) {
+		return
+	}
+	var leaf int32
+	if raw, ok := parseExceptionType(ev.Payload, version, b.hdr.PointerSize); ok {
+		leaf = b.ev.thrown.rawLeaf(0, raw)
+	} else {
+		x, err := clrevents.DecodeExceptionThrown(ev.Payload, version, b.hdr.PointerSize)
+		if err != nil {
+			b.decodeFailed(err)
+			return
+		}
+		name := x.ExceptionType
+		if name == "" {
+			name = typeNotReported
+		}
+		leaf = b.ev.thrown.leaf(name)
+	}
+	b.ev.thrown.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, 1, 0)
+}
+
+// contThread returns the contention state of a thread.
+func (b *Builder) contThread(thread uint64) *contThread {
+	c := b.ev.cont[thread]
+	if c == nil {
+		if b.ev.cont == nil {
+			b.ev.cont = make(map[uint64]*contThread)
+		}
+		c = &contThread{}
+		b.ev.cont[thread] = c
+		b.ev.contOrder = append(b.ev.contOrder, thread)
+	}
+	return c
+}
+
+// addContentionStart starts a lock wait of the event's thread. A start
+// while one is pending (a stop lost) ends the pending one there.
+func (b *Builder) addContentionStart(ev *nettrace.Event, ts int64) {
+	if !b.kept(ev.ThreadID) {
+		return
+	}
+	b.contention.Count++
+	c := b.contThread(ev.ThreadID)
+	if c.pending {
+		b.endWait(ev.ThreadID, c, ts, b.hdr.DurationOf(ts-c.start))
+	}
+	c.pending, c.start, c.stack = true, ts, int32(b.stackOf(ev))
+}
+
+// addContentionStop ends the lock wait of the event's thread. Version 1
+// (sent by .NET Core 3.1 already) says how long the wait was (DurationNs);
+// with version 0 the wait is the time from the thread's ContentionStart. A stop without a start (the wait began before
+// the trace) counts with its own stack when it has a duration, and is only
+// counted in ContentionStats.StopsWithoutStart otherwise.
+func (b *Builder) addContentionStop(ev *nettrace.Event, version uint8, ts int64) {
+	if !b.kept(ev.ThreadID) {
+		return
+	}
+	s, err := clrevents.DecodeContentionStop(ev.Payload, version)
+	if err != nil {
+		b.decodeFailed(err)
+		return
+	}
+	c := b.contThread(ev.ThreadID)
+	var d time.Duration
+	switch {
+	case c.pending && s.DurationNs > 0 && s.DurationNs < 1<<62:
+		d = time.Duration(s.DurationNs)
+	case c.pending:
+		d = b.hdr.DurationOf(ts - c.start)
+	case s.DurationNs > 0 && s.DurationNs < 1<<62:
+		b.contention.Count++
+		d = time.Duration(s.DurationNs)
+		c.start, c.stack = ts-b.ticksOf(d), int32(b.stackOf(ev))
+	default:
+		b.ev.stopsWithoutStart++
+		return
+	}
+	b.endWait(ev.ThreadID, c, c.start, d)
+}
+
+// ticksOf converts a duration to the trace's ticks.
+func (b *Builder) ticksOf(d time.Duration) int64 {
+	f := b.hdr.TickFrequency
+	if f <= 0 {
+		return int64(d)
+	}
+	return int64(float64(d) * float64(f) / 1e9)
+}
+
+// endWait records a wait of c's thread that started at start (ticks).
+func (b *Builder) endWait(thread uint64, c *contThread, start int64, d time.Duration) {
+	c.pending = false
+	d = max(d, 0)
+	b.contention.Total += d
+	b.contention.Max = max(b.contention.Max, d)
+	b.ev.waits.add(eventKey{thread, c.stack, -1}, int64(d), 0)
+	if !b.cfg.Timeline || b.truncated {
+		return
+	}
+	if b.runs >= b.cfg.MaxTimelineRuns {
+		b.truncated = true
+		return
+	}
+	b.runs++
+	c.waits = append(c.waits, rawWait{start: start, dur: int64(d), stack: c.stack})
+}
+
+// finishEvents ends the waits still pending (counted up to the end of the
+// trace), symbolises the events' stacks and fills the profile's event
+// measures and summaries.
+func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
+	for _, id := range b.ev.contOrder {
+		if c := b.ev.cont[id]; c.pending {
+			d := b.hdr.DurationOf(b.maxTS - c.start)
+			b.contention.Unfinished++
+			b.contention.UnfinishedTotal += max(d, 0)
+			b.endWait(id, c, c.start, d)
+		}
+	}
+	b.contention.StopsWithoutStart = b.ev.stopsWithoutStart
+
+	fill := func(a *eventAcc) EventStacks {
+		es := EventStacks{Leaves: a.leaves}
+		merged := make(map[eventKey]int, len(a.keys))
+		for i, k := range a.keys {
+			v := a.vals[i]
+			raw := int(k.stack)
+			if raw == b.overCap {
+				p.Capped.Events += v.count
+			}
+			s := symOf[raw]
+			p.Symbols.EventFrames += v.count * int64(len(p.Stacks[s].Frames))
+			p.Symbols.ResolvedEventFrames += v.count * int64(stackResolved[s])
+			key := eventKey{k.thread, int32(s), k.leaf}
+			j, ok := merged[key]
+			if !ok {
+				j = len(es.Samples)
+				merged[key] = j
+				es.Samples = append(es.Samples, EventSample{Thread: k.thread, Stack: s, Leaf: int(k.leaf)})
+			}
+			e := &es.Samples[j]
+			e.Count += v.count
+			e.Value += v.value
+			e.Objects += v.objects
+			es.Count += v.count
+			es.Value += v.value
+		}
+		sort.Slice(es.Samples, func(i, j int) bool {
+			x, y := es.Samples[i], es.Samples[j]
+			if x.Thread != y.Thread {
+				return x.Thread < y.Thread
+			}
+			if x.Value != y.Value {
+				return x.Value > y.Value
+			}
+			if x.Stack != y.Stack {
+				return x.Stack < y.Stack
+			}
+			return x.Leaf < y.Leaf
+		})
+		return es
+	}
+	p.AllocStacks = fill(&b.ev.allocs)
+	p.ExceptionStacks = fill(&b.ev.thrown)
+	p.ContentionStacks = fill(&b.ev.waits)
+	p.Allocs = b.ev.alloc
+	if !p.Allocs.ObjectsKnown() {
+		for i := range p.AllocStacks.Samples {
+			p.AllocStacks.Samples[i].Objects = 0
+		}
+	}
+
+	// Summaries by type, and sites.
+	type byLeaf struct {
+		count, value, objects int64
+		stacks                map[int]int64
+	}
+	group := func(es EventStacks) []byLeaf {
+		out := make([]byLeaf, len(es.Leaves))
+		for _, s := range es.Samples {
+			l := &out[s.Leaf]
+			l.count += s.Count
+			l.value += s.Value
+			l.objects += s.Objects
+			if l.stacks == nil {
+				l.stacks = make(map[int]int64)
+			}
+			l.stacks[s.Stack] += s.Count
+		}
+		return out
+	}
+	for i, l := range group(p.AllocStacks) {
+		if l.count > 0 {
+			p.GC.Allocations = append(p.GC.Allocations, TypeAllocation{Type: p.AllocStacks.Leaves[i], Bytes: uint64(l.value), Ticks: l.count, Objects: l.objects})
+		}
+	}
+	sort.Slice(p.GC.Allocations, func(i, j int) bool {
+		a, c := p.GC.Allocations[i], p.GC.Allocations[j]
+		if a.Bytes != c.Bytes {
+			return a.Bytes > c.Bytes
+		}
+		return a.Type < c.Type
+	})
+	for i, l := range group(p.ExceptionStacks) {
+		if l.count > 0 {
+			p.Exceptions = append(p.Exceptions, ExceptionStats{Type: p.ExceptionStacks.Leaves[i], Count: l.count, Sites: p.sites(l.stacks)})
+		}
+	}
+	sort.Slice(p.Exceptions, func(i, j int) bool {
+		a, c := p.Exceptions[i], p.Exceptions[j]
+		if a.Count != c.Count {
+			return a.Count > c.Count
+		}
+		return a.Type < c.Type
+	})
+	p.Contention = b.contention
+	sites := make(map[int]int64)
+	for _, s := range p.ContentionStacks.Samples {
+		sites[s.Stack] += s.Count
+	}
+	p.Contention.Sites = p.sites(sites)
+
+	if b.cfg.Timeline {
+		for _, id := range b.ev.contOrder {
+			c := b.ev.cont[id]
+			if len(c.waits) == 0 {
+				continue
+			}
+			tw := ThreadWaits{Thread: id, Waits: make([]Wait, len(c.waits))}
+			for i, w := range c.waits {
+				tw.Waits[i] = Wait{Start: b.hdr.DurationOf(w.start - b.minTS), Duration: time.Duration(w.dur), Stack: symOf[w.stack]}
+			}
+			sort.SliceStable(tw.Waits, func(i, j int) bool { return tw.Waits[i].Start < tw.Waits[j].Start })
+			p.Waits = append(p.Waits, tw)
+		}
+	}
+}
