@@ -86,6 +86,13 @@ func registerCompletions(e *env, root *cobra.Command) {
 			}
 			_ = c.RegisterFlagCompletionFunc("profile", fixed(names))
 		}
+		if fl.Lookup("sample") != nil {
+			var names []string
+			for _, m := range profile.MeasureInfos() {
+				names = append(names, m.Name+"\t"+m.Help)
+			}
+			_ = c.RegisterFlagCompletionFunc("sample", fixed(names))
+		}
 		if fl.Lookup("counters") != nil {
 			v := append([]string(nil), wellKnownProviders...)
 			for _, k := range counters.KnownCounters() {

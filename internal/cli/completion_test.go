@@ -21,6 +21,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"dump", "collect", "--type", ""}, []string{"triage\t"}},
 		{[]string{"trace", "convert", "x.nettrace", "--format", ""}, []string{"speedscope", "chromium", "pprof", "folded"}},
 		{[]string{"trace", "collect", "--format", ""}, []string{"nettrace", "speedscope"}},
+		{[]string{"trace", "report", "x.nettrace", "--sample", ""}, []string{"wall\t", "alloc\t", "contention\t", "exceptions\t"}},
 		{[]string{"counters", "collect", "--format", ""}, []string{"csv", "json"}},
 		{[]string{"trace", "collect", "--profile", ""}, []string{"dotnet-common\t", "gc-verbose\t"}},
 		{[]string{"counters", "monitor", "--counters", ""}, []string{"System.Runtime\n", "System.Runtime[cpu-usage]\t"}},

@@ -176,7 +176,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
-		Short: "Serve an HTTP API over the .NET processes (processes, info, env, dumps, traces, counters, Prometheus /metrics)",
+		Short: "Serve an HTTP API over the .NET processes (processes, info, env, dumps, traces, profiles, counters, Prometheus /metrics)",
 		Long: "Serve a REST API in the spirit of dotnet-monitor. Every request needs\n" +
 			"'Authorization: Bearer <key>': give the key in a file (--api-key-file, see 'clrdiag monitor\n" +
 			"generatekey') or in " + monitorKeyEnv + ", or one is generated and printed; --api-key works\n" +

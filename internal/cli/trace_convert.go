@@ -59,7 +59,8 @@ func (f *profileFlags) measure() (string, error) {
 	}
 	m, err := profile.LookupMeasure(f.sample)
 	if err != nil {
-		return "", usageErrorf("--sample: %w", err)
+		names := profile.Measures()
+		return "", usageErrorf("unknown --sample %q: use %s or %s", f.sample, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 	}
 	if f.managedOnly && m.Name != profile.MeasureCPU && m.Name != profile.MeasureWall {
 		return "", usageErrorf("--managed-only drops CPU samples; it does not apply to --sample %s", m.Name)
@@ -268,7 +269,8 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 			"wall is the default (the pprof file of wall or cpu has both). alloc, contention and\n" +
 			"exceptions weigh the runtime's events on their stacks; the allocated or thrown type is\n" +
 			"the leaf frame. chromium draws time: it takes wall, cpu and contention.\n" +
-			"The output goes to FILE with the format's suffix, or to -o (\"-\" for standard output).\n" +
+			"The output goes to FILE with the format's suffix (and .alloc, .contention or .exceptions\n" +
+			"before it for those), or to -o (\"-\" for standard output).\n" +
 			"A trace without the events of the --sample is an error that says how to collect them\n" +
 			"(CPU samples: --profile dotnet-sampled-thread-time; allocations: --profile gc-verbose;\n" +
 			"lock waits: --clrevents contention).",
@@ -282,10 +284,18 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 				return err
 			}
 			in := args[0]
+			measure, err := pf.measure()
+			if err != nil {
+				return err
+			}
 			if out == "" {
 				out = "-"
 				if in != "-" {
 					out = convertedName(in, f)
+					if measure != "" && measure != profile.MeasureWall && measure != profile.MeasureCPU {
+						// app.alloc.pb.gz beside the CPU profile's app.pb.gz.
+						out = convertedName(in, profile.Format{Suffix: "." + measure + f.Suffix})
+					}
 				}
 			}
 			summary, err := convertTrace(e, in, out, f, &pf, force)

@@ -156,7 +156,7 @@ func TestTraceViewErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"trace", "view", "x.nettrace", "--http", "nope"}, exitUsage, `--http "nope": want HOST:PORT`},
-		{[]string{"trace", "view", "x.nettrace", "--sample", "heap"}, exitUsage, `unknown --sample "heap": use wall or cpu`},
+		{[]string{"trace", "view", "x.nettrace", "--sample", "heap"}, exitUsage, `unknown --sample "heap": use wall, cpu, alloc, contention or exceptions`},
 		{[]string{"trace", "view", "x.gcdump", "--thread", "1"}, exitUsage, "--thread and --managed-only apply to traces"},
 		{[]string{"trace", "view", empty}, exitIO, "no such file"},
 		{[]string{"trace", "view"}, exitUsage, "accepts 1 arg"},
