@@ -418,16 +418,30 @@ func TestRealRuntimeStacks(t *testing.T) {
 
 // A real .NET Core 3.1 process: its System.Runtime counters over JSON and
 // through /metrics.
+// TestRealRuntimeCountersAndMetrics waits for the states it checks, not for
+// times: on a loaded machine the runtime's first publication may come late
+// and the collector's session may need several attempts (with backoff) to
+// reopen after the stall below.
 func TestRealRuntimeCountersAndMetrics(t *testing.T) {
 	rt := dotnettest.Find(t)
 	tg := rt.Start(t, rt.Build(t, "Basic"), nil, nil)
 	p := monitor.Process{PID: tg.PID, Name: "dotnet", Dialer: transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: tg.PID}}
 	hs := serve(t, monitor.Config{MetricsWindow: 3 * time.Second, Source: monitor.StaticSource{p}})
 
-	code, body := do(t, hs, "GET", fmt.Sprintf("/processes/%d/counters?duration=3s", tg.PID))
 	var samples []map[string]any
-	if err := json.Unmarshal(body, &samples); err != nil || code != 200 || len(samples) == 0 {
-		t.Fatalf("counters: %d %s (%v)", code, body, err)
+	for attempt, deadline := 1, time.Now().Add(2*time.Minute); ; attempt++ {
+		code, body := do(t, hs, "GET", fmt.Sprintf("/processes/%d/counters?duration=3s", tg.PID))
+		samples = nil
+		if err := json.Unmarshal(body, &samples); err != nil || code != 200 {
+			t.Fatalf("counters: %d %s (%v)", code, body, err)
+		}
+		if len(samples) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no counter samples in %d requests of 3s", attempt)
+		}
+		t.Logf("counters request %d: no samples yet (the runtime publishes late under load); again", attempt)
 	}
 	if samples[0]["provider"] != "System.Runtime" {
 		t.Fatalf("first sample %v", samples[0])
@@ -438,11 +452,13 @@ func TestRealRuntimeCountersAndMetrics(t *testing.T) {
 	// would reopen its session if the runtime stopped publishing).
 	wantLabel := fmt.Sprintf(`pid="%d",process_name="dotnet"`, tg.PID)
 	var text string
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		start := time.Now()
-		code, body = do(t, hs, "GET", "/metrics")
-		if d := time.Since(start); d > 2*time.Second {
+		code, body := do(t, hs, "GET", "/metrics")
+		// A scrape answers from memory and never waits for the process:
+		// even on a loaded machine it takes far less than this.
+		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("a scrape took %v", d)
 		}
 		text = string(body)
@@ -454,7 +470,7 @@ func TestRealRuntimeCountersAndMetrics(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("/metrics never showed the process's counters without errors:\n%s", text)
+	t.Fatalf("/metrics never showed the process's counters without errors in 2 minutes:\n%s", text)
 }
 
 // TestDumpRefusesPlantedLink: a link planted at the name the next dump
