@@ -94,7 +94,9 @@ type AttachProfilerRequest struct {
 
 // AttachProfiler loads a profiler into the running process. The reply comes
 // after the profiler's InitializeForAttach and ProfilerAttachComplete have
-// returned, so a slow profiler needs a long enough Config.Timeout or ctx.
+// returned, so a slow profiler needs a long enough Config.Timeout or ctx;
+// the reply is awaited at least the attach timeout plus 30 s (the runtime
+// may spend the attach timeout waiting for a background GC first).
 func (c *Client) AttachProfiler(ctx context.Context, req AttachProfilerRequest) error {
 	if req.Path == "" {
 		return fmt.Errorf("AttachProfiler: empty profiler path; give the absolute path of the library: %w", ipc.ErrInvalidArgument)
@@ -107,8 +109,21 @@ func (c *Client) AttachProfiler(ctx context.Context, req AttachProfilerRequest) 
 	if err != nil {
 		return err
 	}
-	return c.callHR(ctx, ipc.SetProfiler, ipc.CmdAttachProfiler, p)
+	// The runtime itself may wait up to the attach timeout (for a
+	// background GC) before it loads the profiler: the reply deadline must
+	// outlast it, with room for loading and initializing the profiler.
+	cl := c
+	if need := time.Duration(ms)*time.Millisecond + attachReplySlack; c.cfg.Timeout > 0 && c.cfg.Timeout < need {
+		cc := *c
+		cc.cfg.Timeout = need
+		cl = &cc
+	}
+	return cl.callHR(ctx, ipc.SetProfiler, ipc.CmdAttachProfiler, p)
 }
+
+// attachReplySlack is added to the runtime's attach timeout to make the
+// reply deadline of AttachProfiler when Config.Timeout is shorter.
+const attachReplySlack = 30 * time.Second
 
 // SetStartupProfiler registers a profiler to load when a runtime suspended
 // at startup resumes (.NET 6+). A running runtime answers

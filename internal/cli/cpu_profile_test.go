@@ -124,10 +124,13 @@ func TestRealCPUProfileHot(t *testing.T) {
 	if rank[mostly] != 1 || rank[sometimes] == 0 || rank[sometimes] < rank[mostly] {
 		t.Errorf("ranks: MostlyHot %d, SometimesHot %d; methods %+v", rank[mostly], rank[sometimes], rep.Methods)
 	}
-	if p := pct[mostly]; p < 60 || p > 90 {
+	// About 75% and 25% on a quiet machine. Under CPU load the split skews
+	// towards MostlyHot (90.8%/9.2% was seen with two CPU hogs on two
+	// cores): the bounds keep both methods present and MostlyHot dominant.
+	if p := pct[mostly]; p < 55 || p > 95 {
 		t.Errorf("MostlyHot has %.1f%% of the worker's samples, want about 75%%", p)
 	}
-	if p := pct[sometimes]; p < 10 || p > 40 {
+	if p := pct[sometimes]; p < 5 || p > 45 {
 		t.Errorf("SometimesHot has %.1f%% of the worker's samples, want about 25%%", p)
 	}
 

@@ -106,11 +106,15 @@ func TestBrowserTraceView(t *testing.T) {
 	if mostly != "Hot.Burner.MostlyHot" || sometimes != "Hot.Burner.SometimesHot" {
 		t.Errorf("hovered boxes name %q and %q", mostly, sometimes)
 	}
-	if pm < 60 || pm > 90 || ps < 10 || ps > 40 {
+	// About 75% and 25%; on a loaded machine a preempted worker stays in
+	// the method it was in, which favours the longer slices (86/14 has been
+	// seen with two CPU hogs running).
+	if pm < 55 || pm > 95 || ps < 5 || ps > 45 || pm <= ps {
 		t.Errorf("shares: MostlyHot %.1f%%, SometimesHot %.1f%%; want about 75%% and 25%%", pm, ps)
 	}
-	if r := boxM.Width / boxS.Width; r < 1.8 || r > 5 {
-		t.Errorf("box widths %.0f and %.0f px: ratio %.2f, want about 3", boxM.Width, boxS.Width, r)
+	// The boxes are drawn to those shares.
+	if r, want := boxM.Width/boxS.Width, pm/ps; r < want*0.85 || r > want*1.15 {
+		t.Errorf("box widths %.0f and %.0f px: ratio %.2f, want %.2f as the shares", boxM.Width, boxS.Width, r, want)
 	}
 
 	b.Do(chromedp.Navigate(url[:len(url)-len("flamegraph")] + "top"))
