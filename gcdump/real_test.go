@@ -27,6 +27,9 @@ const (
 func refArray(n int) uint64 { return uint64(24 + 8*n) }
 
 func collectReal(t *testing.T, tg *dotnettest.Target) *gcdump.Graph {
+	// The main thread back in its command loop: a command's temporaries
+	// still live on its stack would show as extra roots (likely under load).
+	tg.WaitReading(t, time.Minute)
 	t.Helper()
 	c := diag.NewClient(transport.Endpoint{Network: "unix", Address: tg.Socket, PID: tg.PID}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

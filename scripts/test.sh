@@ -119,6 +119,23 @@ GOOS=darwin GOARCH=arm64 go vet ./...
 step "go test"
 go test -count=1 -timeout 20m ${CLRDIAG_TEST_FLAGS:-} ./...
 
+# The race detector on the packages where goroutines meet: transports and
+# the reverse server, the client, the fake runtime, sessions (eventpipe,
+# counters, stacks, gcdump), the monitor (HTTP server, /metrics collector)
+# and the CLI. It needs cgo and a C compiler; the decoders (nettrace,
+# clrevents, profile) run single-threaded and are left out for CI's time
+# budget (whole suite under 15 minutes on 2 cores).
+race_pkgs=(./transport/... ./diag ./ipctest ./eventpipe ./counters ./stacks/... ./gcdump ./monitor
+  ./internal/cli ./internal/safefile ./internal/termsafe)
+if [ "$(go env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null 2>&1; then
+  step "go test -race (${race_pkgs[*]})"
+  go test -race -count=1 -timeout 20m ${CLRDIAG_TEST_FLAGS:-} "${race_pkgs[@]}"
+elif [ "${CI:-}" = true ]; then
+  echo "the race detector needs cgo and gcc (CI=true): install gcc" >&2; exit 1
+else
+  echo "WARNING: skipping go test -race: it needs cgo and gcc" >&2
+fi
+
 step "benchmarks (smoke run, one iteration each)"
 go test -count=1 -short -run '^$' -bench . -benchtime 1x ./... >/dev/null
 

@@ -209,11 +209,15 @@ func TestGCDumpReal(t *testing.T) {
 	dir := t.TempDir()
 	pid := func() string { return strconv.Itoa(tg.PID) }
 	before, after := filepath.Join(dir, "before.gcdump"), filepath.Join(dir, "after.gcdump")
+	// Heaps are walked with the main thread back in its command loop: a
+	// command's temporaries still live on its stack would show as roots.
+	tg.WaitReading(t, time.Minute)
 	if code, _, errOut := run(t, "gcdump", "collect", "-p", pid(), "-o", before); code != 0 {
 		t.Fatalf("collect: %d\n%s", code, errOut)
 	}
 	tg.Send(t, "grow 250")
 	tg.Expect(t, "GROWN 250", 30*time.Second)
+	tg.WaitReading(t, time.Minute)
 	code, _, errOut := run(t, "gcdump", "collect", "-p", pid(), "-o", after)
 	if code != 0 || !strings.Contains(errOut, "Heap walked:") {
 		t.Fatalf("collect: %d\n%s", code, errOut)

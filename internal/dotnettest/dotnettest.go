@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -347,3 +348,50 @@ func (tg *Target) Kill() {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// WaitReading waits until the target's main thread is blocked reading its
+// standard input (the targets' command loop, in Console.ReadLine), for at
+// most timeout. A test that inspects the process's state (stacks, heap
+// roots) right after a command's answer line would otherwise catch the
+// main thread still on its way back to the loop, with that command's
+// temporaries live, which on a loaded machine is likely.
+func (tg *Target) WaitReading(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	base := fmt.Sprintf("/proc/%d/task/%d/", tg.PID, tg.PID)
+	deadline := time.Now().Add(timeout)
+	for {
+		if blockedReadingStdin(base) {
+			return
+		}
+		select {
+		case <-tg.done:
+			t.Fatalf("target exited while waiting for it to read its input; stderr:\n%s", tg.Stderr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			wchan, _ := os.ReadFile(base + "wchan")
+			sc, _ := os.ReadFile(base + "syscall")
+			t.Fatalf("the target's main thread is not blocked reading its input after %v (wchan %q, syscall %q)", timeout, wchan, sc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readSyscall is the number of read(2) on this architecture, for
+// /proc/PID/syscall.
+var readSyscall = map[string]string{"amd64": "0", "arm64": "63", "386": "3", "arm": "3"}[runtime.GOARCH]
+
+// blockedReadingStdin tells whether the thread whose /proc directory is
+// base sleeps in read(0, ...) or in a pipe read.
+func blockedReadingStdin(base string) bool {
+	if sc, err := os.ReadFile(base + "syscall"); err == nil {
+		f := strings.Fields(string(sc))
+		if len(f) >= 2 && readSyscall != "" && f[0] == readSyscall && f[1] == "0x0" {
+			return true
+		}
+	}
+	if w, err := os.ReadFile(base + "wchan"); err == nil && strings.Contains(string(w), "pipe_read") {
+		return true
+	}
+	return false
+}
