@@ -1,10 +1,11 @@
 //go:build linux
 
-package cli
+package monitor_test
 
 import (
+	"context"
 	"fmt"
-	"regexp"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,25 +13,50 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clrdiag/clrdiag/internal/browsertest"
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/monitor"
+	"github.com/clrdiag/clrdiag/transport"
 )
 
-var dashboardLine = regexp.MustCompile(`Dashboard: (http://\S+/ui/login\?token=\S+)`)
-
-// TestBrowserMonitorDashboard drives the monitor's dashboard in Chromium
-// against a real 3.1 target (Hot): a page load without a session is sent to
-// the sign-in form and the API refuses it, a wrong key is refused, the key
-// and the printed link both sign in, the process is listed with its
-// runtime version, its counter values change over time in the charts, a
+// TestBrowserDashboard drives the dashboard in Chromium against a real 3.1
+// target (Hot): a page load without a session is sent to the sign-in form
+// and the API refuses it, a wrong key is refused, the key and the login
+// link both sign in, the process is listed with its runtime version, its
+// counter values change over time in the charts, text can be selected, a
 // state-changing call without the CSRF token is refused, a CPU profile
 // taken from the page shows the hot method in the flame graph, the stacks
-// action shows the worker's stack, and the page fits a narrow window.
-func TestBrowserMonitorDashboard(t *testing.T) {
+// action shows the worker's stack, the page fits a narrow window, and a
+// failure is shown in the page. The monitor serves the target only (a
+// monitor over every local process would open counters sessions in other
+// tests' targets; a .NET Core 3.x runtime stops every session's counters
+// when one session ends).
+func TestBrowserDashboard(t *testing.T) {
 	b := browsertest.Start(t, browsertest.Config{Timeout: 3 * time.Minute})
-	tg := startHot(t)
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Hot"), nil, nil)
+	p := monitor.Process{PID: tg.PID, Name: "dotnet", CommandLine: strings.Join(tg.Cmd.Args, " "),
+		Dialer: transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: tg.PID}}
 	const key = "browser-test-key"
-	s := startServed(t, "monitor", "--urls", "127.0.0.1:0", "--api-key", key, "--metrics-window", "1s", "--discovery-interval", "1s")
-	link := s.wait(t, dashboardLine, 30*time.Second)
-	base := link[:strings.Index(link, "/ui/")]
+	m, err := monitor.New(monitor.Config{APIKey: key, MetricsWindow: time.Second, DiscoveryInterval: time.Second, Source: monitor.StaticSource{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- m.Serve(ctx, ln, "", "") }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		m.Close()
+	})
+	base := "http://" + ln.Addr().String()
+	link := base + m.DashboardPath()
 	pid := fmt.Sprint(tg.PID)
 
 	// No session: /ui/ sends the browser to the sign-in form, and the API
