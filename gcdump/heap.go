@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ type HeapBuilder struct {
 	lastNode int64 // Index of the last GCBulkNode event, -1 before the first
 	lastEdge int64
 
-	pending  []BulkNode // nodes waiting for their references
+	pending  []pendingNode // nodes waiting for their references
 	pendHead int
 	refs     []NodeID // references not yet given to a node
 	refHead  int
@@ -56,6 +57,13 @@ type HeapBuilder struct {
 	nodes   int64
 	edges   int64
 	dropped bool
+}
+
+// pendingNode is an object waiting for its references (20 bytes, with its
+// type already interned).
+type pendingNode struct {
+	addr             uint64
+	size, typ, edges uint32
 }
 
 type localType struct {
@@ -231,7 +239,11 @@ func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 		}
 		h.lastNode = int64(bn.Index)
 		for i := range int(bn.Count) {
-			h.pending = append(h.pending, bn.At(i))
+			n := bn.At(i)
+			if n.Size > math.MaxInt32 || n.EdgeCount > math.MaxUint32 {
+				return fmt.Errorf("%w: object at %#x has %d bytes and %d references (the format stores 31 bits)", ErrTooLarge, n.Address, n.Size, n.EdgeCount)
+			}
+			h.pending = append(h.pending, pendingNode{n.Address, uint32(n.Size), h.localType(n.TypeID), uint32(n.EdgeCount)})
 		}
 		h.nodes += int64(bn.Count)
 		return h.flush(false)
@@ -330,15 +342,14 @@ func (h *HeapBuilder) addRoot(r RootEdge) {
 func (h *HeapBuilder) flush(final bool) error {
 	for h.pendHead < len(h.pending) {
 		n := h.pending[h.pendHead]
-		avail := uint64(len(h.refs) - h.refHead)
-		if n.EdgeCount > avail {
+		if int(n.edges) > len(h.refs)-h.refHead {
 			break
 		}
-		refs := h.refs[h.refHead : h.refHead+int(n.EdgeCount)]
-		if _, err := h.b.SetObject(n.Address, int(h.localType(n.TypeID)), n.Size, refs); err != nil {
+		refs := h.refs[h.refHead : h.refHead+int(n.edges)]
+		if _, err := h.b.SetObject(n.addr, int(n.typ), uint64(n.size), refs); err != nil {
 			return err
 		}
-		h.refHead += int(n.EdgeCount)
+		h.refHead += int(n.edges)
 		h.pendHead++
 	}
 	if final && (h.pendHead < len(h.pending) || h.refHead < len(h.refs)) {
