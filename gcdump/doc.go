@@ -116,9 +116,10 @@
 // from a virtual root. Retained sizes sum each subtree. BuildReport gives,
 // per type, the count, the shallow size and the retained size: the sum of
 // the retained sizes of the type's objects that no other object of the same
-// type dominates. FindPaths runs a breadth-first search from the Root and
-// groups the objects of a type by the types on their shortest paths, naming
-// the kind of root. DiffGraphs compares two snapshots per type (name and
+// type dominates. FindPaths runs a breadth-first search from the objects the
+// roots hold (static fields first, local variables last, so that a tie
+// names the static field) and groups the objects of a type by the types on
+// their shortest paths, naming the kind of root. DiffGraphs compares two snapshots per type (name and
 // module). BuildFlame weighs each object by its size on its dominator-tree
 // path: the root kind, the dominating objects' types (runs of one type
 // collapsed), its own type; objects dominated by no single root hang under

@@ -209,3 +209,32 @@ func TestFlame(t *testing.T) {
 		}
 	}
 }
+
+// A static field and a local both reach the same objects at the same
+// depth (the runtime reports the array of statics as a local when a frame
+// holds it): the static field is named.
+func TestPathsPreferStatics(t *testing.T) {
+	h := gcdumptest.Leaky(3)
+	const statics = 0x9000
+	h.Types = append(h.Types, gcdumptest.Type{ID: 0x7f0000009000, Name: "System.Object[]", Module: 2})
+	h.Objects = append(h.Objects, gcdumptest.Object{Addr: statics, Type: 0x7f0000009000, Size: 40, Refs: []uint64{gcdumptest.AddrArray}})
+	h.Roots = append([]gcdumptest.Root{{Object: statics, Kind: 0}}, h.Roots...)
+	h.Statics = []gcdumptest.Static{{Object: gcdumptest.AddrArray, Field: "s_items"}}
+	var buf bytes.Buffer
+	if err := gcdumptest.Trace(&buf, h, gcdumptest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gcdump.FromTrace(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := gcdump.FindPaths(g, "App.Item", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Paths[0].Objects != 3 || !strings.HasPrefix(p.Paths[0].Root, "static field s_items") {
+		var text bytes.Buffer
+		p.WriteText(&text)
+		t.Errorf("paths:\n%s", text.String())
+	}
+}

@@ -92,8 +92,11 @@ func MatchType(g *Graph, name string) ([]int, error) {
 }
 
 // FindPaths finds, for every object of the named type (see MatchType), its
-// shortest path from the roots, and groups the objects by the types along
-// their paths. At most max groups are returned (0: 10), largest first.
+// shortest path from the roots (counted in objects: the root pseudo-nodes
+// are free), and groups the objects by the types along their paths. Among
+// paths of the same length, one from a static field wins over one from a
+// handle, and those over one from a local variable. At most max groups are
+// returned (0: 10), largest first.
 func FindPaths(g *Graph, name string, max int) (*Paths, error) {
 	if max <= 0 {
 		max = 10
@@ -106,7 +109,12 @@ func FindPaths(g *Graph, name string, max int) (*Paths, error) {
 	for _, i := range match {
 		want[i] = true
 	}
-	// Breadth-first from the Root: parent pointers give shortest paths.
+	// Shortest paths count objects, not pseudo-nodes: first the pseudo-
+	// nodes under the Root, depth first, static fields first, then handles
+	// and the finalizer queue, local variables last (a static field is the
+	// more telling answer when a local holds the same object); the objects
+	// they hold start a breadth-first search whose parent pointers give
+	// the paths.
 	n := g.NumNodes()
 	parent := make([]NodeID, n)
 	for i := range parent {
@@ -114,7 +122,28 @@ func FindPaths(g *Graph, name string, max int) (*Paths, error) {
 	}
 	parent[g.Root] = g.Root
 	queue := make([]NodeID, 0, 1024)
-	queue = append(queue, g.Root)
+	pseudo := func(v NodeID) bool { return v == g.Root || g.Types[g.typ[v]].IsPseudo() }
+	stack := []NodeID{g.Root}
+	var kids []NodeID
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		kids = append(kids[:0], g.Refs(v)...)
+		slices.SortStableFunc(kids, func(a, b NodeID) int { return cmp.Compare(rootRank(g, a), rootRank(g, b)) })
+		for i := len(kids) - 1; i >= 0; i-- { // pushed in reverse: popped in order
+			if c := kids[i]; pseudo(c) && parent[c] == NoNode {
+				parent[c] = v
+				stack = append(stack, c)
+			}
+		}
+		for _, c := range g.Refs(v) {
+			if !pseudo(c) && parent[c] == NoNode {
+				parent[c] = v
+				queue = append(queue, c)
+			}
+		}
+	}
+	queue = append([]NodeID{g.Root}, queue...) // the Root itself is not searched
 	res := &Paths{Type: g.Types[match[0]].Name}
 	type group struct {
 		path Path
@@ -124,7 +153,7 @@ func FindPaths(g *Graph, name string, max int) (*Paths, error) {
 	var order []*group
 	var chain []NodeID
 	var key []byte
-	for qi := 0; qi < len(queue); qi++ {
+	for qi := 1; qi < len(queue); qi++ {
 		v := queue[qi]
 		if want[g.typ[v]] {
 			chain = chain[:0]
@@ -180,6 +209,20 @@ func FindPaths(g *Graph, name string, max int) (*Paths, error) {
 		res.Paths = append(res.Paths, gr.path)
 	}
 	return res, nil
+}
+
+// rootRank orders the kinds of roots for FindPaths: static fields first,
+// then the others (handles, the finalizer queue), local variables last.
+func rootRank(g *Graph, v NodeID) int {
+	switch name := g.TypeName(v); {
+	case !g.Types[g.typ[v]].IsPseudo():
+		return 1
+	case name == "[static vars]", name == "[thread static vars]", strings.HasPrefix(name, "[static var "):
+		return 0
+	case name == "[local vars]":
+		return 2
+	}
+	return 1
 }
 
 // describeRoot names the kind of root a path starts from.
