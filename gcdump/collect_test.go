@@ -97,3 +97,22 @@ func TestCollectTimeout(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// The collection's end comes before the heap walk's events (server GC
+// writes them from different threads): the snapshot is still whole.
+func TestCollectEndFirst(t *testing.T) {
+	srv, err := ipctest.NewServer(ipctest.Config{Runtime: ipctest.NET3_1,
+		Tracing: gcdumptest.Session(gcdumptest.Leaky(50), gcdumptest.Options{EndFirst: true, NodesPerEvent: 7, EdgesPerEvent: 5})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	g, err := gcdump.Collect(context.Background(), diag.NewClient(srv, nil), gcdump.CollectConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gcdump.BuildReport(g, nil, gcdump.ReportConfig{})
+	if err != nil || r.Objects != 104 {
+		t.Fatalf("%v %+v", err, r)
+	}
+}

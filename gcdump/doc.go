@@ -33,7 +33,11 @@
 //	GCEnd (same Count)       the snapshot ends
 //
 // and, after the session is stopped, the rundown's ModuleDCEnd events name
-// the modules. HeapBuilder turns these into a Graph while they stream in:
+// the modules. The stream keeps each thread's events in order but not the
+// threads' relative order: with server GC the heap walk's events can come
+// after the GCEnd. So the walk's events are recognised by their own
+// numbering, the GCEnd only tells when to stop the session, and the graph
+// is finished from everything the stream held up to its end. HeapBuilder turns these into a Graph while they stream in:
 // an object is added as soon as its references have arrived, object
 // addresses are interned in an open-addressing table, and nothing is
 // buffered per event. GCBulkNode and GCBulkEdge events are numbered; a gap

@@ -35,7 +35,9 @@ type HeapBuilder struct {
 	b        *Builder
 	ptrSize  int
 	kinds    map[*nettrace.Metadata]int
-	state    int
+	induced  bool                 // the snapshot's GCStart was seen
+	ended    map[uint32]time.Time // GCEnds seen before it, by count
+	second   bool                 // a second heap walk began: ignore it
 	gcCount  uint32
 	gcStart  time.Time
 	gcEnd    time.Time
@@ -72,13 +74,6 @@ type localType struct {
 	t     BulkType
 }
 
-// Heap-walk states.
-const (
-	stWaiting = iota // for the GCStart of the snapshot
-	stWalking        // between its GCStart and GCEnd
-	stDone           // its GCEnd came
-)
-
 // Kinds of the events the builder reads.
 const (
 	evOther = iota
@@ -101,7 +96,7 @@ func NewHeapBuilder(ptrSize int) *HeapBuilder {
 	h := &HeapBuilder{
 		b: NewBuilder(0), ptrSize: ptrSize, kinds: map[*nettrace.Metadata]int{},
 		lastNode: -1, lastEdge: -1,
-		types: map[uint64]uint32{}, modules: map[uint64]string{},
+		types: map[uint64]uint32{}, modules: map[uint64]string{}, ended: map[uint32]time.Time{},
 	}
 	return h
 }
@@ -153,22 +148,32 @@ func (h *HeapBuilder) Progress() (objects, references int64) { return h.nodes, h
 // WalkDuration is the time from the start to the end of the snapshot's
 // collection, by the runtime's clock: how long the process was paused.
 func (h *HeapBuilder) WalkDuration() time.Duration {
-	if h.state != stDone {
+	if !h.Done() {
 		return 0
 	}
 	return h.gcEnd.Sub(h.gcStart)
 }
 
 // Started reports whether the snapshot's collection has begun.
-func (h *HeapBuilder) Started() bool { return h.state != stWaiting }
+func (h *HeapBuilder) Started() bool { return h.induced || h.nodes > 0 }
 
-// Done reports whether the snapshot's collection has ended: every object
-// has been reported (the rundown with module names may still follow).
-func (h *HeapBuilder) Done() bool { return h.state == stDone }
+// Done reports whether the snapshot's collection has ended (its GCStart
+// and GCEnd have both been seen). Events of the heap walk may still be on
+// their way: the runtime writes each thread's events in order, but the
+// threads' buffers in any order, so that with server GC the walking
+// thread's events can come after the GCEnd. Stop the session then and
+// feed every event up to the end of the stream before Finish.
+func (h *HeapBuilder) Done() bool { return h.induced && !h.gcEnd.IsZero() }
 
 // Event feeds one event of the trace. Events that do not matter are
 // ignored. An error means the snapshot cannot be built (damaged payloads,
 // lost events).
+//
+// Events are accepted in stream order, which is not time order across
+// threads: the heap walk's events are recognised by their own numbering,
+// not by their position relative to GCStart and GCEnd. A session with the
+// heap keywords walks the heap only for the collection it induces; a trace
+// with several snapshots gives the first.
 func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 	if ev.Metadata == nil {
 		return nil
@@ -184,9 +189,12 @@ func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 		if err != nil {
 			return err
 		}
-		// A blocking (Type 0) gen-2 collection, induced (by the session).
-		if h.state == stWaiting && s.Depth == 2 && s.Type == 0 && s.Reason == 1 {
-			h.state, h.gcCount, h.gcStart = stWalking, s.Count, ev.Time()
+		// The first blocking (Type 0) gen-2 collection that was induced.
+		if !h.induced && s.Depth == 2 && s.Type == 0 && s.Reason == 1 {
+			h.induced, h.gcCount, h.gcStart = true, s.Count, ev.Time()
+			if t, ok := h.ended[s.Count]; ok { // its GCEnd came first
+				h.gcEnd = t
+			}
 		}
 		return nil
 	case evGCEnd:
@@ -194,13 +202,11 @@ func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 		if err != nil {
 			return err
 		}
-		if h.state == stWalking && e.Count == h.gcCount {
-			if h.nodes == 0 {
-				h.state = stWaiting // no heap walk in this one: wait for another
-				return nil
-			}
-			h.state, h.gcEnd = stDone, ev.Time()
-			return h.flush(true)
+		switch {
+		case h.induced && e.Count == h.gcCount:
+			h.gcEnd = ev.Time()
+		case !h.induced && len(h.ended) < 1024:
+			h.ended[e.Count] = ev.Time()
 		}
 		return nil
 	case evBulkType:
@@ -219,19 +225,18 @@ func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 		}
 		return nil
 	}
-	switch {
-	case h.state == stWaiting:
-		return nil
-	case h.state == stDone && k != evStatic && k != evCCW && k != evRCW:
-		// Statics and COM wrappers are walked around the collection;
-		// anything else after its end belongs to another one.
-		return nil
+	if h.second {
+		return nil // a later snapshot in the same trace
 	}
 	switch k {
 	case evNode:
 		bn, err := DecodeBulkNodes(p, h.ptrSize)
 		if err != nil {
 			return err
+		}
+		if bn.Index == 0 && h.lastNode >= 0 {
+			h.second = true // the next heap walk starts
+			return nil
 		}
 		if int64(bn.Index) != h.lastNode+1 {
 			h.dropped = true
@@ -251,6 +256,10 @@ func (h *HeapBuilder) Event(ev *nettrace.Event) error {
 		be, err := DecodeBulkEdges(p, h.ptrSize)
 		if err != nil {
 			return err
+		}
+		if be.Index == 0 && h.lastEdge >= 0 {
+			h.second = true
+			return nil
 		}
 		if int64(be.Index) != h.lastEdge+1 {
 			h.dropped = true
@@ -406,10 +415,15 @@ func (h *HeapBuilder) Finish() (*Graph, error) {
 	switch {
 	case h.dropped:
 		return nil, fmt.Errorf("%w: the runtime dropped heap-walk events", ErrIncomplete)
-	case h.state == stWaiting:
+	case h.nodes == 0 && !h.induced:
 		return nil, ErrNoHeapDump
-	case h.state == stWalking:
-		return nil, fmt.Errorf("%w: the events show the start of the heap walk (GC #%d) but not its end (%d objects so far)", ErrIncomplete, h.gcCount, h.nodes)
+	case h.nodes == 0:
+		return nil, fmt.Errorf("%w: the events hold the induced collection (GC #%d) but no heap walk", ErrNoHeapDump, h.gcCount)
+	case !h.Done():
+		return nil, fmt.Errorf("%w: the events show the start of the heap walk but not its end (%d objects so far)", ErrIncomplete, h.nodes)
+	}
+	if err := h.flush(true); err != nil {
+		return nil, err
 	}
 	b := h.b
 	remap := make([]uint32, len(h.local))

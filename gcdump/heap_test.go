@@ -37,7 +37,8 @@ func nodeAt(t testing.TB, g *gcdump.Graph, addr uint64) gcdump.NodeID {
 
 func TestFromTrace(t *testing.T) {
 	const n = 10
-	for _, opt := range []gcdumptest.Options{{}, {NodesPerEvent: 1, EdgesPerEvent: 1}, {NodesPerEvent: 100, EdgesPerEvent: 100}} {
+	for _, opt := range []gcdumptest.Options{{}, {NodesPerEvent: 1, EdgesPerEvent: 1}, {NodesPerEvent: 100, EdgesPerEvent: 100},
+		{EndFirst: true}, {Twice: true}} {
 		g := leakyGraph(t, n, opt)
 		r, err := gcdump.BuildReport(g, nil, gcdump.ReportConfig{})
 		if err != nil {

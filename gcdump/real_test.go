@@ -150,3 +150,32 @@ func TestRealHeap(t *testing.T) {
 		t.Logf("largest growth: %+v", diff.Types[0])
 	}
 }
+
+// TestRealHeapServerGC: with server GC the runtime logs the collection's
+// start and end and the heap walk from different threads, whose events the
+// stream does not keep in time order.
+func TestRealHeapServerGC(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Heap"), nil, &dotnettest.Options{Env: []string{"COMPlus_gcServer=1"}})
+	tg.Send(t, "grow 20000")
+	tg.Expect(t, "GROWN 20000", 30*time.Second)
+	for range 2 {
+		g := collectReal(t, tg)
+		r, err := gcdump.BuildReport(g, nil, gcdump.ReportConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][2]uint64{"Heap.Leak": {20000, 20000 * sizeSmall}, "Heap.StaticItem": {100, 100 * sizeStaticItem}, "Heap.LocalItem": {50, 50 * sizeSmall}}
+		for _, s := range r.Types {
+			if w, ok := want[s.Name]; ok {
+				if uint64(s.Count) != w[0] || s.Size != w[1] {
+					t.Errorf("%s: %+v, want %v", s.Name, s, w)
+				}
+				delete(want, s.Name)
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("missing types %v", want)
+		}
+	}
+}

@@ -69,6 +69,13 @@ type Options struct {
 	SkipNodeEvent int
 	// NoGCEnd leaves out the end of the collection.
 	NoGCEnd bool
+	// EndFirst writes the collection's GCStart and GCEnd before the heap
+	// walk's events, as a stream does when the thread that logs them
+	// (server GC) has its buffer written first.
+	EndFirst bool
+	// Twice writes a second heap walk (another snapshot in the same trace)
+	// after the first, of an empty heap.
+	Twice bool
 	// ProcessID is the trace header's process id (default 4242).
 	ProcessID int
 }
@@ -256,6 +263,9 @@ func (tw *traceWriter) heap(h Heap, opt Options) {
 	}
 	tw.event(tw.md(rt, 1, 2), gcStart(count-1, 0, 0))
 	tw.event(tw.md(rt, 2, 1), gcEnd(count-1, 0))
+	if opt.EndFirst {
+		tw.event(tw.md(rt, 2, 1), gcEnd(count, 2))
+	}
 	tw.event(tw.md(rt, 1, 2), gcStart(count, 2, 1))
 
 	// Types first (the runtime logs them as it meets them).
@@ -350,8 +360,20 @@ func (tw *traceWriter) heap(h Heap, opt Options) {
 		}
 		tw.event(tw.md(rt, 38, 0), st)
 	}
-	if !opt.NoGCEnd {
+	if !opt.NoGCEnd && !opt.EndFirst {
 		tw.event(tw.md(rt, 2, 1), gcEnd(count, 2))
+	}
+	if opt.Twice {
+		tw.event(tw.md(rt, 1, 2), gcStart(count+1, 2, 1))
+		b := le.AppendUint32(nil, 0) // node block 0 again
+		b = le.AppendUint32(b, 1)
+		b = le.AppendUint16(b, 9)
+		b = le.AppendUint64(b, 0xdead0)
+		b = le.AppendUint64(b, 24)
+		b = le.AppendUint64(b, h.Types[0].ID)
+		b = le.AppendUint64(b, 0)
+		tw.event(tw.md(rt, 18, 0), b)
+		tw.event(tw.md(rt, 2, 1), gcEnd(count+1, 2))
 	}
 }
 
