@@ -125,8 +125,9 @@
 // framework, no third-party file, nothing fetched from elsewhere): the
 // processes (pid, name, command line, runtime version), per process live
 // charts of the System.Runtime counters (CPU, memory, allocation rate, GC
-// counts, exceptions, thread pool) and actions: a CPU profile of N seconds
-// or a heap snapshot, whose flame graph opens in the page (package viewer,
+// counts, exceptions, thread pool) and actions: a profile of N seconds
+// (any measure of package profile: CPU samples, allocations, lock waits,
+// exceptions) or a heap snapshot, whose flame graph opens in the page (package viewer,
 // mounted under /ui/profiles/{id}/), the stacks of all threads, and a dump
 // into Config.DumpDir. The charts read what the /metrics collector keeps
 // (the last HistoryLen values of each untagged System.Runtime counter);

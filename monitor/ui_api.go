@@ -14,6 +14,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/transport"
 )
 
@@ -159,11 +160,23 @@ type processesJSON struct {
 	// longest profile, in seconds.
 	Dumps       bool  `json:"dumps"`
 	MaxDuration int64 `json:"maxDuration"`
+	// Measures are what a profile may weigh (profile.MeasureInfos), the
+	// default first.
+	Measures []measureJSON `json:"measures"`
+}
+
+// measureJSON is one measure a dashboard profile may weigh.
+type measureJSON struct {
+	Name string `json:"name"`
+	Help string `json:"help"`
 }
 
 func (u *ui) processes(w http.ResponseWriter, r *http.Request) {
 	out := processesJSON{Processes: []processJSON{}, Metrics: u.s.metrics != nil, Window: u.s.cfg.MetricsWindow.Milliseconds(),
 		Dumps: u.s.cfg.DumpDir != "", MaxDuration: int64(u.s.cfg.MaxDuration / time.Second)}
+	for _, m := range profile.MeasureInfos() {
+		out.Measures = append(out.Measures, measureJSON{m.Name, m.Help})
+	}
 	procs, err := u.s.cfg.Source.Processes(r.Context())
 	if err != nil {
 		out.Error = "list the processes: " + err.Error()

@@ -3,12 +3,14 @@ package monitor
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/viewer"
 )
@@ -187,39 +190,45 @@ func (u *ui) profile(w http.ResponseWriter, r *http.Request) {
 	http.StripPrefix("/ui/profiles/"+id, v).ServeHTTP(w, r)
 }
 
-// startProfile is POST /ui/api/processes/{pid}/profile?duration=: a CPU
-// profile (SampleProfiler with rundown, as --profile
-// dotnet-sampled-thread-time) of the process for duration, then its flame
-// graph under /ui/profiles/{id}/.
+// startProfile is POST /ui/api/processes/{pid}/profile?duration=&sample=:
+// a session of the process for duration with the providers the measure
+// needs (profile.MeasureInfo.Providers; wall, the default, and cpu are CPU
+// samples) and the rundown, then its flame graph under /ui/profiles/{id}/.
 func (u *ui) startProfile(w http.ResponseWriter, r *http.Request) {
 	d, err := u.s.durationParam(r, DefaultProfileDuration)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	m, err := profile.LookupMeasure(cmp.Or(r.URL.Query().Get("sample"), profile.MeasureWall))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("sample: %w", err))
+		return
+	}
 	u.run(w, r, "profile", d, func(ctx context.Context, p Process, c *diag.Client, j *job) error {
-		prof, err := collectProfile(ctx, c, d)
+		prof, warnings, err := collectProfile(ctx, c, d, m, u.s.maxTraceBytes())
 		if err != nil {
 			return err
 		}
-		wp, err := prof.Weighted("")
+		n, _ := prof.Events(m.Name)
+		if n == 0 {
+			msg := fmt.Sprintf("no %s in %v: the measure needs %s", m.Noun, d, m.Events)
+			if len(warnings) > 0 {
+				msg += "; " + strings.Join(warnings, "; ")
+			}
+			return errors.New(msg)
+		}
+		wp, err := prof.Weighted(m.Name)
 		if err != nil {
 			return err
 		}
-		if wp.Name == "" {
-			wp.Name = p.Name
-		}
+		wp.Name = cmp.Or(wp.Name, p.Name)
 		pp, err := wp.Pprof()
 		if err != nil {
 			return err
 		}
-		var samples int64
-		for _, t := range prof.Threads {
-			samples += t.Managed + t.External
-		}
-		summary := fmt.Sprintf("%d samples on %d threads in %v, weighed by %s time (the Sample menu switches)",
-			samples, len(prof.Threads), d, wp.Types[wp.Default].Type)
-		for _, n := range prof.Notes() {
+		summary := fmt.Sprintf("%d %s in %v, weighed by %s (the Sample menu switches)", n, m.Noun, d, wp.Types[wp.Default].Type)
+		for _, n := range append(prof.NotesFor(m.Name), warnings...) {
 			summary += "; " + n
 		}
 		return u.publish(j, pp, summary, "")
@@ -239,18 +248,19 @@ func (u *ui) publish(j *job, pp *pprofile.Profile, summary, report string) error
 	return nil
 }
 
-// collectProfile runs a CPU sampling session for d and builds its profile
-// as the stream arrives.
-func collectProfile(ctx context.Context, c *diag.Client, d time.Duration) (*profile.Profile, error) {
-	plan, err := eventpipe.Compose(eventpipe.Request{Profiles: []string{"dotnet-sampled-thread-time"}})
+// collectProfile runs a session with the measure's providers for d and
+// builds its profile as the stream arrives; warnings say what cut it short.
+func collectProfile(ctx context.Context, c *diag.Client, d time.Duration, m profile.MeasureInfo, maxBytes int64) (*profile.Profile, []string, error) {
+	plan, err := eventpipe.Compose(eventpipe.Request{Providers: m.Providers})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sess, err := eventpipe.Start(ctx, c, plan.Config())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer sess.Close()
+	warnings := append([]string(nil), sess.Warnings...)
 	pr, pw := io.Pipe()
 	type result struct {
 		p   *profile.Profile
@@ -263,38 +273,41 @@ func collectProfile(ctx context.Context, c *diag.Client, d time.Duration) (*prof
 		built <- result{p, err}
 	}()
 	// Drain stops the session after d and waits for the rundown, which
-	// names the methods of the samples.
-	drained, drainErr := sess.Drain(ctx, pw, eventpipe.DrainConfig{Duration: d, RundownTimeout: profileRundownTimeout})
+	// names the methods of the stacks.
+	drained, drainErr := sess.Drain(ctx, pw, eventpipe.DrainConfig{Duration: d, RundownTimeout: profileRundownTimeout, MaxBytes: maxBytes})
 	pw.CloseWithError(drainErr)
 	res := <-built
 	if ctx.Err() != nil {
-		return nil, errors.New("the monitor is stopping")
+		return nil, nil, errors.New("the monitor is stopping")
 	}
 	var oe *eventpipe.OutputError
-	if drainErr != nil && !errors.As(drainErr, &oe) {
-		return nil, drainErr // not a nettrace stream
+	switch {
+	case errors.Is(drainErr, eventpipe.ErrMaxBytes):
+		warnings = append(warnings, fmt.Sprintf("the session reached the server's cap of %d bytes: the profile covers what came before", maxBytes))
+	case drainErr != nil && !errors.As(drainErr, &oe):
+		return nil, nil, drainErr // not a nettrace stream
 	}
 	if drained.Bytes == 0 {
 		why := "the stream ended"
 		if drained.StreamErr != nil {
 			why = drained.StreamErr.Error()
 		}
-		return nil, fmt.Errorf("the runtime ended the session before sending anything (%s)", why)
+		return nil, nil, fmt.Errorf("the runtime ended the session before sending anything (%s)", why)
 	}
 	if res.p == nil {
-		return nil, fmt.Errorf("read the session's stream: %w", res.err)
+		return nil, nil, fmt.Errorf("read the session's stream: %w", res.err)
 	}
-	var samples int64
-	for _, th := range res.p.Threads {
-		samples += th.Managed + th.External
+	var fe *nettrace.FormatError
+	if errors.As(res.err, &fe) {
+		warnings = append(warnings, fmt.Sprintf("the session's stream is damaged (%v): the profile covers the events before it", res.err))
 	}
-	if samples == 0 {
-		if res.err != nil {
-			return nil, fmt.Errorf("no CPU samples: the session's stream broke: %w", res.err)
-		}
-		return nil, errors.New("no CPU samples arrived: the runtime sent no SampleProfiler events")
+	if drained.Reason == eventpipe.StopEnded {
+		warnings = append(warnings, "the process ended the session before the duration (it exited?): the profile covers what it sent")
 	}
-	return res.p, nil // a stream cut after the samples still gives a profile
+	if drained.Rundown != eventpipe.RundownComplete {
+		warnings = append(warnings, "rundown "+drained.Rundown.String()+": methods jitted before the session may stay addresses")
+	}
+	return res.p, warnings, nil
 }
 
 // startGCDump is POST /ui/api/processes/{pid}/gcdump: a heap snapshot

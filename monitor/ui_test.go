@@ -341,7 +341,7 @@ func TestDashboardProfile(t *testing.T) {
 
 	id := b.startJob("/ui/api/processes/88/profile?duration=200ms")
 	j := b.job(id)
-	if j["state"] != monitor.JobDone || !strings.Contains(j["summary"].(string), "samples on 2 threads") || j["url"] != "profiles/"+id+"/flamegraph" {
+	if j["state"] != monitor.JobDone || !strings.Contains(j["summary"].(string), "samples in 200ms, weighed by wall") || j["url"] != "profiles/"+id+"/flamegraph" {
 		t.Fatalf("job %v", j)
 	}
 	for _, view := range []string{"flamegraph", "top"} {
@@ -357,11 +357,19 @@ func TestDashboardProfile(t *testing.T) {
 	}
 	for path, want := range map[string]int{
 		"/ui/api/processes/88/profile?duration=forever": 400, "/ui/api/processes/88/profile?duration=100h": 400,
-		"/ui/api/processes/5/profile": 404, "/ui/api/processes/x/profile": 400,
+		"/ui/api/processes/5/profile": 404, "/ui/api/processes/x/profile": 400, "/ui/api/processes/88/profile?sample=heap": 400,
 	} {
 		if resp, body := b.req("POST", path, nil, monitor.CSRFHeader+": "+b.csrf); resp.StatusCode != want {
 			t.Errorf("POST %s: %d %s, want %d", path, resp.StatusCode, body, want)
 		}
+	}
+	// A measure whose events the session did not carry says what it needs.
+	j = b.job(b.startJob("/ui/api/processes/88/profile?duration=100ms&sample=alloc"))
+	if j["state"] != monitor.JobFailed || !strings.Contains(j["error"].(string), "no allocation ticks in 100ms: the measure needs GCAllocationTick events") {
+		t.Errorf("alloc job: %v", j)
+	}
+	if _, body := b.req("GET", "/ui/api/processes", nil); !strings.Contains(body, `"name": "contention"`) {
+		t.Errorf("the measures are not offered: %s", body)
 	}
 	// A runtime's failure is the job's error, for the page to show.
 	j = b.job(b.startJob("/ui/api/processes/89/profile?duration=100ms"))

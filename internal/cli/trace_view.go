@@ -151,15 +151,14 @@ func newTraceViewCmd(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "view FILE",
-		Short: "Show a trace's CPU profile, or a .gcdump heap, in the browser: flame graph, top, peek, source, graph",
-		Long: "Build the CPU profile of a nettrace file (\"-\" for standard input), as trace convert does,\n" +
+		Short: "Show a trace's profile (CPU, allocations, locks, exceptions), or a .gcdump heap, in the browser: flame graph, top, peek, source, graph",
+		Long: "Build the profile of a nettrace file (\"-\" for standard input), as trace convert does,\n" +
 			"and serve pprof's web UI for it on 127.0.0.1 (a free port unless --http): flame graph,\n" +
 			"top, peek, source and, when Graphviz's dot is installed, the call graph. The URL is\n" +
 			"printed on standard output and opened in the browser, unless --no-browser or there is no\n" +
 			"display. Nothing is written to disk. Ctrl-C stops the server.\n" +
-			"--sample wall (the default) weighs every sample: thread time, running or waiting;\n" +
-			"--sample cpu weighs the Managed samples (running managed code); the page's Sample menu\n" +
-			"switches between them.\n" +
+			"What the profile weighs (the page's Sample menu switches between a measure's types):\n" +
+			sampleHelp() +
 			"A FILE ending in .gcdump (clrdiag gcdump collect, dotnet-gcdump) shows the heap: objects\n" +
 			"on their retention path from the kind of root that holds them, weighing their size\n" +
 			"(--sample inuse_space, the default) or their count (--sample inuse_objects).",

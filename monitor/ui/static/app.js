@@ -141,6 +141,17 @@
     $('dump-hint').hidden = info.dumps;
     $('dump-button').disabled = !info.dumps;
     $('profile-seconds').max = String(info.maxDuration || 600);
+    const sel = $('profile-sample');
+    if (info.measures && sel.options.length !== info.measures.length) {
+      const keep = sel.value;
+      sel.replaceChildren();
+      for (const m of info.measures) {
+        const o = el('option', { value: m.name, title: m.help }, m.name);
+        sel.append(o);
+      }
+      if (info.measures.some((m) => m.name === keep)) sel.value = keep;
+      sampleHint();
+    }
     $('status').textContent = info.processes.length + ' process' + (info.processes.length === 1 ? '' : 'es') +
       (info.metrics ? ' · counters every ' + (state.window / 1000) + ' s' : ' · counters off (--no-metrics)');
     const shown = info.processes.find((p) => p.pid === state.pid);
@@ -403,10 +414,19 @@
     poll();
   }
 
+  // sampleHint says what the chosen measure weighs.
+  function sampleHint() {
+    const m = ((state.info && state.info.measures) || []).find((x) => x.name === $('profile-sample').value);
+    $('profile-hint').textContent = m ? m.name + ': ' + m.help : '';
+  }
+  $('profile-sample').addEventListener('change', sampleHint);
+
   $('profile-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const secs = Number($('profile-seconds').value) || 5;
-    startJob('api/processes/' + state.pid + '/profile?duration=' + secs + 's', 'CPU profile');
+    const sample = $('profile-sample').value || 'wall';
+    const what = { wall: 'CPU profile', cpu: 'CPU profile (managed)', alloc: 'Allocation profile', contention: 'Lock contention profile', exceptions: 'Exception profile' }[sample] || sample + ' profile';
+    startJob('api/processes/' + state.pid + '/profile?duration=' + secs + 's&sample=' + encodeURIComponent(sample), what);
   });
 
   $('gcdump-button').addEventListener('click', () => {
