@@ -33,6 +33,10 @@ type eventFilter struct {
 	byIndex   []*eventKind                      // by Metadata.Index
 	others    map[*nettrace.Metadata]*eventKind // records without an Index
 	kinds     []*eventKind                      // every kind seen
+	// next's state: the last event's kind, events read.
+	lastMD *nettrace.Metadata
+	last   *eventKind
+	n      uint
 }
 
 // eventKind is what the filter knows of one metadata record.
@@ -112,12 +116,29 @@ func (f *eventFilter) newKind(md *nettrace.Metadata) *eventKind {
 	return k
 }
 
-// match returns what the filter knows of md and whether its events pass,
-// and counts them.
-func (f *eventFilter) match(md *nettrace.Metadata) (*eventKind, bool) {
-	k := f.kind(md)
-	k.seen++
-	return k, k.match
+// next reads events until one passes the filter, counting every kind it
+// sees, and returns that event's kind: the loop over the events a filter
+// skips, kept small so that it costs little over decoding them. The
+// verdict is kept for the last kind of event (runs of one kind are the
+// rule). It returns ctx's error, checked every 4096 events.
+func (f *eventFilter) next(ctx context.Context, r *nettrace.Reader, ev *nettrace.Event) (*eventKind, error) {
+	for {
+		if err := r.ReadEvent(ev); err != nil {
+			return nil, err
+		}
+		k := f.last
+		if ev.Metadata != f.lastMD {
+			k = f.kind(ev.Metadata)
+			f.last, f.lastMD = k, ev.Metadata
+		}
+		k.seen++
+		if f.n++; f.n&4095 == 0 && ctx != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if k.match {
+			return k, nil
+		}
+	}
 }
 
 // noMatch explains a filter that matched no event: which providers, or
@@ -296,28 +317,24 @@ func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *even
 	var ev nettrace.Event
 	printed := 0
 	var line []byte
-	for n := 0; ; n++ {
-		err := r.ReadEvent(&ev)
-		if err == io.EOF {
-			if printed == 0 && f.active() {
-				bw.Flush()
-				return f.noMatch(name)
-			}
-			return nil
-		}
+	for {
+		k, err := f.next(ctx, r, &ev)
 		if err != nil {
+			if err == io.EOF {
+				if printed == 0 && f.active() {
+					bw.Flush()
+					return f.noMatch(name)
+				}
+				return nil
+			}
 			bw.Flush()
+			if ctx != nil && err == ctx.Err() {
+				return err // cut short between two events
+			}
 			if ierr := interruptedError(ctx, name, err); ierr != nil {
 				return ierr
 			}
 			return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w (%d matching events before the damage were printed)", name, err, printed)}
-		}
-		if n%4096 == 0 && ctx != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		k, ok := f.match(ev.Metadata)
-		if !ok {
-			continue
 		}
 		payload, perr := eventPayload(&ev, k, ptrSize)
 		raw := perr != nil || (payload == nil && len(ev.Payload) > 0)
