@@ -1037,17 +1037,26 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	ev.header = &r.hdr
 	ev.stack = stack
 	ev.pointerSize = r.hdr.PointerSize
-	if r.v6 || flags&flagCaptureThread != 0 || !r.curLive || r.curCap != st.capThread {
-		return r.finishEvent(ev, flags)
+	if r.v6 {
+		// Thread-table indexes to OS thread ids: inline when both are
+		// the thread last looked up and there is no label list.
+		if st.label != 0 || !r.lastThrOK || st.thread != r.lastThrIdx || st.capThread != r.lastThrIdx {
+			return r.finishEvent(ev, flags, true)
+		}
+		ev.ThreadIndex, ev.CaptureThreadIndex = st.thread, st.capThread
+		ev.ThreadID, ev.CaptureThreadID = r.lastThrOS, r.lastThrOS
+	}
+	if flags&flagCaptureThread != 0 || !r.curLive || r.curCap != st.capThread {
+		return r.finishEvent(ev, flags, false)
 	}
 	r.curSeq = seq
 	return nil
 }
 
-// finishEvent is the end of ReadEvent's fast path for V6 events and events
-// whose sequence number needs checking.
-func (r *Reader) finishEvent(ev *Event, flags byte) error {
-	if r.v6 {
+// finishEvent is the end of ReadEvent's fast path for V6 events that need
+// fillV6 and events whose sequence number needs checking.
+func (r *Reader) finishEvent(ev *Event, flags byte, v6 bool) error {
+	if v6 {
 		r.fillV6(ev)
 	}
 	if flags&flagCaptureThread != 0 || !r.curLive || r.curCap != r.st.capThread {
