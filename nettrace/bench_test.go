@@ -276,6 +276,58 @@ func TestStreamMemoryFlat(t *testing.T) {
 	}
 }
 
+// TestStreamMemoryFlatParallel is TestStreamMemoryFlat through ReadParallel:
+// NETTRACE_STREAM_GB gigabytes through a pipe on every core, failing if the
+// heap ever exceeds 100 MB. Opt-in: it takes minutes.
+func TestStreamMemoryFlatParallel(t *testing.T) {
+	gb := os.Getenv("NETTRACE_STREAM_GB")
+	if gb == "" {
+		t.Skip("set NETTRACE_STREAM_GB=2 to stream 2 GB through ReadParallel")
+	}
+	g, err := strconv.ParseFloat(gb, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(g * (1 << 30) / 16)
+	pr, pw := io.Pipe()
+	cw := &countWriter{w: pw}
+	go func() { pw.CloseWithError(genStream(cw, n, 4)) }()
+	r, err := NewReader(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	var peak uint64
+	var total countPart
+	merges := 0
+	start := time.Now()
+	err = ReadParallel(context.Background(), r, ParallelConfig{}, func() *countPart { return &countPart{} },
+		func(p *countPart) error {
+			total.add(p)
+			if merges++; merges%256 == 0 {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := time.Since(start)
+	var count int64
+	for _, c := range total.n {
+		count += c
+	}
+	if count != int64(n) || r.Stats().Events != int64(n) {
+		t.Fatalf("merged %d events (stats %d), wrote %d", count, r.Stats().Events, n)
+	}
+	t.Logf("streamed %.2f GB, %d events in %v (%.0f MB/s, %.1f M events/s), peak heap %.1f MB",
+		float64(cw.n)/(1<<30), count, el, float64(cw.n)/(1<<20)/el.Seconds(), float64(count)/1e6/el.Seconds(), float64(peak)/(1<<20))
+	if peak > 100<<20 {
+		t.Errorf("peak heap %d MB exceeds 100 MB", peak>>20)
+	}
+}
+
 // TestReadEventDoesNotAllocate checks the zero-allocation promise: once the
 // reader's buffers have grown, decoding events allocates nothing.
 func TestReadEventDoesNotAllocate(t *testing.T) {
