@@ -144,7 +144,7 @@
 // 'Pipeline' -benchtime 1x ./gcdump; GCDUMP_BENCH_NODES changes the size).
 // On a 2-vCPU EPYC shared with other work: the peak heap is about 1.1 GB,
 // 110-114 bytes an object (86 while building); building the graph takes
-// 5-8 CPU seconds, the dominator tree 16-25 (uniformly random references
+// 5-7 CPU seconds, the dominator tree 15-20 (uniformly random references
 // are the worst case for caches; BenchmarkPipelineLocal has mostly local
 // references, as a compacted heap does) and the report about 2.
 //
