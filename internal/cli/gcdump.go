@@ -20,7 +20,7 @@ import (
 
 // The gcdump command groups the heap snapshot subcommands, one per file
 // (gcdump_collect.go, gcdump_report.go, gcdump_paths.go, gcdump_diff.go,
-// gcdump_convert.go, gcdump_ps.go), each added with
+// gcdump_convert.go; 'gcdump ps' comes from aliases.go), each added with
 //
 //	func init() { registerGCDump(newGCDumpXxxCmd) }
 func init() { register(newGCDumpCmd) }
