@@ -717,7 +717,8 @@ func (b *Builder) Finish() *Profile {
 	if b.runtime != nil {
 		if v := versionFromPath(b.runtime.RuntimeDllPath); v != "" {
 			p.RuntimeVersion = v
-		} else if p.RuntimeVersion == "" && b.runtime.VMMajorVersion >= 5 && b.runtime.VMMajorVersion < 100 {
+		} else if p.RuntimeVersion == "" && b.runtime.VMMajorVersion >= 5 && b.runtime.VMMajorVersion < 100 &&
+			b.runtime.VMVersion() != "42.42.42.42" { // a runtime built from source says 42.42.42.42
 			// From .NET 5 the CLR's major and minor version are the
 			// product's (its build and revision are not).
 			p.RuntimeVersion = strconv.Itoa(int(b.runtime.VMMajorVersion)) + "." + strconv.Itoa(int(b.runtime.VMMinorVersion))

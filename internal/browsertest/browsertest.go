@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
 )
 
 // DefaultPath is where Debian's chromium package installs the browser.
@@ -26,12 +27,20 @@ type Config struct {
 	// Timeout bounds everything the browser does in the test; 0 means two
 	// minutes.
 	Timeout time.Duration
+	// DevTools opens Chromium's remote-debugging port, on which it serves
+	// Chrome DevTools' own frontend (Browser.DevToolsPort), and lets pages
+	// fetch from other local origins in spite of their Content Security
+	// Policy (the DevTools trace viewer loads a trace from a test server).
+	DevTools bool
 }
 
 // Browser is one headless Chromium with one tab.
 type Browser struct {
 	t   testing.TB
 	ctx context.Context
+	// DevToolsPort is the remote-debugging port with Config.DevTools: the
+	// DevTools frontend is at http://127.0.0.1:DevToolsPort/devtools/.
+	DevToolsPort int
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
@@ -70,6 +79,7 @@ func Start(t testing.TB, cfg Config) *Browser {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Minute
 	}
+	profileDir := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -82,8 +92,13 @@ func Start(t testing.TB, cfg Config) *Browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profileDir),
 		chromedp.WindowSize(cfg.Width, cfg.Height),
+	}
+	if cfg.DevTools {
+		// Chromium picks a free port; chromedp then talks to it over a
+		// websocket instead of a pipe.
+		opts = append(opts, chromedp.Flag("remote-debugging-port", "0"), remote.WebSocket)
 	}
 	base, cancelTimeout := context.WithTimeout(context.Background(), cfg.Timeout)
 	actx, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
@@ -104,6 +119,11 @@ func Start(t testing.TB, cfg Config) *Browser {
 	// browser's own bars.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(cfg.Width), int64(cfg.Height))); err != nil {
 		t.Fatalf("start %s: %v", path, err)
+	}
+	if cfg.DevTools {
+		if err := b.openDevTools(profileDir); err != nil {
+			t.Fatalf("start %s: %v", path, err)
+		}
 	}
 	go func() {
 		for m, err := range messages {
