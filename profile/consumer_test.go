@@ -163,7 +163,7 @@ func TestChromiumInDevTools(t *testing.T) {
 				t.Errorf("DevTools reported errors: %q", errs[:min(10, len(errs))])
 			}
 			if c.depth == 0 {
-				b.Screenshot("devtools-" + name)
+				b.ViewportScreenshot("devtools-" + name)
 				return
 			}
 			// Expand the process track, then its first thread, which is the
@@ -191,7 +191,7 @@ func TestChromiumInDevTools(t *testing.T) {
 				}
 			}
 			time.Sleep(time.Second) // let the flame chart draw
-			shot, err := os.ReadFile(b.Screenshot("devtools-" + name))
+			shot, err := os.ReadFile(b.ViewportScreenshot("devtools-" + name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,20 +215,21 @@ func TestChromiumInDevTools(t *testing.T) {
 // and returns the problems found per file.
 func validateSpeedscope(t *testing.T, files map[string][]byte) map[string]string {
 	t.Helper()
-	nm := browsertest.NodeModules(t, "speedscope", "ajv")
+	nm := browsertest.NodeModules(t, "ajv")
+	app := browsertest.SpeedscopeApp(t)
 	node := browsertest.Node(t)
 	dir := t.TempDir()
 	script := `const fs = require('fs');
 const Ajv = require(process.argv[2] + '/ajv');
-const schema = JSON.parse(fs.readFileSync(process.argv[2] + '/speedscope/dist/release/file-format-schema.json'));
+const schema = JSON.parse(fs.readFileSync(process.argv[3] + '/file-format-schema.json'));
 const validate = new Ajv({allErrors: true, strict: false}).compile(schema);
 const out = {};
-for (const f of process.argv.slice(3)) {
+for (const f of process.argv.slice(4)) {
   if (!validate(JSON.parse(fs.readFileSync(f)))) out[f] = JSON.stringify(validate.errors.slice(0, 5));
 }
 console.log(JSON.stringify(out));
 `
-	args := []string{filepath.Join(dir, "validate.js"), nm}
+	args := []string{filepath.Join(dir, "validate.js"), nm, app}
 	if err := os.WriteFile(args[0], []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestSpeedscopeOpens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no browser")
 	}
-	nm := browsertest.NodeModules(t, "speedscope")
+	app := browsertest.SpeedscopeApp(t)
 	const rel = "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip"
 	p := readCapture(t, rel, Config{Timeline: true})
 	wp := weighted(t, p, "")
@@ -342,7 +343,7 @@ func TestSpeedscopeOpens(t *testing.T) {
 		}
 		files["objver4"+f.Suffix] = buf.Bytes()
 	}
-	base := browsertest.Serve(t, filepath.Join(nm, "speedscope", "dist", "release"), files)
+	base := browsertest.Serve(t, app, files)
 	b := browsertest.Start(t, browsertest.Config{Width: 1400, Height: 900, Timeout: 5 * time.Minute})
 
 	// The toolbar names the profile shown and its place in the list:

@@ -77,6 +77,16 @@ if [ ! -f "$ss_dir/package/dist/release/file-format-schema.json" ]; then
     rm -rf "$ss_dir.tmp"
   fi
 fi
+
+# --- ajv (validates the speedscope exports against speedscope's own schema) ----
+ajv_version=8.20.0
+if [ ! -f "$cache/npm/node_modules/ajv/package.json" ]; then
+  step "installing the npm package ajv@$ajv_version into $cache/npm"
+  mkdir -p "$cache/npm"
+  if ! npm install --silent --no-audit --no-fund --prefix "$cache/npm" "ajv@$ajv_version" >/dev/null; then
+    echo "WARNING: could not install ajv; the ajv schema checks will skip (or fail under CI=true)" >&2
+  fi
+fi
 export CLRDIAG_CACHE="$cache"
 
 # --- the C compiler for the test profiler -------------------------------------

@@ -79,7 +79,13 @@ func Start(t testing.TB, cfg Config) *Browser {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Minute
 	}
-	profileDir := t.TempDir()
+	// Not t.TempDir: Chromium's helper processes (crashpad) may still write
+	// there for a moment after the browser has exited, which would fail the
+	// test in TempDir's cleanup; the profile is removed with retries.
+	profileDir, err := os.MkdirTemp("", "clrdiag-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -108,6 +114,14 @@ func Start(t testing.TB, cfg Config) *Browser {
 		cancelCtx()
 		cancelAlloc()
 		cancelTimeout()
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(profileDir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("leaving the browser profile %s: %v", profileDir, err)
 	})
 	// Starting the browser is the first action; Console subscribes the
 	// tab's messages before any page loads.
@@ -263,6 +277,12 @@ func (b *Browser) Screenshot(name string) string {
 		b.t.Errorf("screenshot %s: %v", name, err)
 		return ""
 	}
+	return b.savePNG(name, png)
+}
+
+// savePNG writes a screenshot as name.png and returns its path.
+func (b *Browser) savePNG(name string, png []byte) string {
+	b.t.Helper()
 	dir := os.Getenv("CLRDIAG_SCREENSHOTS")
 	if dir == "" {
 		if at, ok := b.t.(interface{ ArtifactDir() string }); ok {

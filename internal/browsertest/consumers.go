@@ -49,23 +49,63 @@ func missing(tb testing.TB, format string, args ...any) {
 	tb.Skipf("SKIP (consumer missing): %s; scripts/test.sh installs it", msg)
 }
 
+// cacheDirs are where scripts/test.sh puts what it downloads: $CLRDIAG_CACHE,
+// then .cache at the module root.
+func cacheDirs() []string {
+	var dirs []string
+	if c := os.Getenv("CLRDIAG_CACHE"); c != "" {
+		dirs = append(dirs, c)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return append(dirs, filepath.Join(filepath.Dir(file), "..", "..", ".cache"))
+}
+
 // NodeModules returns the node_modules directory that holds the npm
-// packages pkgs: $CLRDIAG_NODE_MODULES, or .cache/npm/node_modules at the
-// module root, where scripts/test.sh installs them. It skips the test (fails
-// it under CI=true) when one is missing.
+// packages pkgs: $CLRDIAG_NODE_MODULES, or npm/node_modules in a cache
+// directory (see cacheDirs), where scripts/test.sh installs them. It skips
+// the test (fails it under CI=true) when one is missing.
 func NodeModules(tb testing.TB, pkgs ...string) string {
 	tb.Helper()
-	dir := os.Getenv("CLRDIAG_NODE_MODULES")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", ".cache", "npm", "node_modules")
-	}
-	for _, p := range pkgs {
-		if _, err := os.Stat(filepath.Join(dir, p, "package.json")); err != nil {
-			missing(tb, "npm package %s not in %s", p, dir)
+	dirs := []string{os.Getenv("CLRDIAG_NODE_MODULES")}
+	if dirs[0] == "" {
+		dirs = nil
+		for _, c := range cacheDirs() {
+			dirs = append(dirs, filepath.Join(c, "npm", "node_modules"))
 		}
 	}
-	return dir
+	for _, dir := range dirs {
+		ok := true
+		for _, p := range pkgs {
+			if _, err := os.Stat(filepath.Join(dir, p, "package.json")); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return dir
+		}
+	}
+	missing(tb, "npm packages %v not in %v", pkgs, dirs)
+	return ""
+}
+
+// SpeedscopeApp returns the directory of the built speedscope app
+// (index.html and file-format-schema.json) of the npm package speedscope,
+// which scripts/test.sh unpacks into speedscope/package of the cache
+// directory.
+func SpeedscopeApp(tb testing.TB) string {
+	tb.Helper()
+	var tried []string
+	for _, c := range cacheDirs() {
+		for _, pkg := range []string{filepath.Join(c, "speedscope", "package"), filepath.Join(c, "npm", "node_modules", "speedscope")} {
+			dir := filepath.Join(pkg, "dist", "release")
+			if _, err := os.Stat(filepath.Join(dir, "index.html")); err == nil {
+				return dir
+			}
+			tried = append(tried, dir)
+		}
+	}
+	missing(tb, "the speedscope app (npm package speedscope) is not in %v", tried)
+	return ""
 }
 
 // Node returns the node binary, skipping (failing under CI=true) without
@@ -167,4 +207,17 @@ func (b *Browser) WaitText(timeout time.Duration, match func(string) bool) (stri
 		}
 		time.Sleep(5 * time.Second)
 	}
+}
+
+// ViewportScreenshot is Screenshot of the viewport only, as the page draws
+// it: a full-page capture resizes the page for a moment, which makes pages
+// that draw on canvases (the DevTools flame chart) redraw blank.
+func (b *Browser) ViewportScreenshot(name string) string {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	return b.savePNG(name, png)
 }
