@@ -488,6 +488,7 @@ func (c *collector) run(ctx context.Context) error {
 
 	// Make the file end cleanly after its last complete block when the
 	// stream stopped early (or the output failed, or hit its cap).
+	cut := ""
 	if !stats.Complete || drainErr != nil {
 		if errors.Is(drainErr, eventpipe.ErrNotNettrace) {
 			f.Close()
@@ -499,9 +500,19 @@ func (c *collector) run(ctx context.Context) error {
 		case rerr != nil && n <= 0:
 			fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
 		case rerr != nil:
-			fmt.Fprintf(c.e.stderr, "The file was cut to its last complete block (%s) and terminated, but: %v\n", humanBytes(n), rerr)
+			cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated, but: %v", humanBytes(n), rerr)
 		case n >= 0:
-			c.say("The stream ended early; the file was cut to its last complete block (%s) and terminated.\n", humanBytes(n))
+			cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated: it is a valid trace", humanBytes(n))
+		}
+		if n > 0 {
+			// Count what the file holds now (the decoder may have read
+			// a block that the cut left out).
+			if st, err := fileStats(f); err == nil {
+				stats.Events, stats.DroppedEvents = st.Events, st.DroppedEvents
+			}
+		}
+		if cut != "" && drainErr == nil {
+			c.say("The stream ended early; %s.\n", cut)
 		}
 	}
 	if err := f.Sync(); err != nil && drainErr == nil {
@@ -524,7 +535,12 @@ func (c *collector) run(ctx context.Context) error {
 			fmt.Fprintln(c.e.stderr, "  the target ended the session (it exited or was killed); the file holds everything it sent")
 		}
 	}
+	var oe *eventpipe.OutputError
 	switch {
+	case errors.As(drainErr, &oe):
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("writing the trace failed after %s (%w); the session was stopped on the runtime and %s", humanBytes(oe.Written), oe.Err, cut)}
+	case errors.Is(drainErr, eventpipe.ErrMaxBytes):
+		return &ExitError{Code: exitIO, Err: fmt.Errorf("the trace reached --max-size (%s); the session was stopped on the runtime and %s; the rundown is missing, so stacks may not be symbolized", humanBytes(c.maxSize), cut)}
 	case drainErr != nil:
 		return &ExitError{Code: exitIO, Err: drainErr}
 	case res.Reason == eventpipe.StopDamaged:
@@ -534,15 +550,11 @@ func (c *collector) run(ctx context.Context) error {
 	return childResult(c.t, nil)
 }
 
-// reportDrain tells the user what went wrong while draining, if anything.
+// reportDrain warns about a collection that ended without its rundown (the
+// failures of the output are the command's error).
 func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
 	w := c.e.stderr
-	var oe *eventpipe.OutputError
 	switch {
-	case errors.As(err, &oe):
-		fmt.Fprintf(w, "clrdiag: writing the trace failed after %s: %v\nThe session was stopped on the runtime; the file keeps every complete block written before the failure.\n", humanBytes(oe.Written), oe.Err)
-	case errors.Is(err, eventpipe.ErrMaxBytes):
-		fmt.Fprintf(w, "clrdiag: the trace reached --max-size (%s); the session was stopped. The rundown is missing: stacks may not be symbolized.\n", humanBytes(c.maxSize))
 	case err != nil:
 	case res.Deadline:
 		fmt.Fprintf(w, "warning: the session did not end within its time limit (duration + --stop-timeout + --rundown-timeout); closing it. The file keeps everything received.\n")
@@ -550,6 +562,26 @@ func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
 		fmt.Fprintf(w, "warning: the runtime did not acknowledge the stop: %v\nClosing the session; the file keeps everything received so far.\n", res.StopErr)
 	case res.Rundown == eventpipe.RundownTimedOut:
 		fmt.Fprintf(w, "warning: no end of the rundown after %v; closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
+	}
+}
+
+// fileStats decodes the trace file from its start and returns its stats.
+func fileStats(f *os.File) (nettrace.Stats, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nettrace.Stats{}, err
+	}
+	rd, err := nettrace.NewReader(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nettrace.Stats{}, err
+	}
+	var ev nettrace.Event
+	for {
+		if err := rd.ReadEvent(&ev); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return rd.Stats(), err
+		}
 	}
 }
 

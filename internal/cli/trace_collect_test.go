@@ -244,3 +244,34 @@ func TestRealStreamJSON(t *testing.T) {
 		t.Fatalf("streamed %d Hello and %d Numbers events, want 7 each:\n%s", hello, numbers, r.stdout.String())
 	}
 }
+
+// TestRealCollectDiskFull fills a 1 MB file system with a real 3.1
+// target's events: trace collect says the disk is full (not that the
+// target ended the session), exits 6, leaves a valid file, and the runtime
+// is left without the session (a new one works).
+func TestRealCollectDiskFull(t *testing.T) {
+	dir := smallDisk(t)
+	if dir == "" {
+		t.Skip("needs root to mount a 1 MB tmpfs (the fake-runtime test covers the rest)")
+	}
+	tg := startEvents(t)
+	out := filepath.Join(dir, "full.nettrace")
+	r := startCLI("trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:5", "-o", out)
+	r.waitSession(t)
+	waitEnabled(t, tg)
+	tg.Send(t, "flood 10")
+	r.wait(t, 60*time.Second)
+	if r.code != exitIO || !strings.Contains(r.stderr.String(), "no space left on device") || strings.Contains(r.stderr.String(), "target ended the session") {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr.String())
+	}
+	evs, stats := readTrace(t, out)
+	if !stats.Complete || len(evs) == 0 {
+		t.Fatalf("%d events, complete %v", len(evs), stats.Complete)
+	}
+	tg.Expect(t, "FLOODED", 30*time.Second)
+	out2 := filepath.Join(t.TempDir(), "after.nettrace")
+	code, _, errOut := run(t, "trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:5", "--duration", "1s", "-o", out2)
+	if code != 0 {
+		t.Fatalf("a new session after the full disk: exit %d\n%s", code, errOut)
+	}
+}
