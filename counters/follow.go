@@ -3,6 +3,7 @@ package counters
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // FollowConfig configures Follow. The zero value reopens a stalled session
@@ -37,13 +38,20 @@ type FollowConfig struct {
 // tools never keep reopening each other's counters.
 //
 // Follow returns ctx.Err() when ctx ends (after stopping the session), the
-// error of a session that could not be opened, nil when the stream ends
+// error of a session that could not be opened (wrapping the stall's too
+// when it was to replace a stalled one: a .NET Core 3.1 runtime before
+// 3.1.9 can deadlock its EventCounters and its diagnostic server when
+// sessions start and stop, dotnet/runtime#40190), nil when the stream ends
 // cleanly (the runtime ended the session), an error wrapping ErrStreamCut
 // when it is cut off, and fn's or Started's error.
 func Follow(ctx context.Context, t Target, cfg Config, fc FollowConfig, fn func(Update) error) error {
+	var stall error
 	for reopened := false; ; reopened = true {
 		s, err := fc.start(ctx, t, cfg)
 		if err != nil {
+			if stall != nil && ctx.Err() == nil {
+				return fmt.Errorf("%w, and reopening the session failed: %w", stall, err)
+			}
 			return err
 		}
 		if s.RuntimeVersion != "" && cfg.RuntimeMajor == 0 {
@@ -63,6 +71,7 @@ func Follow(ctx context.Context, t Target, cfg Config, fc FollowConfig, fn func(
 		if !errors.Is(err, ErrStalled) {
 			return err
 		}
+		stall = err
 		if fc.Stalled != nil {
 			fc.Stalled(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,26 +231,31 @@ func TestRealCounters(t *testing.T) {
 }
 
 // TestRealTwoSessionsOn31 reproduces, on a real .NET Core 3.1 process, how
-// its counters sessions disturb each other. A asks for 2 s, then B for 1 s:
-// the runtime keeps one interval for all sessions, the shortest, so A only
-// gets payloads at 1 s. Before, A dropped them as another session's and
-// wrote nothing; now it adopts the interval with a warning, and keeps its
-// values coming after B ends (the runtime stays at 1 s; if it stopped
-// publishing instead, Follow would reopen A's session).
+// its counters sessions disturb each other, and checks that the first
+// session's values keep coming through it. A asks for 2 s, then B for 1 s:
+// the runtime keeps one interval for all sessions, the shortest, so A
+// usually gets only payloads at 1 s. Before, A dropped them as another
+// session's and wrote nothing; now it adopts the interval with a warning.
+// When a session ends the runtime may stop publishing for every session
+// (seen on 3.1.2, and on a loaded machine the timer can fall silent for
+// longer than the stall timeout): A then stops its session and opens a new
+// one. Either way A's values must keep coming, during B and after it.
 func TestRealTwoSessionsOn31(t *testing.T) {
 	rt := dotnettest.Find(t)
 	tg := rt.Start(t, rt.Build(t, "Basic"), nil, nil)
 	client := diag.NewClient(transport.Endpoint{Network: transport.NetworkUnix, Address: tg.Socket, PID: tg.PID}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cpu := func() []Spec { return []Spec{{Provider: "System.Runtime", Counters: []string{"cpu-usage"}}} }
 
 	// A: 2 s, followed.
 	var mu sync.Mutex
 	var aIntervals []time.Duration
-	var aWarn []WarningKind
+	var aWarned []bool // per value: was the interval warning given before it
+	warned := false
 	var stalls, reopens int
 	aCtx, stopA := context.WithCancel(ctx)
+	defer stopA()
 	aDone := make(chan error, 1)
 	go func() {
 		aDone <- Follow(aCtx, client, Config{Specs: cpu(), RefreshInterval: 2 * time.Second}, FollowConfig{
@@ -266,9 +272,10 @@ func TestRealTwoSessionsOn31(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			if u.Warning != nil {
-				aWarn = append(aWarn, u.Warning.Kind)
+				warned = warned || u.Warning.Kind == WarnIntervalChanged
 			} else {
 				aIntervals = append(aIntervals, u.Sample.Interval)
+				aWarned = append(aWarned, warned)
 			}
 			return nil
 		})
@@ -276,12 +283,38 @@ func TestRealTwoSessionsOn31(t *testing.T) {
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
-		t.Logf("A: intervals %v, warnings %v, %d stalls, %d reopens", aIntervals, aWarn, stalls, reopens)
+		t.Logf("A: intervals %v, interval warning %v, %d stalls, %d reopens", aIntervals, warned, stalls, reopens)
 	}()
-	state := func(f func() bool) func() bool {
-		return func() bool { mu.Lock(); defer mu.Unlock(); return f() }
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(aIntervals) }
+	// moreThan waits for two more values of A; false when the runtime
+	// deadlocked instead and Follow said so.
+	moreThan := func(what string, n int) bool {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for count() < n+2 {
+			select {
+			case err := <-aDone:
+				if errors.Is(err, ErrStalled) && strings.Contains(err.Error(), "reopening the session failed") {
+					// The 3.1.2 runtime deadlocked its counters and its
+					// diagnostic server (dotnet/runtime#40190, fixed in
+					// 3.1.9; seen on a loaded machine): nothing answers
+					// any more, and Follow says so.
+					t.Logf("%s: the runtime deadlocked (dotnet/runtime#40190); Follow reported: %v", what, err)
+					return false
+				}
+				t.Fatalf("%s: A ended: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: A has %d values after 90s, want %d", what, count(), n+2)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return true
 	}
-	waitFor(t, "A's first values", 30*time.Second, state(func() bool { return len(aIntervals) > 0 }))
+	if !moreThan("alone", -1) {
+		return
+	}
 
 	// B: 1 s, for a few values, then ended.
 	b, err := Start(ctx, client, Config{Specs: cpu(), RefreshInterval: time.Second})
@@ -292,23 +325,30 @@ func TestRealTwoSessionsOn31(t *testing.T) {
 	bCtx, stopB := context.WithCancel(ctx)
 	bDone := make(chan error, 1)
 	go func() { bDone <- b.Run(bCtx, bRec.add) }()
-	waitFor(t, "A's values at B's 1 s, with a warning", 30*time.Second, state(func() bool {
-		return len(aWarn) > 0 && aWarn[0] == WarnIntervalChanged && aIntervals[len(aIntervals)-1] == time.Second
-	}))
-	waitFor(t, "B's values", 20*time.Second, func() bool { return len(bRec.of("System.Runtime", "cpu-usage")) >= 2 })
+	if !moreThan("with B", count()) {
+		stopB()
+		<-bDone
+		b.Close()
+		return
+	}
+	waitFor(t, "B's values", 60*time.Second, func() bool { return len(bRec.of("System.Runtime", "cpu-usage")) >= 2 })
 	stopB()
 	if err := <-bDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("B: %v", err)
 	}
 	b.Close()
-
-	// After B's end A's values keep coming.
-	mu.Lock()
-	n := len(aIntervals)
-	mu.Unlock()
-	waitFor(t, "A's values after B's end", 30*time.Second, state(func() bool { return len(aIntervals) >= n+3 }))
+	if !moreThan("after B", count()) {
+		return
+	}
 	stopA()
 	if err := <-aDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("A: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, iv := range aIntervals {
+		if iv != 2*time.Second && !aWarned[i] {
+			t.Errorf("value %d at %v without the interval warning", i, iv)
+		}
 	}
 }

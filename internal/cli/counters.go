@@ -151,6 +151,8 @@ func finished(ctx context.Context, err error) error {
 		return nil
 	case errors.Is(err, counters.ErrStreamCut):
 		return fmt.Errorf("the session ended: the target process exited or closed the connection (%w)", err)
+	case errors.Is(err, counters.ErrStalled):
+		return fmt.Errorf("%w (a .NET Core 3.1 runtime before 3.1.9 can deadlock its counters and its diagnostic server when counters sessions start and stop, dotnet/runtime#40190: update the runtime)", err)
 	}
 	return err
 }
