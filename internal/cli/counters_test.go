@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -353,11 +354,28 @@ func TestCountersCollectReopensStalledSession(t *testing.T) {
 		return nil
 	}})
 	out := filepath.Join(t.TempDir(), "c.csv")
-	// The stall is noticed after two intervals and two seconds.
-	code, stdout, stderr := run(t, "counters", "collect", "--diagnostic-port", port, "--refresh-interval", "0.1", "--duration", "4s",
+	// The stall is noticed after two intervals and two seconds; the
+	// collection runs until the second session's values are in the file.
+	r := startCLI("counters", "collect", "--diagnostic-port", port, "--refresh-interval", "0.1",
 		"--counters", "System.Runtime[cpu-usage]", "-o", out)
-	if code != 0 || !strings.Contains(stderr, "stopped publishing counters") || !strings.Contains(stderr, "reopened") {
-		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	r.waitStderr(t, "reopened")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(out)
+		if bytes.Contains(data, []byte(",2\n")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no value of the second session after 30s:\n%s\n%s", data, r.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 20*time.Second)
+	if r.code != 0 || !strings.Contains(r.stderr.String(), "stopped publishing counters") {
+		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout.String(), r.stderr.String())
 	}
 	data, _ := os.ReadFile(out)
 	if !bytes.Contains(data, []byte(",1\n")) || !bytes.Contains(data, []byte(",2\n")) {
