@@ -130,7 +130,7 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 		es = &p.ExceptionStacks
 		types = []ValueType{{"exceptions", "count"}}
 	}
-	w := &Weighted{Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
+	w := &Weighted{RunsPartial: p.TimelineTruncated, Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
 		Types: types, Default: def, PeriodType: period, Period: every, Active: -1,
 		Comments: append(p.NotesFor(measure), eventComments(measure, objects)...)}
 

@@ -194,9 +194,9 @@ func speedscopeUnit(unit string) string {
 // (https://www.speedscope.app/file-format-schema.json), weighed by the
 // default sample type, stacks root first: first an "All threads" profile
 // merging every group by stack, then one "sampled" profile per group with
-// weight (for a CPU profile, per thread). With Runs a group's samples are
-// in time order (speedscope's Time Order view is then a timeline); without
-// them each distinct stack appears once. activeProfileIndex points at the
+// weight (for a CPU profile, per thread). With Runs (complete ones: not
+// RunsPartial) a group's samples are in time order (speedscope's Time Order
+// view is then a timeline); without them each distinct stack appears once. activeProfileIndex points at the
 // busiest group, so speedscope opens on the thread that did the most work.
 func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	b := make([]byte, 0, flushAt+4096)
@@ -308,7 +308,7 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	for _, gi := range shown {
 		g := &wp.Groups[gi]
 		b = append(b, ',')
-		if g.Runs != nil {
+		if g.Runs != nil && !wp.RunsPartial {
 			var start, end int64
 			first := true
 			for r := range g.Runs {

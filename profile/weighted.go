@@ -44,6 +44,10 @@ type Weighted struct {
 	// Active indexes the Group a viewer should open first (the thread that
 	// did the most work), -1 for none.
 	Active int
+	// RunsPartial is set when the Groups' Runs stop before their Samples do
+	// (Config.MaxTimelineRuns was reached): formats that can show either
+	// (speedscope) then show the complete Samples.
+	RunsPartial bool
 	// Comments are notes for whoever reads the profile (pprof comments).
 	Comments []string
 }
@@ -116,7 +120,7 @@ func (p *Profile) Weighted(measure string) (*Weighted, error) {
 	period := int64(p.Period)
 	w := &Weighted{Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
 		Types: types, Default: def, PeriodType: types[1], Period: period,
-		Frames: p.Frames, Stacks: p.Stacks, Active: -1, Comments: p.Notes()}
+		Frames: p.Frames, Stacks: p.Stacks, Active: -1, Comments: p.Notes(), RunsPartial: p.TimelineTruncated}
 	n := 0
 	for _, t := range p.Threads {
 		n += len(t.Samples)

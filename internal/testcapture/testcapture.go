@@ -29,6 +29,7 @@ var Committed = map[string]string{
 	"perfview/only_managed_samples.nettrace.zip":                                          "d4385370c1488a3358b922d0d3fc5c9d511502b699dd3ed94bcadf752d6bf522",
 	"misc/dotnet-diagnostics-3.0-counters-truncated.nettrace":                             "b0e741082f719e1c7d106edc87e2b6936a15cc03f5e6e5666b267d42d88fe26b",
 	"misc/net6.0.9-windows.nettrace":                                                      "d2862af2c1c54f3e42dafea53f896275e5c90dceefbc66af1cdb8e90d0626264",
+	"clrdiag/hot-3.1.2-linux-x64.nettrace":                                                "c20620cc886374c0b79dc810e0776f5210435be5f44076d3e178d8b917b1c458",
 }
 
 // External lists the captures read from $CLRDIAG_CAPTURES, with why they
