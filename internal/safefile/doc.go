@@ -10,9 +10,12 @@
 //     through a link or into a file someone else prepared, which, for a
 //     clrdiag run as root, could overwrite any file or hand a dump to whoever
 //     made the file.
-//   - With Overwrite (the commands' --force), the existing entry is removed
-//     first (a link is removed, not followed) and a new file is created
-//     the same way; a directory is never removed.
+//   - With Overwrite (the commands' --force), an existing regular file or
+//     link is removed first (a link is removed, not followed) and a new
+//     file is created the same way; a directory is never removed. A
+//     device or FIFO, or a link to one (/dev/null, /dev/stdout, a named
+//     pipe), is written into as a shell's > would and never removed:
+//     clrdiag run as root must not replace /dev/null with a file.
 //   - Files that may hold secrets (traces, dumps, gcdumps, IPC recordings)
 //     are created mode 0600; others 0644, less the umask.
 //

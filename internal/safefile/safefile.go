@@ -32,6 +32,15 @@ func (o Options) perm() fs.FileMode {
 // Create creates the file at path for reading and writing, following the
 // package's rule. Errors are *fs.PathError values.
 func Create(path string, opt Options) (*os.File, error) {
+	if opt.Overwrite {
+		// --force onto a device, a FIFO or a link to one (-o /dev/null,
+		// /dev/stdout, a named pipe): write into it as a shell's > would.
+		// Removing it instead would destroy /dev/null for a clrdiag run
+		// as root.
+		if f, ok, err := openSpecial(path); ok || err != nil {
+			return f, err
+		}
+	}
 	if err := Prepare(path, opt.Overwrite); err != nil {
 		return nil, err
 	}
@@ -73,6 +82,11 @@ func Prepare(path string, overwrite bool) error {
 	}
 	if fi.IsDir() {
 		return &fs.PathError{Op: "create", Path: path, Err: errors.New("is a directory")}
+	}
+	if t := fi.Mode().Type(); t != 0 && t != fs.ModeSymlink {
+		// A device, FIFO or socket is never removed: not even --force
+		// may turn /dev/null into a file.
+		return &fs.PathError{Op: "create", Path: path, Err: fmt.Errorf("not a regular file (%v), not replaced", t)}
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -121,4 +135,25 @@ func Seal(path string) (fs.FileInfo, error) {
 		}
 	}
 	return fi, nil
+}
+
+// openSpecial opens path for writing when it is, or links to, something
+// other than a regular file or a directory: a character device, a FIFO or
+// a terminal. ok is false when path is missing, a regular file, a
+// directory, or a link to a regular file or to nothing (those follow the
+// create rule: a planted link to a regular file is removed, never
+// followed).
+func openSpecial(path string) (f *os.File, ok bool, err error) {
+	fi, err := os.Stat(path) // follows links: where would the bytes go?
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return nil, false, nil
+	}
+	if fi.Mode().Type()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe) == 0 {
+		return nil, false, &fs.PathError{Op: "create", Path: path, Err: fmt.Errorf("not a regular file (%v), not replaced", fi.Mode().Type())}
+	}
+	f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, true, err
+	}
+	return f, true, nil
 }
