@@ -4,26 +4,44 @@
 // report of hot methods, threads, garbage collections, exceptions and lock
 // contention.
 //
-//	p, err := profile.Read(f, profile.Config{ManagedOnly: true})
+//	format, _ := profile.LookupFormat("pprof") // the export format registry
+//	p, err := profile.Read(f, profile.Config{Timeline: format.Timeline})
 //	if err != nil && p == nil {
 //		return err
 //	}
-//	profile.WritePprof(out, p)
+//	wp, err := p.Weighted(profile.MeasureWall) // generic weighted stacks
+//	if err != nil {
+//		return err
+//	}
+//	format.Write(out, wp)
 //	profile.BuildReport(p, profile.ReportConfig{Top: 10}).WriteText(os.Stdout)
+//
+// # Export formats
+//
+// Every exporter writes a Weighted: frames, stacks, groups (threads) of
+// samples with one value per sample type, and optional time-ordered runs.
+// It does not depend on CPU samples: Profile.Weighted gives it for each
+// measure (wall, cpu, alloc, contention, exceptions), and a heap snapshot
+// can give one too. Formats lists the formats (name, file suffix, whether
+// they need a timeline, writer): adding one is adding an entry there.
 //
 // # Samples and time
 //
 // Microsoft-DotNETCore-SampleProfiler samples every managed thread about
 // once per millisecond; each sample says whether the thread was running
 // managed code (Managed) or not (External: blocked, waiting, in native
-// code), so the full profile measures wall-clock thread time and the
-// ManagedOnly profile approximates CPU time. (Not on .NET Core 3.1: its
-// sampler suspends the runtime to take each sample, which labels nearly every
-// sample External, even a thread that never leaves managed code; there only
-// the full profile, per thread, says where time went.) The period is derived from the
-// trace (the median over threads of the mean interval between a thread's
-// samples; Windows runtimes often sample every 10-15 ms), and every sample
-// weighs one period.
+// code, or in a call into the runtime), so the wall measure (every sample)
+// is wall-clock thread time and the cpu measure (Managed samples)
+// approximates CPU time. .NET Core 3.x suspends the runtime to take each
+// sample and labels External a thread caught outside managed code, even in
+// a brief call into the runtime: a thread spinning in pure managed code is
+// all Managed there, but one whose hot loop calls into the runtime (the Hot
+// test target's Stopwatch calls) can be 90% External while it runs. The
+// notes (Profile.Notes) say so when it happens, and mark the threads that
+// only waited (Thread.Waiting). The period is derived from the trace (the
+// median over threads of the mean interval between a thread's samples;
+// Windows runtimes often sample every 10-15 ms), and every sample weighs
+// one period.
 //
 // # Symbolisation
 //
@@ -42,7 +60,13 @@
 // aggregates samples by unique stack as they stream in and resolves the
 // stacks once, in Finish: one pass, so pipes and live sessions work, with
 // memory bounded by the number of distinct stacks, methods, threads and
-// types, not by the trace's length. Method names are decoded only for
+// types, not by the trace's length; Config.MaxStacks and Config.MaxAddresses
+// cap those too (DefaultMaxStacks, DefaultMaxAddresses), so that a hostile
+// trace of endless new stacks cannot grow them without bound: past a cap, the
+// samples of new stacks are counted on one stack named OverCapFrame and
+// Profile.Capped and the notes say so. Every step is near-linear in the
+// trace: the check of each rundown method against the addresses seen uses a
+// log-structured set of sorted runs, not a re-sort per method. Method names are decoded only for
 // methods that a stack touches. The optional timeline (Config.Timeline),
 // needed for Chromium output and speedscope's time order, grows with the
 // number of stack changes and is capped by Config.MaxTimelineRuns.

@@ -100,16 +100,27 @@ func (p *Profile) commonNotes(what string) []string {
 	if p.DroppedEvents > 0 {
 		notes = append(notes, fmt.Sprintf("%d events were dropped by the runtime (its buffers were full): %s are missing", p.DroppedEvents, what))
 	}
-	if c := p.Capped; c.Hit() {
-		capName := fmt.Sprintf("%d distinct stacks", c.MaxStacks)
-		if c.Addresses {
-			capName = fmt.Sprintf("%d distinct stack addresses", c.MaxAddresses)
-		}
-		notes = append(notes, fmt.Sprintf("the profile reached its cap of %s: %d samples and %d events are on the stack %q",
-			capName, c.Samples, c.Events, OverCapFrame))
+	if n := p.CapNote(); n != "" {
+		notes = append(notes, n)
 	}
 	if p.TimelineTruncated {
 		notes = append(notes, fmt.Sprintf("the timeline reached its cap: later %s are counted but not drawn in time order", what))
 	}
 	return notes
+}
+
+// CapNote says that the profile reached Config.MaxStacks or
+// Config.MaxAddresses and what that cost, "" when it did not. Commands print
+// it as a warning.
+func (p *Profile) CapNote() string {
+	c := p.Capped
+	if !c.Hit() {
+		return ""
+	}
+	capName := fmt.Sprintf("%d distinct stacks", c.MaxStacks)
+	if c.Addresses {
+		capName = fmt.Sprintf("%d distinct stack addresses", c.MaxAddresses)
+	}
+	return fmt.Sprintf("the profile reached its cap of %s (memory stays bounded): %d samples and %d other events "+
+		"with a stack beyond it are counted on the one stack %q", capName, c.Samples, c.Events, OverCapFrame)
 }

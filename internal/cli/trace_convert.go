@@ -127,6 +127,9 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 	if p.DecodeErrors > 0 {
 		fmt.Fprintf(e.stderr, "clrdiag: warning: %d runtime events did not decode (first: %v)\n", p.DecodeErrors, p.FirstDecodeError)
 	}
+	if n := p.CapNote(); n != "" {
+		fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", n)
+	}
 	return p, err
 }
 
@@ -215,7 +218,9 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 		return "", fmt.Errorf("write %s: %w", out, err)
 	}
 	for _, n := range p.NotesFor(m.Name) {
-		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
+		if n != p.CapNote() { // readProfile warned
+			fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
+		}
 	}
 	return fmt.Sprintf("wrote %s: %s", out, weightedSummary(p, wp, m)), readErr
 }
