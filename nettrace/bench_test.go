@@ -301,7 +301,7 @@ func TestStreamMemoryFlatParallel(t *testing.T) {
 	var total countPart
 	merges := 0
 	start := time.Now()
-	err = ReadParallel(context.Background(), r, ParallelConfig{}, func() *countPart { return &countPart{} },
+	err = ReadParallel(context.Background(), r, ParallelConfig{}, newCountPart,
 		func(p *countPart) error {
 			total.add(p)
 			if merges++; merges%256 == 0 {
@@ -368,10 +368,14 @@ func errorsAs(err error, target **FormatError) bool {
 // countPart is what trace stats keeps: events per metadata record and the
 // time range.
 type countPart struct {
+	_           [64]byte // off the other parts' cache lines
 	n           []int64
 	first, last int64
 	seen        bool
+	_           [64]byte
 }
+
+func newCountPart() *countPart { return &countPart{n: make([]int64, 0, 16)} }
 
 func (p *countPart) Event(ev *Event) {
 	i := ev.Metadata.Index()
@@ -432,7 +436,7 @@ func BenchmarkCount(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/parallel-%d", in.name, w), func(b *testing.B) {
 				benchCount(b, in.data, func(r *Reader, total *countPart) error {
 					return ReadParallel(context.Background(), r, ParallelConfig{Workers: w},
-						func() *countPart { return &countPart{} },
+						newCountPart,
 						func(p *countPart) error { total.add(p); return nil })
 				})
 			})

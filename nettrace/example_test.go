@@ -68,10 +68,13 @@ func ExampleReader_All() {
 }
 
 // perKind counts events per kind of event: a Part for ReadParallel. It
-// keys slices by Metadata.Index, so counting needs no map.
+// keys slices by Metadata.Index, so counting needs no map; the padding
+// keeps parts that different cores write off each other's cache lines.
 type perKind struct {
+	_    [64]byte
 	n    []int
 	kind []*nettrace.Metadata
+	_    [64]byte
 }
 
 func (p *perKind) Event(ev *nettrace.Event) { p.count(ev.Metadata, 1) }
@@ -94,7 +97,7 @@ func ExampleReadParallel() {
 	// order, on this goroutine.
 	var total perKind
 	err := nettrace.ReadParallel(context.Background(), r, nettrace.ParallelConfig{},
-		func() *perKind { return &perKind{} },
+		func() *perKind { return &perKind{n: make([]int, 0, 16), kind: make([]*nettrace.Metadata, 0, 16)} },
 		func(p *perKind) error {
 			for i, n := range p.n {
 				if n > 0 {

@@ -152,7 +152,11 @@ func clrDecode(data []byte) (int64, error) {
 	}
 }
 
-type countPart struct{ n int64 }
+type countPart struct {
+	_ [64]byte // off the other parts' cache lines
+	n int64
+	_ [64]byte
+}
 
 func (p *countPart) Event(ev *clr.Event) { p.n++ }
 func (p *countPart) Reset()              { p.n = 0 }

@@ -129,7 +129,7 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 	}
 	var total statsPart
 	err = nettrace.ReadParallel(ctx, r, nettrace.ParallelConfig{},
-		func() *statsPart { return &statsPart{} },
+		newStatsPart,
 		func(p *statsPart) error { total.add(p); return nil })
 	for i, c := range total.n {
 		if c == 0 {
@@ -160,11 +160,20 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 
 // statsPart counts the events of a run of blocks per metadata record and
 // keeps their time range (nettrace.ReadParallel decodes runs on every core).
+// Parts are written by different cores at once: the padding and the first
+// capacity of the slices keep each part's hot data off the cache lines of
+// the others (sharing one halves the speed).
 type statsPart struct {
+	_           [64]byte
 	n           []int64              // by Metadata.Index
 	md          []*nettrace.Metadata // by Metadata.Index
 	first, last int64
 	seen        bool
+	_           [64]byte
+}
+
+func newStatsPart() *statsPart {
+	return &statsPart{n: make([]int64, 0, 16), md: make([]*nettrace.Metadata, 0, 16)}
 }
 
 func (p *statsPart) Event(ev *nettrace.Event) {
