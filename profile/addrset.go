@@ -10,15 +10,25 @@ import "slices"
 // query O(log² n), so a trace that alternates new stacks and rundown
 // methods stays near-linear instead of re-sorting everything per method.
 // The addresses added must be distinct.
+//
+// A run of queries with no addition in between (a rundown after the
+// samples, the common case) consolidates everything into one sorted base
+// once the queries have paid for it, so that each later query is one
+// binary search.
 type addrSet struct {
+	base    []uint64   // sorted
 	pending []uint64   // unsorted, at most pendingAddrs
 	runs    [][]uint64 // runs[i] is nil or sorted with pendingAddrs<<i addresses
+	n       int        // addresses in pending and runs
+	queries int        // since the last addition
 }
 
 // pendingAddrs is the size of the unsorted buffer a query scans.
 const pendingAddrs = 64
 
 func (s *addrSet) add(a uint64) {
+	s.queries = 0
+	s.n++
 	s.pending = append(s.pending, a)
 	if len(s.pending) < pendingAddrs {
 		return
@@ -41,6 +51,16 @@ func (s *addrSet) add(a uint64) {
 
 // any reports whether an address of the set lies in [start, end].
 func (s *addrSet) any(start, end uint64) bool {
+	if s.n > 0 {
+		// Consolidating costs about as much as len(base)+n comparisons;
+		// queries without additions pay for it before it is done.
+		if s.queries++; s.queries > 64+(len(s.base)+s.n)/16 {
+			s.consolidate()
+		}
+	}
+	if i, _ := slices.BinarySearch(s.base, start); i < len(s.base) && s.base[i] <= end {
+		return true
+	}
 	for _, a := range s.pending {
 		if a >= start && a <= end {
 			return true
@@ -68,4 +88,16 @@ func mergeSorted(a, b []uint64) []uint64 {
 	}
 	out = append(out, a...)
 	return append(out, b...)
+}
+
+// consolidate merges pending and the runs into base.
+func (s *addrSet) consolidate() {
+	slices.Sort(s.pending)
+	s.base = mergeSorted(s.base, s.pending)
+	for _, r := range s.runs {
+		if r != nil {
+			s.base = mergeSorted(s.base, r)
+		}
+	}
+	s.pending, s.runs, s.n = s.pending[:0], s.runs[:0], 0
 }

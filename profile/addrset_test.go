@@ -1,0 +1,44 @@
+package profile
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// addrSet answers like a linear scan, whatever the order of additions and
+// queries (interleaved, or queries after all additions, which consolidates).
+func TestAddrSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, interleave := range []bool{true, false} {
+		var s addrSet
+		var all []uint64
+		seen := map[uint64]bool{}
+		query := func() {
+			start := r.Uint64N(1 << 20)
+			end := start + r.Uint64N(64)
+			want := slices.ContainsFunc(all, func(a uint64) bool { return a >= start && a <= end })
+			if got := s.any(start, end); got != want {
+				t.Fatalf("interleave %v, %d addresses: any(%d, %d) = %v, want %v", interleave, len(all), start, end, got, want)
+			}
+		}
+		for range 5000 {
+			a := r.Uint64N(1 << 20)
+			if seen[a] {
+				continue
+			}
+			seen[a] = true
+			s.add(a)
+			all = append(all, a)
+			if interleave {
+				query()
+			}
+		}
+		for range 5000 {
+			query()
+		}
+		if !interleave && (len(s.runs) != 0 || len(s.pending) != 0) {
+			t.Errorf("5000 queries without additions did not consolidate: %d runs, %d pending", len(s.runs), len(s.pending))
+		}
+	}
+}
