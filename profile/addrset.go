@@ -14,19 +14,42 @@ import "slices"
 // A run of queries with no addition in between (a rundown after the
 // samples, the common case) consolidates everything into one sorted base
 // once the queries have paid for it, so that each later query is one
-// binary search.
+// binary search. Before any of that, a bitmap of the 4 KB pages that hold
+// an address answers most queries of a rundown (methods in pages no stack
+// went through) with a bit test or two.
 type addrSet struct {
 	base    []uint64   // sorted
 	pending []uint64   // unsorted, at most pendingAddrs
 	runs    [][]uint64 // runs[i] is nil or sorted with pendingAddrs<<i addresses
 	n       int        // addresses in pending and runs
 	queries int        // since the last addition
+	// pages has the bit pageBit(a>>pageShift) set for every address a
+	// (nil until the first addition).
+	pages *[pageWords]uint64
 }
+
+// The page bitmap: 64K bits, one per hashed 4 KB page.
+const (
+	pageShift = 12
+	pageBits  = 16
+	pageWords = 1 << pageBits / 64
+	// maxPageProbes bounds the pages a query tests; a wider range skips the
+	// bitmap.
+	maxPageProbes = 16
+)
+
+// pageBit is the bitmap bit of a page (Fibonacci hashing).
+func pageBit(page uint64) uint64 { return (page * 0x9E3779B97F4A7C15) >> (64 - pageBits) }
 
 // pendingAddrs is the size of the unsorted buffer a query scans.
 const pendingAddrs = 64
 
 func (s *addrSet) add(a uint64) {
+	if s.pages == nil {
+		s.pages = new([pageWords]uint64)
+	}
+	bit := pageBit(a >> pageShift)
+	s.pages[bit/64] |= 1 << (bit % 64)
 	s.queries = 0
 	s.n++
 	s.pending = append(s.pending, a)
@@ -51,6 +74,19 @@ func (s *addrSet) add(a uint64) {
 
 // any reports whether an address of the set lies in [start, end].
 func (s *addrSet) any(start, end uint64) bool {
+	if end < start || s.pages == nil {
+		return false
+	}
+	if first, last := start>>pageShift, end>>pageShift; last-first < maxPageProbes {
+		hit := false
+		for p := first; p <= last && !hit; p++ {
+			bit := pageBit(p)
+			hit = s.pages[bit/64]&(1<<(bit%64)) != 0
+		}
+		if !hit {
+			return false
+		}
+	}
 	if s.n > 0 {
 		// Consolidating costs about as much as len(base)+n comparisons;
 		// queries without additions pay for it before it is done.

@@ -42,3 +42,37 @@ func TestAddrSet(t *testing.T) {
 		}
 	}
 }
+
+// With sparse addresses most queries fall in pages that hold none (the page
+// bitmap answers), and some span more pages than the bitmap is asked about;
+// every answer is still a scan's.
+func TestAddrSetSparse(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var s addrSet
+	var all []uint64
+	seen := map[uint64]bool{}
+	for round := range 4 {
+		for range 500 * (round + 1) {
+			a := r.Uint64N(1 << 32)
+			if !seen[a] {
+				seen[a] = true
+				s.add(a)
+				all = append(all, a)
+			}
+		}
+		for range 2000 {
+			start := r.Uint64N(1 << 32)
+			end := start + r.Uint64N(256)
+			if r.IntN(8) == 0 {
+				end = start + r.Uint64N(1<<24) // more pages than the bitmap is asked about
+			}
+			want := slices.ContainsFunc(all, func(a uint64) bool { return a >= start && a <= end })
+			if got := s.any(start, end); got != want {
+				t.Fatalf("%d addresses: any(%d, %d) = %v, want %v", len(all), start, end, got, want)
+			}
+		}
+	}
+	if got := (&addrSet{}).any(0, ^uint64(0)); got {
+		t.Error("an empty set has an address")
+	}
+}

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -69,9 +70,11 @@ type Builder struct {
 	// byID caches the kinds of metadata ids below maxDenseID (V6 traces
 	// may reuse an id for new metadata, hence the pointer).
 	byID []kindCache
-	// lastT and prevT are the threads of the last two samples.
-	lastT, prevT *threadAcc
-	symbols      SymbolTable
+	// lastT is the thread of the last sample; tcache the recent threads
+	// (threads.go).
+	lastT   *threadAcc
+	tcache  threadCache
+	symbols SymbolTable
 
 	stackIndex map[string]int
 	// addrSeen holds the distinct stack addresses seen, addrs the same for
@@ -83,7 +86,7 @@ type Builder struct {
 	rundownMethods int
 	stackKeys      []string
 	keyBuf         []byte
-	eventStack     map[int]int64 // stacks of all non-bookkeeping events
+	eventStack     []int64 // events of other providers by raw stack
 	runs           int
 	truncated      bool
 
@@ -116,7 +119,13 @@ type Builder struct {
 }
 
 type threadAcc struct {
-	id          uint64
+	id uint64
+	// kept is set when Config.Threads keeps the thread; sampled once it
+	// has a sample (it is then in Builder.order).
+	kept, sampled bool
+	// cont is the thread's lock wait state (events.go), nil until it has
+	// a contention event.
+	cont        *contThread
 	counts      map[int64]int64 // stack<<1 | 1 for managed -> samples
 	managed     int64
 	external    int64
@@ -244,6 +253,7 @@ const maxDenseID = 4096
 const (
 	kindUnknown eventKind = iota
 	kindOther
+	kindUser // an event of a provider other than the runtime's: its stack counts in SymbolStats
 	kindBookkeeping
 	kindSample
 	kindMethod
@@ -278,7 +288,6 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 		stackIndex: make(map[string]int),
 		addrSeen:   make(map[uint64]struct{}),
 		overCap:    -1,
-		eventStack: make(map[int]int64),
 	}
 	b.gc.Reasons = make(map[string]int64)
 	if len(cfg.Threads) > 0 {
@@ -307,6 +316,9 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 		return k
 	}
 	k := kindOther
+	if !b.runtimeProvider(md) {
+		k = kindUser
+	}
 	id := md.EventID
 	switch {
 	case md.ProviderName == clrevents.ProviderSampleProfiler && id == uint32(clrevents.IDThreadSample):
@@ -394,8 +406,12 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
 	kind := b.classify(md)
 	version := uint8(min(md.Version, 255))
-	if kind == kindOther && ev.StackLen() > 0 && !b.runtimeProvider(md) {
-		b.eventStack[b.stackOf(ev)]++
+	if kind == kindUser && ev.StackLen() > 0 {
+		st := b.stackOf(ev)
+		if st >= len(b.eventStack) {
+			b.eventStack = append(b.eventStack, make([]int64, st+1-len(b.eventStack))...)
+		}
+		b.eventStack[st]++
 	}
 	switch kind {
 	case kindSample:
@@ -407,12 +423,15 @@ func (b *Builder) Add(ev *nettrace.Event) {
 			// The rundown comes after the stacks it explains: a method that
 			// no stack seen so far points into is not kept (rundowns list
 			// every loaded method, often 100 000 of them).
-			r, err := clrevents.DecodeMethodRange(ev.Payload, version)
-			if err != nil {
+			// MethodStartAddress at 16, MethodSize at 24 of the 36 fixed
+			// bytes (clrevents.DecodeMethodRange), read in place.
+			pl := ev.Payload
+			if len(pl) < 36 {
+				_, err := clrevents.DecodeMethodRange(pl, version)
 				b.decodeFailed(err)
 				return
 			}
-			if !b.touched(r.MethodStartAddress, r.MethodStartAddress+uint64(r.MethodSize)) {
+			if start := le64(pl[16:]); !b.touched(start, start+uint64(le32(pl[24:]))) {
 				return
 			}
 		}
@@ -485,7 +504,12 @@ func (b *Builder) Add(ev *nettrace.Event) {
 }
 
 func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
-	if b.keep != nil && !b.keep[ev.ThreadID] {
+	t := b.lastT
+	if t == nil || t.id != ev.ThreadID {
+		t = b.thread(ev.ThreadID)
+		b.lastT = t
+	}
+	if !t.kept {
 		return
 	}
 	var s clrevents.ThreadSample
@@ -498,18 +522,9 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 			return
 		}
 	}
-	t := b.lastT
-	if t == nil || t.id != ev.ThreadID {
-		// Threads sampled in turn alternate: try the one before.
-		if t = b.prevT; t == nil || t.id != ev.ThreadID {
-			t = b.threads[ev.ThreadID]
-		}
-		if t == nil {
-			t = &threadAcc{id: ev.ThreadID, counts: make(map[int64]int64), first: ev.Timestamp, last: ev.Timestamp, firstStack: -1}
-			b.threads[ev.ThreadID] = t
-			b.order = append(b.order, t)
-		}
-		b.prevT, b.lastT = b.lastT, t
+	if !t.sampled {
+		t.sampled = true
+		b.order = append(b.order, t)
 	}
 	t.all++
 	t.first, t.last = min(t.first, ev.Timestamp), max(t.last, ev.Timestamp)
@@ -656,15 +671,20 @@ func (b *Builder) internKey() int {
 		b.capped.Stacks = true
 		return b.overCapStack()
 	}
-	fresh := 0
-	for j := 0; j+8 <= len(b.keyBuf); j += 8 {
-		if _, ok := b.addrSeen[binary.LittleEndian.Uint64(b.keyBuf[j:])]; !ok {
-			fresh++
+	// Unless the stack's addresses could take the set over its cap, they
+	// are added in one pass; near the cap they are counted first.
+	fresh := len(b.keyBuf) / 8
+	if len(b.addrSeen)+fresh > b.cfg.MaxAddresses {
+		fresh = 0
+		for j := 0; j+8 <= len(b.keyBuf); j += 8 {
+			if _, ok := b.addrSeen[binary.LittleEndian.Uint64(b.keyBuf[j:])]; !ok {
+				fresh++
+			}
 		}
-	}
-	if fresh > 0 && len(b.addrSeen)+fresh > b.cfg.MaxAddresses {
-		b.capped.Addresses = true
-		return b.overCapStack()
+		if fresh > 0 && len(b.addrSeen)+fresh > b.cfg.MaxAddresses {
+			b.capped.Addresses = true
+			return b.overCapStack()
+		}
 	}
 	for j := 0; j+8 <= len(b.keyBuf) && fresh > 0; j += 8 {
 		a := binary.LittleEndian.Uint64(b.keyBuf[j:])
@@ -736,6 +756,9 @@ func (b *Builder) Finish() *Profile {
 
 	symOf, stackResolved := b.symbolise(p)
 
+	// pos[stack] is 1 + the index of the stack in the thread's Samples (0:
+	// not yet), reset after each thread.
+	pos := make([]int32, len(p.Stacks))
 	for _, t := range b.order {
 		t.flush()
 		if t.managed+t.external == 0 {
@@ -751,13 +774,13 @@ func (b *Builder) Finish() *Profile {
 		if t.all > 1 {
 			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
 		}
-		byStack := make(map[int]int, len(t.counts))
+		th.Samples = make([]StackSample, 0, len(t.counts))
 		for k, n := range t.counts {
 			stack := symOf[k>>1]
-			i, ok := byStack[stack]
-			if !ok {
+			i := int(pos[stack]) - 1
+			if i < 0 {
 				i = len(th.Samples)
-				byStack[stack] = i
+				pos[stack] = int32(i + 1)
 				th.Samples = append(th.Samples, StackSample{Stack: stack})
 			}
 			if k&1 != 0 {
@@ -770,6 +793,7 @@ func (b *Builder) Finish() *Profile {
 			}
 		}
 		for _, s := range th.Samples {
+			pos[s.Stack] = 0
 			n := s.Count()
 			frames := int64(len(p.Stacks[s.Stack].Frames))
 			p.Symbols.SampleFrames += n * frames
@@ -777,12 +801,11 @@ func (b *Builder) Finish() *Profile {
 			p.Symbols.EventFrames += n * frames
 			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s.Stack])
 		}
-		sort.Slice(th.Samples, func(i, j int) bool {
-			a, c := th.Samples[i], th.Samples[j]
+		slices.SortFunc(th.Samples, func(a, c StackSample) int {
 			if a.Count() != c.Count() {
-				return a.Count() > c.Count()
+				return cmp.Compare(c.Count(), a.Count())
 			}
-			return a.Stack < c.Stack
+			return cmp.Compare(a.Stack, c.Stack)
 		})
 		th.Timeline = t.timeline
 		for _, c := range th.Timeline.chunks {
@@ -793,18 +816,12 @@ func (b *Builder) Finish() *Profile {
 		}
 		p.Threads = append(p.Threads, th)
 	}
-	remap := func(m map[int]int64) map[int]int64 {
-		out := make(map[int]int64, len(m))
-		for s, n := range m {
-			out[symOf[s]] += n
-		}
-		return out
-	}
-	for s, n := range remap(b.eventStack) {
+	for raw, n := range b.eventStack {
+		s := symOf[raw]
 		p.Symbols.EventFrames += n * int64(len(p.Stacks[s].Frames))
 		p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s])
 	}
-	if b.overCap >= 0 {
+	if b.overCap >= 0 && b.overCap < len(b.eventStack) {
 		p.Capped.Events = b.eventStack[b.overCap]
 	}
 
@@ -822,9 +839,18 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// Resolved frames merge by module and name (every return address in a
 	// method is one frame); an unresolved address is a frame of its own.
 	frameByName := make(map[[2]string]int)
-	p.Frames = make([]Frame, 0, len(b.addrSeen)+1)
 	stackOf := make(map[string]int, len(b.stackKeys))
 	symOf = make([]int, len(b.stackKeys))
+	// Sized once: a frame per address (at most), a stack per raw stack (at
+	// most), and every stack's frames in one array.
+	p.Frames = make([]Frame, 0, len(b.addrSeen)+1)
+	p.Stacks = make([]Stack, 0, len(b.stackKeys))
+	stackResolved = make([]int, 0, len(b.stackKeys))
+	total := 0
+	for _, k := range b.stackKeys {
+		total += len(k)/8 + 1
+	}
+	arena := make([]int, 0, total)
 	var frames []int // of the raw stack being resolved, reused
 	var key []byte
 	for i, k := range b.stackKeys {
@@ -869,7 +895,9 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		if !ok {
 			si = len(p.Stacks)
 			stackOf[string(key)] = si
-			p.Stacks = append(p.Stacks, Stack{Frames: slices.Clone(frames)})
+			lo := len(arena)
+			arena = append(arena, frames...)
+			p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
 			n := 0
 			for _, f := range frames {
 				if p.Frames[f].Resolved {

@@ -40,22 +40,23 @@ func (p *Profile) eventStacks(measure string) *EventStacks {
 // method), inclusive every method of the stack once.
 func (p *Profile) eventMethods(measure string) []MethodTime {
 	es := p.eventStacks(measure)
-	excl := make(map[int]int64)
-	incl := make(map[int]int64)
-	seen := make(map[int]bool)
-	for _, s := range es.Samples {
+	// excl[f+1] and incl[f+1] are frame f's (index 0: the empty stack);
+	// seen[f] is the number of the last sample that counted f inclusively.
+	excl := make([]int64, len(p.Frames)+1)
+	incl := make([]int64, len(p.Frames)+1)
+	seen := make([]int, len(p.Frames))
+	for n, s := range es.Samples {
 		frames := p.Stacks[s.Stack].Frames
 		if len(frames) == 0 {
-			excl[-1] += s.Value
-			incl[-1] += s.Value
+			excl[0] += s.Value
+			incl[0] += s.Value
 			continue
 		}
-		excl[frames[0]] += s.Value
-		clear(seen)
+		excl[frames[0]+1] += s.Value
 		for _, f := range frames {
-			if !seen[f] {
-				seen[f] = true
-				incl[f] += s.Value
+			if seen[f] != n+1 {
+				seen[f] = n + 1
+				incl[f+1] += s.Value
 			}
 		}
 	}
@@ -65,14 +66,17 @@ func (p *Profile) eventMethods(measure string) []MethodTime {
 		}
 		return 100 * float64(v) / float64(es.Value)
 	}
-	out := make([]MethodTime, 0, len(incl))
-	for f, in := range incl {
-		ex := excl[f]
+	var out []MethodTime
+	for i, in := range incl {
+		if in == 0 && excl[i] == 0 {
+			continue
+		}
+		ex := excl[i]
 		m := MethodTime{Method: noFrames, ExclusiveValue: ex, InclusiveValue: in, ExclusivePct: pct(ex), InclusivePct: pct(in), ManagedPct: -1}
 		if measure == MeasureContention {
 			m.Exclusive, m.Inclusive = time.Duration(ex), time.Duration(in)
 		}
-		if f >= 0 {
+		if f := i - 1; f >= 0 {
 			m.Method, m.Module, m.Resolved = p.Frames[f].Name, p.Frames[f].Module, p.Frames[f].Resolved
 		}
 		out = append(out, m)

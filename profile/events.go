@@ -1,7 +1,10 @@
 package profile
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
+	"slices"
 	"sort"
 	"time"
 
@@ -82,14 +85,16 @@ type eventVal struct {
 	count, value, objects int64
 }
 
-// eventAcc aggregates events by eventKey. Events mostly repeat the key of
-// the one before (a loop allocating, a thread throwing), which is checked
-// before the map.
+// eventAcc aggregates events by eventKey. Events mostly repeat recent
+// keys (a loop allocating, a thread throwing), which a direct-mapped table
+// finds before the map is asked.
 type eventAcc struct {
 	index map[eventKey]int32
 	keys  []eventKey
 	vals  []eventVal
-	last  int32
+	// recentKeys holds index+1 of a recent key per slot (0: none); nil
+	// until the first event.
+	recentKeys *[eventSlots]int32
 	// leaves are the leaf names, leafIndex their indexes.
 	leaves    []string
 	leafIndex map[string]int32
@@ -106,9 +111,17 @@ type recentLeaf struct {
 	ok   bool
 }
 
+// eventSlots is the size of eventAcc's table of recent keys, a power of
+// two.
+const eventSlots = 256
+
 func (a *eventAcc) add(k eventKey, value, objects int64) {
-	i := a.last
-	if int(i) >= len(a.keys) || a.keys[i] != k {
+	if a.recentKeys == nil {
+		a.recentKeys = new([eventSlots]int32)
+	}
+	h := (k.thread>>2 ^ k.thread ^ uint64(k.stack)*0x9E3779B1 ^ uint64(k.leaf)<<11) & (eventSlots - 1)
+	i := a.recentKeys[h] - 1
+	if i < 0 || a.keys[i] != k {
 		var ok bool
 		if i, ok = a.index[k]; !ok {
 			if a.index == nil {
@@ -119,7 +132,7 @@ func (a *eventAcc) add(k eventKey, value, objects int64) {
 			a.keys = append(a.keys, k)
 			a.vals = append(a.vals, eventVal{})
 		}
-		a.last = i
+		a.recentKeys[h] = i + 1
 	}
 	v := &a.vals[i]
 	v.count++
@@ -179,8 +192,7 @@ type rawWait struct {
 type eventState struct {
 	allocs, thrown, waits eventAcc
 	alloc                 AllocStats
-	cont                  map[uint64]*contThread
-	contOrder             []uint64
+	contOrder             []*threadAcc // the threads with contention events, by first one
 	stopsWithoutStart     int64
 }
 
@@ -198,17 +210,27 @@ func ptrAt(b []byte, ps int) uint64 {
 // utf16zLen returns the length in bytes of the NUL-terminated UTF-16 string
 // at the start of b (without its NUL), -1 when it has no NUL.
 func utf16zLen(b []byte) int {
-	for i := 0; i+1 < len(b); i += 2 {
-		if b[i] == 0 && b[i+1] == 0 {
-			return i
+	for off := 0; off+1 < len(b); {
+		i := bytes.Index(b[off:], utf16NUL)
+		if i < 0 {
+			return -1
 		}
+		if (off+i)&1 == 0 {
+			return off + i
+		}
+		off += i + 1 // two zero bytes across two characters (U+xx00 after U+00xx)
 	}
 	return -1
 }
 
+var utf16NUL = []byte{0, 0}
+
 // kept reports whether the thread's events are kept (Config.Threads).
 func (b *Builder) kept(thread uint64) bool {
-	return b.keep == nil || b.keep[thread]
+	if b.keep == nil {
+		return true
+	}
+	return b.thread(thread).kept
 }
 
 // allocTick is what an allocation profile reads of a GCAllocationTick.
@@ -271,6 +293,44 @@ func parseExceptionType(pl []byte, version uint8, ps int) (name []byte, ok bool)
 	return pl[:n], true
 }
 
+// allocTick reads a GCAllocationTick in place and returns the leaf of its
+// type: when the type id is one of the recent ones and the payload has its
+// name there, the name is compared, not scanned or decoded. ok is false
+// when the payload is not one parseAllocTick takes.
+func (a *eventAcc) allocTick(pl []byte, version uint8, ps int) (t allocTick, leaf int32, ok bool) {
+	if version >= 2 && (ps == 4 || ps == 8) && len(pl) >= 18+ps {
+		id, name := ptrAt(pl[18:], ps), pl[18+ps:]
+		for i := range a.recent {
+			r := &a.recent[i]
+			n := len(r.raw)
+			if !r.ok || r.id != id || len(name) < n+2 || name[n] != 0 || name[n+1] != 0 || string(name[:n]) != r.raw {
+				continue
+			}
+			// The cached name has no NUL: this one ends here too.
+			rest := name[n+2:]
+			need := 4
+			if version >= 3 {
+				need += ps
+			}
+			if version >= 4 {
+				need += 8
+			}
+			if len(rest) < need {
+				return t, 0, false
+			}
+			t = allocTick{amount: le64(pl[10:]), typeID: id, name: name[:n]}
+			if version >= 4 {
+				t.size = le64(rest[4+ps:])
+			}
+			return t, r.leaf, true
+		}
+	}
+	if t, ok = parseAllocTick(pl, version, ps); !ok {
+		return t, 0, false
+	}
+	return t, a.rawLeaf(t.typeID, t.name), true
+}
+
 // addAllocTick adds a GCAllocationTick. The payload is read in place: the
 // type name is decoded only when it is not one of the recent ones, and
 // anything unexpected goes to the generated decoder, which reports it.
@@ -278,11 +338,8 @@ func (b *Builder) addAllocTick(ev *nettrace.Event, version uint8) {
 	if !b.kept(ev.ThreadID) {
 		return
 	}
-	var leaf int32
-	t, ok := parseAllocTick(ev.Payload, version, b.hdr.PointerSize)
-	if ok {
-		leaf = b.ev.allocs.rawLeaf(t.typeID, t.name)
-	} else {
+	t, leaf, ok := b.ev.allocs.allocTick(ev.Payload, version, b.hdr.PointerSize)
+	if !ok {
 		a, err := clrevents.DecodeGCAllocationTick(ev.Payload, version, b.hdr.PointerSize)
 		if err != nil {
 			b.decodeFailed(err)
@@ -331,16 +388,12 @@ func (b *Builder) addException(ev *nettrace.Event, version uint8) {
 
 // contThread returns the contention state of a thread.
 func (b *Builder) contThread(thread uint64) *contThread {
-	c := b.ev.cont[thread]
-	if c == nil {
-		if b.ev.cont == nil {
-			b.ev.cont = make(map[uint64]*contThread)
-		}
-		c = &contThread{}
-		b.ev.cont[thread] = c
-		b.ev.contOrder = append(b.ev.contOrder, thread)
+	t := b.thread(thread)
+	if t.cont == nil {
+		t.cont = &contThread{}
+		b.ev.contOrder = append(b.ev.contOrder, t)
 	}
-	return c
+	return t.cont
 }
 
 // addContentionStart starts a lock wait of the event's thread. A start
@@ -420,12 +473,12 @@ func (b *Builder) endWait(thread uint64, c *contThread, start int64, d time.Dura
 // trace), symbolises the events' stacks and fills the profile's event
 // measures and summaries.
 func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
-	for _, id := range b.ev.contOrder {
-		if c := b.ev.cont[id]; c.pending {
+	for _, t := range b.ev.contOrder {
+		if c := t.cont; c.pending {
 			d := b.hdr.DurationOf(b.maxTS - c.start)
 			b.contention.Unfinished++
 			b.contention.UnfinishedTotal += max(d, 0)
-			b.endWait(id, c, c.start, d)
+			b.endWait(t.id, c, c.start, d)
 		}
 	}
 	b.contention.StopsWithoutStart = b.ev.stopsWithoutStart
@@ -456,18 +509,9 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 			es.Count += v.count
 			es.Value += v.value
 		}
-		sort.Slice(es.Samples, func(i, j int) bool {
-			x, y := es.Samples[i], es.Samples[j]
-			if x.Thread != y.Thread {
-				return x.Thread < y.Thread
-			}
-			if x.Value != y.Value {
-				return x.Value > y.Value
-			}
-			if x.Stack != y.Stack {
-				return x.Stack < y.Stack
-			}
-			return x.Leaf < y.Leaf
+		slices.SortFunc(es.Samples, func(x, y EventSample) int {
+			return cmp.Or(cmp.Compare(x.Thread, y.Thread), cmp.Compare(y.Value, x.Value),
+				cmp.Compare(x.Stack, y.Stack), cmp.Compare(x.Leaf, y.Leaf))
 		})
 		return es
 	}
@@ -532,12 +576,12 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 	p.Contention.Sites = p.sites(sites)
 
 	if b.cfg.Timeline {
-		for _, id := range b.ev.contOrder {
-			c := b.ev.cont[id]
+		for _, t := range b.ev.contOrder {
+			c := t.cont
 			if len(c.waits) == 0 {
 				continue
 			}
-			tw := ThreadWaits{Thread: id, Waits: make([]Wait, len(c.waits))}
+			tw := ThreadWaits{Thread: t.id, Waits: make([]Wait, len(c.waits))}
 			for i, w := range c.waits {
 				tw.Waits[i] = Wait{Start: b.hdr.DurationOf(w.start - b.minTS), Duration: time.Duration(w.dur), Stack: symOf[w.stack]}
 			}

@@ -394,16 +394,34 @@ func FuzzAllocTickFastPath(f *testing.F) {
 		if ptr8 {
 			ps = 8
 		}
-		tk, ok := parseAllocTick(pl, version, ps)
-		if !ok {
-			return
-		}
-		a, err := clrevents.DecodeGCAllocationTick(pl, version, ps)
-		if err != nil {
-			t.Fatalf("fast path accepted what the decoder refuses: %v", err)
-		}
-		if tk.amount != a.AllocationAmount || tk.size != a.ObjectSize || tk.typeID != a.TypeID || decodeUTF16(tk.name) != a.TypeName {
-			t.Fatalf("fast path %+v, decoder %+v", tk, a)
+		// Twice through the cached reader (the second time the type is a
+		// recent one) and once through parseAllocTick: each accepts only
+		// what the decoder decodes, and reads the same.
+		var acc eventAcc
+		for i := range 3 {
+			var tk allocTick
+			var ok bool
+			var leaf int32
+			if i < 2 {
+				tk, leaf, ok = acc.allocTick(pl, version, ps)
+			} else {
+				tk, ok = parseAllocTick(pl, version, ps)
+			}
+			if !ok {
+				continue
+			}
+			a, err := clrevents.DecodeGCAllocationTick(pl, version, ps)
+			if err != nil {
+				t.Fatalf("fast path %d accepted what the decoder refuses: %v", i, err)
+			}
+			name := a.TypeName
+			if name == "" {
+				name = typeNotReported
+			}
+			if tk.amount != a.AllocationAmount || tk.size != a.ObjectSize || tk.typeID != a.TypeID || decodeUTF16(tk.name) != a.TypeName ||
+				(i < 2 && acc.leaves[leaf] != name) {
+				t.Fatalf("fast path %d %+v, decoder %+v", i, tk, a)
+			}
 		}
 	})
 }
@@ -432,3 +450,20 @@ func FuzzExceptionFastPath(f *testing.F) {
 }
 
 func decodeUTF16(b []byte) string { return wire.DecodeUTF16(b) }
+
+func TestUTF16zLen(t *testing.T) {
+	for _, c := range []struct {
+		b    []byte
+		want int
+	}{
+		{nil, -1}, {[]byte{0}, -1}, {[]byte{0, 0}, 0}, {[]byte{'A', 0, 0, 0}, 2},
+		{[]byte{'A', 0, 0, 1, 0, 0}, 4}, // U+0100 after 'A': zero bytes at an odd offset
+		{[]byte{'A', 0, 0, 1, 0}, -1},   // no NUL at an even offset
+		{[]byte{0, 1, 0, 0, 'x'}, 2},    // U+0100 first
+		{[]byte{'a', 0, 'b', 0, 0, 0, 0, 0}, 4},
+	} {
+		if got := utf16zLen(c.b); got != c.want {
+			t.Errorf("utf16zLen(%v) = %d, want %d", c.b, got, c.want)
+		}
+	}
+}

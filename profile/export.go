@@ -2,10 +2,11 @@ package profile
 
 import (
 	"bufio"
-	"compress/gzip"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,56 +50,74 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 	for i, f := range wp.Frames {
 		names[i] = repl.Replace(f.String())
 	}
-	counts := make(map[string]int64)
-	var sb strings.Builder
-	for st, v := range wp.merged() {
+	// The lines are built in one buffer (no string per line), sorted by
+	// their bytes, and lines that came out the same (frames whose names
+	// differ only by the characters replaced) are merged.
+	type line struct {
+		lo, hi int
+		v      int64
+	}
+	merged := wp.merged()
+	size, n := 0, 0
+	for st, v := range merged {
 		if v == 0 {
 			continue
 		}
-		sb.Reset()
+		n++
+		frames := wp.Stacks[st].Frames
+		size += len(noFrames) + len(frames)
+		for _, f := range frames {
+			size += len(names[f])
+		}
+	}
+	buf := make([]byte, 0, size)
+	lines := make([]line, 0, n)
+	for st, v := range merged {
+		if v == 0 {
+			continue
+		}
+		lo := len(buf)
 		frames := wp.Stacks[st].Frames
 		if len(frames) == 0 {
-			sb.WriteString(noFrames)
+			buf = append(buf, noFrames...)
 		}
 		for i := len(frames) - 1; i >= 0; i-- {
-			sb.WriteString(names[frames[i]])
+			buf = append(buf, names[frames[i]]...)
 			if i > 0 {
-				sb.WriteByte(';')
+				buf = append(buf, ';')
 			}
 		}
-		counts[sb.String()] += v
+		lines = append(lines, line{lo, len(buf), v})
 	}
-	lines := make([]string, 0, len(counts))
-	for l := range counts {
-		lines = append(lines, l)
-	}
-	sort.Strings(lines)
+	slices.SortFunc(lines, func(a, b line) int { return bytes.Compare(buf[a.lo:a.hi], buf[b.lo:b.hi]) })
 	bw := bufio.NewWriter(w)
-	for _, l := range lines {
-		bw.WriteString(l)
-		bw.WriteByte(' ')
-		bw.WriteString(strconv.FormatInt(counts[l], 10))
-		bw.WriteByte('\n')
+	var num []byte
+	for i := 0; i < len(lines); {
+		l := lines[i]
+		v := l.v
+		for i++; i < len(lines) && bytes.Equal(buf[lines[i].lo:lines[i].hi], buf[l.lo:l.hi]); i++ {
+			v += lines[i].v
+		}
+		bw.Write(buf[l.lo:l.hi])
+		num = append(strconv.AppendInt(append(num[:0], ' '), v, 10), '\n')
+		bw.Write(num)
 	}
 	return bw.Flush()
 }
 
 // WritePprof writes the profile as a gzipped pprof protocol buffer (see
-// Weighted.Pprof), compressed at gzip's best speed: pprof's own default
-// level takes most of a conversion's time for a few percent of size.
+// Weighted.Pprof): stored up to 32 KB, compressed at gzip.BestSpeed beyond
+// (writeGzip).
 func WritePprof(w io.Writer, wp *Weighted) error {
 	pp, err := wp.Pprof()
 	if err != nil {
 		return err
 	}
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
+	var raw bytes.Buffer
+	if err := pp.WriteUncompressed(&raw); err != nil {
 		return err
 	}
-	if err := pp.WriteUncompressed(zw); err != nil {
-		return err
-	}
-	return zw.Close()
+	return writeGzip(w, raw.Bytes())
 }
 
 // Pprof converts the profile to a github.com/google/pprof/profile value:
@@ -187,8 +206,12 @@ func systemName(f Frame) string {
 const SpeedscopeSchema = "https://www.speedscope.app/file-format-schema.json"
 
 // flushAt is the size at which the exporters hand their buffer to the
-// writer.
-const flushAt = 64 << 10
+// writer; startBuf the size they start with (a small profile does not pay
+// for clearing a large buffer).
+const (
+	flushAt  = 64 << 10
+	startBuf = 4 << 10
+)
 
 // speedscopeUnit maps a ValueType unit to one of speedscope's.
 func speedscopeUnit(unit string) string {
@@ -208,7 +231,7 @@ func speedscopeUnit(unit string) string {
 // view is then a timeline); without them each distinct stack appears once. activeProfileIndex points at the
 // busiest group, so speedscope opens on the thread that did the most work.
 func WriteSpeedscope(w io.Writer, wp *Weighted) error {
-	b := make([]byte, 0, flushAt+4096)
+	b := make([]byte, 0, startBuf) // grows up to about flushAt
 	flush := func() error {
 		_, err := w.Write(b)
 		b = b[:0]
@@ -454,7 +477,7 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 		enc = append(enc, `,"ts":`...)
 	}
 	begin[len(wp.Frames)] = len(enc)
-	b := make([]byte, 0, flushAt+4096)
+	b := make([]byte, 0, startBuf) // grows up to about flushAt
 	b = append(b, `{"displayTimeUnit":"ms","traceEvents":[`...)
 	pid := strconv.Itoa(wp.ProcessID)
 	b = append(b, `{"ph":"M","name":"process_name","pid":`...)

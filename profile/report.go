@@ -171,16 +171,12 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	// Per frame (-1: empty stack), samples of the measure: exclusive,
 	// inclusive, and exclusive ones that were Managed or on waiting threads.
 	type acc struct{ excl, incl, exclManaged, exclAll, exclWaiting int64 }
-	byFrame := make(map[int]*acc)
-	get := func(f int) *acc {
-		a := byFrame[f]
-		if a == nil {
-			a = &acc{}
-			byFrame[f] = a
-		}
-		return a
-	}
-	seen := make(map[int]bool)
+	// byFrame[f+1] is frame f's (byFrame[0] the empty stack's); seen[f] is
+	// the number of the last sample that counted f inclusively.
+	byFrame := make([]acc, len(p.Frames)+1)
+	get := func(f int) *acc { return &byFrame[f+1] }
+	seen := make([]int, len(p.Frames))
+	sampleNo := 0
 	var measured int64
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
@@ -219,10 +215,10 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 				a.incl += n
 				continue
 			}
-			clear(seen)
+			sampleNo++
 			for _, f := range frames {
-				if !seen[f] {
-					seen[f] = true
+				if seen[f] != sampleNo {
+					seen[f] = sampleNo
 					get(f).incl += n
 				}
 			}
@@ -241,7 +237,8 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		return 100 * float64(n) / float64(measured)
 	}
-	for f, a := range byFrame {
+	for i, a := range byFrame {
+		f := i - 1
 		if a.incl == 0 {
 			continue
 		}

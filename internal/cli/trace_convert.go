@@ -112,7 +112,9 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 		defer f.Close()
 		r = f
 	}
-	p, err := profile.Read(bufio.NewReaderSize(interruptible(e.ctx, r), 1<<20), cfg)
+	// The decoder buffers what it reads itself: no bufio on top (a second
+	// copy of every byte, and a 1 MiB buffer to clear).
+	p, err := profile.Read(interruptible(e.ctx, r), cfg)
 	var fe *nettrace.FormatError
 	switch {
 	case interruptedError(e.ctx, name, err) != nil:

@@ -1,0 +1,142 @@
+package profile
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// BenchmarkConvert measures, on every trace capture (the committed ones,
+// and with CLRDIAG_CAPTURES those that are not), decoding alone against
+// each conversion (decode + profile + export, one sub-benchmark per format
+// and measure the capture has events of) and the report, to hold every
+// conversion to at most twice the decode:
+//
+//	go test ./profile -run '^$' -bench Convert -count 10 | tee new.txt
+//	benchstat old.txt new.txt
+//
+// The ratios are convert/<x> time divided by decode time of the same
+// capture. Each sub-benchmark also reports cpu-ns/op, the process's CPU
+// time per operation (garbage collection included): on a shared machine
+// it moves much less than the wall time. "objver4" is the capture with the most samples (35 161, on 13
+// threads, with 35 458 allocation ticks): the stand-in for the many-thread
+// web app.
+func BenchmarkConvert(b *testing.B) {
+	var rels []string
+	for rel := range testcapture.Committed {
+		if !strings.HasSuffix(rel, ".baseline.txt") {
+			rels = append(rels, rel)
+		}
+	}
+	for rel := range testcapture.External {
+		rels = append(rels, rel)
+	}
+	slices.Sort(rels)
+	for _, rel := range rels {
+		name := benchName(rel)
+		b.Run(name, func(b *testing.B) {
+			data := testcapture.Load(b, rel)
+			benchmarkConvert(b, data)
+		})
+	}
+}
+
+// benchName shortens a capture's path to a benchmark name.
+func benchName(rel string) string {
+	n := rel[strings.LastIndexByte(rel, '/')+1:]
+	for _, s := range []string{".zip", ".nettrace", ".netperf"} {
+		n = strings.TrimSuffix(n, s)
+	}
+	n = strings.TrimPrefix(n, "eventpipe-")
+	switch {
+	case strings.Contains(n, "objver4"):
+		n = "objver4"
+	case strings.Contains(n, "counters-truncated"):
+		n = "counters-truncated"
+	}
+	return n
+}
+
+// readProfile reads a whole trace, accepting damage (a truncated capture
+// converts what it has).
+func readBench(b *testing.B, data []byte, cfg Config) *Profile {
+	p, err := Read(bytes.NewReader(data), cfg)
+	var fe *nettrace.FormatError
+	if err != nil && !errors.As(err, &fe) {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func benchmarkConvert(b *testing.B, data []byte) {
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			r, err := nettrace.NewReader(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ev nettrace.Event
+			for r.ReadEvent(&ev) == nil {
+			}
+		}
+	})
+	probe := readBench(b, data, Config{})
+	for _, m := range MeasureInfos() {
+		if m.Name == MeasureCPU {
+			continue // the same profile as wall, with another default type
+		}
+		if m.Name != MeasureWall {
+			if n, _ := probe.Events(m.Name); n == 0 {
+				continue
+			}
+		}
+		for _, f := range Formats() {
+			if f.CheckMeasure(m) != nil {
+				continue
+			}
+			b.Run(f.Name+"-"+m.Name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(data)))
+				defer reportCPU(b, cpuTime())
+				for b.Loop() {
+					p := readBench(b, data, Config{Timeline: f.Timeline})
+					wp, err := p.Weighted(m.Name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := f.Write(io.Discard, wp); err != nil && !errors.Is(err, ErrNoTimeline) {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+	b.Run("report", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			p := readBench(b, data, Config{})
+			if err := BuildReport(p, ReportConfig{}).WriteText(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// reportCPU reports the CPU time per operation since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start > 0 && b.N > 0 {
+		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	}
+}

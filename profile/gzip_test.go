@@ -1,0 +1,35 @@
+package profile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"math/rand/v2"
+	"testing"
+)
+
+// writeGzip's output reads back with compress/gzip at every size: empty,
+// one stored block, several, the block limit, and compressed.
+func TestWriteGzip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 100, 0xFFFF - 1, 0xFFFF, 0xFFFF + 1, storedGzipMax, storedGzipMax + 1, 3*0xFFFF + 7} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(rng.IntN(16)) // compressible
+		}
+		for _, write := range []func(io.Writer, []byte) error{writeGzip, writeStoredGzip} {
+			var buf bytes.Buffer
+			if err := write(&buf, data); err != nil {
+				t.Fatal(err)
+			}
+			zr, err := gzip.NewReader(&buf)
+			if err != nil {
+				t.Fatalf("%d bytes: %v", n, err)
+			}
+			back, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(back, data) {
+				t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
+			}
+		}
+	}
+}

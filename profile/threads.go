@@ -1,0 +1,37 @@
+package profile
+
+import "math"
+
+// threadCache finds the accumulators of the threads seen recently without
+// a map lookup: a direct-mapped table by thread id. Samples come a thread
+// at a time in turn (the SampleProfiler walks every thread at each tick),
+// so the thread changes with nearly every sample of a busy process.
+type threadCache [threadSlots]*threadAcc
+
+// threadSlots is the size of threadCache.
+const (
+	threadBits  = 7
+	threadSlots = 1 << threadBits
+)
+
+// threadSlot spreads thread ids over the slots (Windows ids are multiples
+// of 4, Linux ids often consecutive) by Fibonacci hashing.
+func threadSlot(id uint64) int {
+	return int((id * 0x9E3779B97F4A7C15) >> (64 - threadBits))
+}
+
+// thread returns the accumulator of an OS thread, made on first use.
+func (b *Builder) thread(id uint64) *threadAcc {
+	i := threadSlot(id)
+	if t := b.tcache[i]; t != nil && t.id == id {
+		return t
+	}
+	t := b.threads[id]
+	if t == nil {
+		t = &threadAcc{id: id, kept: b.keep == nil || b.keep[id], counts: make(map[int64]int64),
+			first: math.MaxInt64, last: math.MinInt64, firstStack: -1}
+		b.threads[id] = t
+	}
+	b.tcache[i] = t
+	return t
+}
