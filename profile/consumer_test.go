@@ -122,6 +122,10 @@ func TestChromiumInDevTools(t *testing.T) {
 		depth int // rows the busiest thread's flame chart must show (0: not checked)
 	}{
 		{"perfview/only_managed_samples.nettrace.zip", 3},
+		// Two threads: the busiest (the worker, ThreadStart > ... > Loop >
+		// MostlyHot) is sorted first, above the main thread waiting in
+		// Console.ReadLine.
+		{"clrdiag/hot-3.1.2-linux-x64.nettrace", 4},
 		{"perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip", 0},
 		{"misc/dotnet-diagnostics-3.0-counters-truncated.nettrace", 0},
 	} {
@@ -329,7 +333,10 @@ func TestSpeedscopeOpens(t *testing.T) {
 		t.Skip("-short: no browser")
 	}
 	app := browsertest.SpeedscopeApp(t)
-	const rel = "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip"
+	// The Hot target on .NET Core 3.1: the main thread (first in the trace)
+	// waits in Console.ReadLine, the worker burns CPU: speedscope must open
+	// on the worker.
+	const rel = "clrdiag/hot-3.1.2-linux-x64.nettrace"
 	p := readCapture(t, rel, Config{Timeline: true})
 	wp := weighted(t, p, "")
 	files := map[string][]byte{}
@@ -341,14 +348,14 @@ func TestSpeedscopeOpens(t *testing.T) {
 		if err := f.Write(&buf, wp); err != nil {
 			t.Fatal(err)
 		}
-		files["objver4"+f.Suffix] = buf.Bytes()
+		files["Hot"+f.Suffix] = buf.Bytes()
 	}
 	base := browsertest.Serve(t, app, files)
 	b := browsertest.Start(t, browsertest.Config{Width: 1400, Height: 900, Timeout: 5 * time.Minute})
 
 	// The toolbar names the profile shown and its place in the list:
 	// "Thread 6920 (6/14)".
-	texts := openInSpeedscope(t, b, base, "objver4.speedscope.json", wp.title())
+	texts := openInSpeedscope(t, b, base, "Hot.speedscope.json", wp.title())
 	busiest := wp.Groups[wp.Active].Name
 	found := false
 	for i := 0; i+5 < len(texts); i++ {
@@ -370,6 +377,6 @@ func TestSpeedscopeOpens(t *testing.T) {
 
 	// Folded stacks and Chromium trace events, through speedscope's
 	// importers: titled after the file.
-	openInSpeedscope(t, b, base, "objver4.folded", "objver4.folded")
-	openInSpeedscope(t, b, base, "objver4.chromium.json", "objver4.chromium.json")
+	openInSpeedscope(t, b, base, "Hot.folded", "Hot.folded")
+	openInSpeedscope(t, b, base, "Hot.chromium.json", "Hot.chromium.json")
 }
