@@ -395,3 +395,45 @@ func TestAppendJSONString(t *testing.T) {
 		t.Errorf("appendMicros = %s", got)
 	}
 }
+
+// Events the runtime never wrote (a gap in a thread's sequence numbers) are
+// reported: in the profile, the notes and the report's header.
+func TestDroppedEvents(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := nettrace.NewWriter(&buf, nettrace.WriterConfig{PointerSize: 8, ProcessID: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := &nettrace.Metadata{ID: 1, ProviderName: "Microsoft-DotNETCore-SampleProfiler", EventID: 0}
+	if err := w.AddMetadata(sample); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteStacks(1, [][]uint64{{0x1000}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, seq := range []uint32{1, 2, 10, 11} { // 3 to 9 dropped
+		if err := w.WriteEvent(&nettrace.Event{Metadata: sample, ThreadID: 5, CaptureThreadID: 5, SequenceNumber: seq,
+			Timestamp: int64(1000 + i*1_000_000), StackID: 1, Payload: (&le{}).u32(2).b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Read(&buf, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DroppedEvents != 7 {
+		t.Fatalf("DroppedEvents = %d, want 7", p.DroppedEvents)
+	}
+	r := BuildReport(p, ReportConfig{})
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if r.DroppedEvents != 7 || !strings.Contains(text.String(), "7 events dropped by the runtime") ||
+		!strings.Contains(text.String(), "Note: 7 events were dropped by the runtime") {
+		t.Errorf("report does not tell of the dropped events:\n%s", text.String())
+	}
+}

@@ -104,3 +104,24 @@ func TestTraceReport(t *testing.T) {
 		t.Errorf("text report (exit %d):\n%s", code, stdout)
 	}
 }
+
+// A trace without CPU samples (a .NET 6 trace of runtime events only):
+// convert fails, writes nothing and names the profile to collect with;
+// report says there are no samples; both name the .NET version.
+func TestTraceWithoutSamples(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "events.nettrace")
+	if err := os.WriteFile(in, testcapture.Load(t, "misc/net6.0.9-windows.nettrace"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, "trace", "convert", in, "--format", "pprof")
+	if code != exitFailure || stdout != "" || !strings.Contains(stderr, "no CPU samples") || !strings.Contains(stderr, "--profile dotnet-sampled-thread-time") {
+		t.Errorf("convert: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(in, ".nettrace") + ".pb.gz"); err == nil {
+		t.Error("convert wrote a file for a trace without samples")
+	}
+	code, stdout, stderr = run(t, "trace", "report", in)
+	if code != 0 || !strings.Contains(stdout, "Note: the trace has no CPU samples") || !strings.Contains(stdout, "(RememberCalendar), .NET 6.0.9") {
+		t.Errorf("report: exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+}
