@@ -358,6 +358,6 @@ if [ "${CALLGRIND:-}" = 1 ]; then
     read -r p1 _ < <(ir peer 1 "$f"); read -r pn _ < <(ir peer $((n + 1)) "$f")
     c=$(( (cn - c1) / n )); p=$(( (pn - p1) / n ))
     awk -v f="$(basename "$f")" -v ev="$ev" -v c="$c" -v p="$p" 'BEGIN {
-      printf "%-55s %9d %13d %13d %10.1f %10.1f %6.2fx\n", f, ev, c, p, c / ev, p / ev, p / c }'
+      printf "%-55s %9d %13.0f %13.0f %10.1f %10.1f %6.2fx\n", f, ev, c, p, c / ev, p / ev, p / c }'
   done
 fi
