@@ -206,12 +206,22 @@ func systemName(f Frame) string {
 const SpeedscopeSchema = "https://www.speedscope.app/file-format-schema.json"
 
 // flushAt is the size at which the exporters hand their buffer to the
-// writer; startBuf the size they start with (a small profile does not pay
-// for clearing a large buffer).
-const (
-	flushAt  = 64 << 10
-	startBuf = 4 << 10
-)
+// writer.
+const flushAt = 64 << 10
+
+// exportBuf returns the exporters' buffer: flushAt and some, or less for a
+// profile too small to fill it (a small profile does not pay for clearing
+// a large buffer, a large one does not grow it piecemeal).
+func exportBuf(wp *Weighted) []byte {
+	n := 4096 + 64*len(wp.Frames)
+	for _, g := range wp.Groups {
+		n += 32 * len(g.Samples)
+		if g.Runs != nil {
+			n += flushAt // a timeline: an event or a weight per run
+		}
+	}
+	return make([]byte, 0, min(n, flushAt+4096))
+}
 
 // speedscopeUnit maps a ValueType unit to one of speedscope's.
 func speedscopeUnit(unit string) string {
@@ -231,7 +241,7 @@ func speedscopeUnit(unit string) string {
 // view is then a timeline); without them each distinct stack appears once. activeProfileIndex points at the
 // busiest group, so speedscope opens on the thread that did the most work.
 func WriteSpeedscope(w io.Writer, wp *Weighted) error {
-	b := make([]byte, 0, startBuf) // grows up to about flushAt
+	b := exportBuf(wp)
 	flush := func() error {
 		_, err := w.Write(b)
 		b = b[:0]
@@ -477,7 +487,7 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 		enc = append(enc, `,"ts":`...)
 	}
 	begin[len(wp.Frames)] = len(enc)
-	b := make([]byte, 0, startBuf) // grows up to about flushAt
+	b := exportBuf(wp)
 	b = append(b, `{"displayTimeUnit":"ms","traceEvents":[`...)
 	pid := strconv.Itoa(wp.ProcessID)
 	b = append(b, `{"ph":"M","name":"process_name","pid":`...)
