@@ -40,6 +40,10 @@ type DiagnosticPort struct {
 // maxPortSpec bounds the length of a --diagnostic-port value.
 const maxPortSpec = 4096
 
+// maxPortAddress bounds the address in it, so that the canonical form
+// String writes (with ",connect,nosuspend" at most) fits maxPortSpec too.
+const maxPortAddress = maxPortSpec - len(",connect,nosuspend")
+
 // ParseDiagnosticPort parses ADDRESS[,connect|,listen][,suspend|,nosuspend].
 // Tags are case-insensitive and may come in any order; repeating a tag is
 // allowed, contradicting one is an error. Listen is the default mode.
@@ -53,6 +57,9 @@ func ParseDiagnosticPort(s string) (DiagnosticPort, error) {
 	if p.Address == "" {
 		return p, fmt.Errorf("diagnostic port %q: missing address; want ADDRESS[,connect|,listen], "+
 			"e.g. /tmp/dotnet-diagnostic-1234-5678-socket,connect", s)
+	}
+	if len(p.Address) > maxPortAddress {
+		return p, fmt.Errorf("diagnostic port: address is %d bytes, longer than the %d allowed", len(p.Address), maxPortAddress)
 	}
 	var mode, suspend string
 	for _, raw := range parts[1:] {

@@ -87,3 +87,19 @@ func FuzzParseDiagnosticPort(f *testing.F) {
 		}
 	})
 }
+
+// The fuzzer found a 4 KiB address whose canonical form (with ",listen"
+// added) no longer parsed: the address is bounded so String always fits.
+func TestDiagnosticPortLongAddress(t *testing.T) {
+	long := strings.Repeat("a", maxPortAddress)
+	p, err := ParseDiagnosticPort(long + ",CONNECT,NoSuspend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := ParseDiagnosticPort(p.String()); err != nil || q != p {
+		t.Errorf("round trip of the longest address: %v", err)
+	}
+	if _, err := ParseDiagnosticPort(long + "b"); err == nil || !strings.Contains(err.Error(), "address is") {
+		t.Errorf("address of %d bytes accepted: %v", len(long)+1, err)
+	}
+}

@@ -354,7 +354,8 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // most timeout. A test that inspects the process's state (stacks, heap
 // roots) right after a command's answer line would otherwise catch the
 // main thread still on its way back to the loop, with that command's
-// temporaries live, which on a loaded machine is likely.
+// temporaries live, which on a loaded machine is likely. It reads
+// /proc/PID/task/PID/{syscall,wchan}, so it needs Linux.
 func (tg *Target) WaitReading(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	base := fmt.Sprintf("/proc/%d/task/%d/", tg.PID, tg.PID)
