@@ -431,3 +431,29 @@ func validateSpeedscope(t *testing.T, b []byte) {
 	t.Helper()
 	speedscopetest.Validate(t, b)
 }
+
+// TestRealCollectFormatSample collects with --format pprof --sample alloc
+// and only the target's own provider: collect enables the runtime's GC
+// events at Verbose level for the measure, and the converted file weighs
+// the allocations of the Workloads target's two types.
+func TestRealCollectFormatSample(t *testing.T) {
+	tg := startWorkloads(t)
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "workloads.nettrace")
+	collectWorkload(t, tg, trace, []string{"--providers", "Clrdiag-Workloads:0x1:4", "--format", "pprof", "--sample", "alloc"},
+		[2]string{"alloc 64", "ALLOCATED"})
+	pp := pprofFile(t, filepath.Join(dir, "workloads.pb.gz"))
+	if pp.DefaultSampleType != "alloc_space" {
+		t.Errorf("collect --format pprof --sample alloc wrote a profile of %q, want alloc_space", pp.DefaultSampleType)
+	}
+	space := sampleIndex(t, pp, "alloc_space")
+	byType := map[string]int64{}
+	for _, s := range pp.Sample {
+		if fs := funcs(s); len(fs) > 0 {
+			byType[fs[0]] += s.Value[space]
+		}
+	}
+	if byType["Workloads.Order"] == 0 || byType["Workloads.Invoice"] == 0 || byType["Workloads.Order"] < byType["Workloads.Invoice"] {
+		t.Errorf("allocated bytes by type: %v, want Order about three times Invoice", byType)
+	}
+}

@@ -58,6 +58,31 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.eventIDs, "event-ids", nil, "only these event ids of a provider: Provider:1,2,3 (repeatable; needs .NET 10); Provider:-1,2 excludes them instead")
 }
 
+// addMeasure enables the provider a --sample measure needs (the default
+// session has no GCAllocationTick and no contention events) unless a
+// --profile or --clrevents chooses the runtime's events or --providers
+// already configures that provider. With no provider flag at all, wall and
+// cpu keep the default session, which samples.
+func (f *sessionFlags) addMeasure(m profile.MeasureInfo) {
+	if len(f.profiles) > 0 || f.clrEvents != "" {
+		return
+	}
+	if f.providers == "" && (m.Name == profile.MeasureWall || m.Name == profile.MeasureCPU) {
+		return
+	}
+	name, _, _ := strings.Cut(m.Providers, ":")
+	for _, spec := range strings.Split(f.providers, ",") {
+		if n, _, _ := strings.Cut(spec, ":"); strings.EqualFold(strings.TrimSpace(n), name) {
+			return
+		}
+	}
+	if f.providers == "" {
+		f.providers = m.Providers
+	} else {
+		f.providers += "," + m.Providers
+	}
+}
+
 // applyEventIDs adds the --event-ids filters to the providers.
 func (f *sessionFlags) applyEventIDs(ps []eventpipe.Provider) error {
 	for _, spec := range f.eventIDs {
@@ -232,6 +257,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 		maxSize                   string
 		format                    string
 		force                     bool
+		pf                        profileFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "collect",
@@ -251,8 +277,21 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			"--clrevents, merged as dotnet-trace does. With none: dotnet-common + dotnet-sampled-thread-time.\n\n" +
 			"To trace an application from its start, give its command after --: clrdiag starts it\n" +
 			"paused on a private diagnostic port, starts the session, resumes it, and exits with\n" +
-			"its exit status (needs .NET 5 or later).",
+			"its exit status (needs .NET 5 or later).\n\n" +
+			"With --format, --sample chooses what the conversion weighs (and, unless --profile,\n" +
+			"--clrevents or --providers configure the runtime's events, enables the events it needs):\n" +
+			sampleHelp(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pf.sample != "" || len(pf.threads) > 0 || pf.managedOnly {
+				if f := strings.ToLower(format); f == "" || f == "nettrace" {
+					return usageErrorf("--sample, --thread and --managed-only shape the --format conversion; give --format too (e.g. --format speedscope)")
+				}
+				measure, err := pf.measure()
+				if err != nil {
+					return err
+				}
+				sf.addMeasure(pf.measureInfo(measure))
+			}
 			plan, cfg, duration, err := sf.plan()
 			if err != nil {
 				return err
@@ -306,7 +345,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if err := c.run(ctx); err != nil || format == "" {
 				return err
 			}
-			summary, err := convertTrace(e, output, convertedName(output, conv), conv, &profileFlags{}, force)
+			summary, err := convertTrace(e, output, convertedName(output, conv), conv, &pf, force)
 			if err != nil {
 				return fmt.Errorf("convert the trace to %s (the .nettrace file is kept): %w", format, err)
 			}
@@ -324,6 +363,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
 	addForceFlag(cmd, &force)
 	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: "+strings.Join(profile.FormatNames(), ", ")+" (the .nettrace file is kept)")
+	pf.register(cmd)
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
 	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
 	fl.StringVar(&stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")

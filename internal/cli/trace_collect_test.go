@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/profile"
 )
 
 func startEvents(t *testing.T) *dotnettest.Target {
@@ -273,5 +274,36 @@ func TestRealCollectDiskFull(t *testing.T) {
 	code, _, errOut := run(t, "trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:5", "--duration", "1s", "-o", out2)
 	if code != 0 {
 		t.Fatalf("a new session after the full disk: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestCollectSampleFlags(t *testing.T) {
+	code, _, errOut := run(t, "trace", "collect", "-p", "1", "--sample", "alloc")
+	if code != exitUsage || !strings.Contains(errOut, "give --format too") {
+		t.Errorf("--sample without --format: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = run(t, "trace", "collect", "-p", "1", "--format", "pprof", "--sample", "heap")
+	if code != exitUsage || !strings.Contains(errOut, `unknown --sample "heap"`) {
+		t.Errorf("--sample heap: exit %d\n%s", code, errOut)
+	}
+	for _, c := range []struct {
+		f       sessionFlags
+		measure string
+		want    string
+	}{
+		{sessionFlags{}, profile.MeasureAlloc, "Microsoft-Windows-DotNETRuntime:0x1:5"},
+		{sessionFlags{}, profile.MeasureWall, ""}, // the default session samples
+		{sessionFlags{providers: "My-Provider"}, profile.MeasureCPU, "My-Provider,Microsoft-DotNETCore-SampleProfiler:0xF00000000000:4"},
+		{sessionFlags{providers: "My-Provider:0x1:4"}, profile.MeasureContention, "My-Provider:0x1:4,Microsoft-Windows-DotNETRuntime:0x4000:4"},
+		{sessionFlags{providers: "microsoft-windows-dotnetruntime:0x8000:4"}, profile.MeasureAlloc, "microsoft-windows-dotnetruntime:0x8000:4"},
+		{sessionFlags{profiles: []string{"gc-verbose"}}, profile.MeasureContention, ""},
+		{sessionFlags{clrEvents: "gc"}, profile.MeasureAlloc, ""},
+	} {
+		m, _ := profile.LookupMeasure(c.measure)
+		f := c.f
+		f.addMeasure(m)
+		if f.providers != c.want {
+			t.Errorf("%+v with --sample %s: providers %q, want %q", c.f, c.measure, f.providers, c.want)
+		}
 	}
 }
