@@ -32,34 +32,23 @@ if [ -x "$rt_dir/package/dotnet" ]; then
   export CLRDIAG_DOTNET="$rt_dir/package/dotnet"
 fi
 
-# --- the C# compiler ----------------------------------------------------------
-if ! command -v mcs >/dev/null 2>&1; then
-  step "installing mono-mcs (C# compiler for the test targets)"
-  sudo_cmd=""
-  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq mono-mcs >/dev/null; }; then
-    echo "WARNING: could not install mono-mcs; real-runtime tests will skip (or fail under CI=true)" >&2
-  fi
-fi
-
-# --- Chromium for the browser tests (profile viewer, monitor dashboard) -------
+# --- Debian packages: mono-mcs (the C# compiler for the test targets),
+# chromium (the browser tests of the profile viewer, the dashboard and the
+# Chromium export), prometheus (promtool and the server) and jq (consumers of
+# /metrics and of counters --format json). One apt-get run for all missing.
+apt_pkgs=()
+command -v mcs >/dev/null 2>&1 || apt_pkgs+=(mono-mcs)
 if [ -z "${CLRDIAG_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
-  step "installing chromium (headless browser for the viewer and dashboard tests)"
-  sudo_cmd=""
-  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium >/dev/null; }; then
-    echo "WARNING: could not install chromium; browser tests will skip (or fail under CI=true)" >&2
-  fi
+  apt_pkgs+=(chromium)
 fi
-
-# --- Prometheus (promtool and the server) and jq, consumers of /metrics and of
-# the counters files ---------------------------------------------------------
-if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
-  step "installing prometheus (promtool) and jq (consumers of /metrics and of counters --format json)"
+{ command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; } || apt_pkgs+=(prometheus)
+command -v jq >/dev/null 2>&1 || apt_pkgs+=(jq)
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  step "installing Debian packages: ${apt_pkgs[*]}"
   sudo_cmd=""
   [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq prometheus jq >/dev/null; }; then
-    echo "WARNING: could not install prometheus/jq; the consumer tests will skip (or fail under CI=true)" >&2
+  if ! { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${apt_pkgs[@]}" >/dev/null; }; then
+    echo "WARNING: could not install ${apt_pkgs[*]}; the tests that need them will skip (or fail under CI=true)" >&2
   fi
 fi
 
