@@ -2,8 +2,10 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 )
 
@@ -72,7 +74,10 @@ func (d Dialer) Dial(ctx context.Context) (net.Conn, error) {
 	if retryFor == 0 {
 		retryFor = DefaultRetryFor
 	}
-	conn, err := dialRetry(ctx, d.Endpoint.Network, d.Endpoint.Address, retryFor)
+	network, address := d.Endpoint.Network, d.Endpoint.Address
+	conn, err := dialRetry(ctx, func(ctx context.Context) (net.Conn, error) {
+		return dialOnce(ctx, network, address)
+	}, retryFor)
 	if err != nil {
 		return nil, &OpError{Op: "dial " + d.Endpoint.Network, Addr: d.Endpoint.Address, Err: err}
 	}
@@ -93,10 +98,17 @@ func (d Dialer) Dial(ctx context.Context) (net.Conn, error) {
 	return conn, nil
 }
 
-// dialRetry calls dialOnce until it succeeds, fails with an error that is not
+// dialRetry calls dial until it succeeds, fails with an error that is not
 // retryable, retryFor elapses, or ctx ends. Backoff starts at 10ms and grows
 // by half each attempt, capped at 100ms.
-func dialRetry(ctx context.Context, network, address string, retryFor time.Duration) (net.Conn, error) {
+//
+// When ctx ends, the error wraps both ctx's error and the last attempt's
+// cause (say ENOENT), so that a person sees why the endpoint never
+// answered. An attempt that fails because ctx's deadline passed counts as
+// ctx ending even while ctx.Err() is still nil: net.Dialer checks the
+// deadline against the clock itself and can return its timeout before
+// ctx's own timer has fired, which happens on a loaded machine.
+func dialRetry(ctx context.Context, dial func(context.Context) (net.Conn, error), retryFor time.Duration) (net.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -107,19 +119,26 @@ func dialRetry(ctx context.Context, network, address string, retryFor time.Durat
 	wait := 10 * time.Millisecond
 	var timer *time.Timer
 	var lastErr error // the last failure not caused by ctx ending
-	ctxDone := func(err error) error {
+	ctxEnded := func(err error) error {
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
 		if lastErr == nil {
+			if errors.Is(err, cause) {
+				return err // ctx ended before any attempt could fail otherwise
+			}
 			lastErr = err
 		}
-		return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), lastErr)
+		return fmt.Errorf("%w (last attempt: %w)", cause, lastErr)
 	}
 	for {
-		conn, err := dialOnce(ctx, network, address)
+		conn, err := dial(ctx)
 		if err == nil {
 			return conn, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctxDone(err)
+		if ctx.Err() != nil || deadlinePassed(ctx, err) {
+			return nil, ctxEnded(err)
 		}
 		lastErr = err
 		if retryFor < 0 || !retryable(err) || !time.Now().Add(wait).Before(giveUp) {
@@ -133,10 +152,18 @@ func dialRetry(ctx context.Context, network, address string, retryFor time.Durat
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctxDone(err)
+			return nil, ctxEnded(ctx.Err())
 		case <-timer.C:
 		}
 		wait += wait / 2
 		wait = min(wait, 100*time.Millisecond)
 	}
+}
+
+// deadlinePassed reports whether err is a timeout caused by ctx's deadline
+// having passed.
+func deadlinePassed(ctx context.Context, err error) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl) &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))
 }
