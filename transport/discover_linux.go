@@ -23,6 +23,7 @@ const (
 	maxCmdlineRead = 64 << 10
 	maxCommRead    = 64
 	maxStatRead    = 4 << 10
+	maxNetUnixRead = 16 << 20 // thousands of sockets on a busy host
 )
 
 func (c *DiscoverConfig) procRoot() string {

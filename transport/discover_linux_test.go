@@ -271,7 +271,9 @@ func TestDiscoverRealProc(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	staleSocket(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(zombie.Process.Pid)+"-1-socket"), time.Time{})
-	staleSocket(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(self)+"-1-socket"), time.Time{})
+	// This process's socket is live (listened on), as an ipctest fake
+	// runtime's is: its name need not record our start time.
+	listenAt(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(self)+"-1-socket"))
 	staleSocket(t, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(dead)+"-1-socket"), time.Time{})
 	got, err := Discover(context.Background(), &DiscoverConfig{TempDir: tmp, LocalOnly: true})
 	if err != nil {

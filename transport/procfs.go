@@ -220,3 +220,31 @@ func socketKey(name string) (key uint64, ok bool) {
 	}
 	return k, true
 }
+
+// listensOn reports whether a /proc/PID/net/unix table lists a listening
+// socket whose path ends in /base. Its lines read
+// "Num RefCount Protocol Flags Type St Inode Path", Flags in hex with
+// __SO_ACCEPTCON (0x10000) set on a listening socket.
+func listensOn(table []byte, base string) bool {
+	for len(table) > 0 {
+		line := table
+		if i := bytes.IndexByte(table, '\n'); i >= 0 {
+			line, table = table[:i], table[i+1:]
+		} else {
+			table = nil
+		}
+		f := strings.Fields(string(line))
+		if len(f) < 8 {
+			continue
+		}
+		flags, err := strconv.ParseUint(f[3], 16, 32)
+		if err != nil || flags&0x10000 == 0 {
+			continue
+		}
+		path := strings.Join(f[7:], " ")
+		if path == base || strings.HasSuffix(path, "/"+base) {
+			return true
+		}
+	}
+	return false
+}

@@ -296,3 +296,13 @@ func FuzzParseBootTime(f *testing.F) {
 		}
 	})
 }
+
+func FuzzListensOn(f *testing.F) {
+	f.Add([]byte("Num RefCount Protocol Flags Type St Inode Path\n0: 00000002 00000000 00010000 0001 01 11807 /tmp/dotnet-diagnostic-1-2-socket\n"), "dotnet-diagnostic-1-2-socket")
+	f.Add([]byte("0: 2 0 zz 1 1 1 /x\n"), "x")
+	f.Fuzz(func(t *testing.T, table []byte, base string) {
+		if listensOn(table, base) && !bytes.Contains(table, []byte(base)) {
+			t.Fatalf("listening on %q, a name the table does not hold", base)
+		}
+	})
+}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,11 +64,41 @@ func TestRealRuntimeSocketOwnership(t *testing.T) {
 	tg := rt.Start(t, dll, nil, &dotnettest.Options{TmpDir: tmp})
 	cfg := &transport.DiscoverConfig{TempDir: tmp}
 	ctx := context.Background()
+	// What killed runtimes leave behind, and a socket named after the
+	// target that is newer than its own but that nobody listens on.
+	dead, reused := staleSockets(t, tmp)
+	shadow := filepath.Join(tmp, fmt.Sprintf("dotnet-diagnostic-%d-1-socket", tg.PID))
+	plantSocket(t, shadow, os.Geteuid())
+	future := time.Now().Add(time.Hour)
+	os.Chtimes(shadow, future, future)
 	ep, err := transport.Resolve(ctx, tg.PID, cfg)
 	if err != nil || ep.Address != tg.Socket || !ep.CheckPeer {
 		t.Fatalf("Resolve = %+v, %v; want %s checked", ep, err, tg.Socket)
 	}
 	talk(t, ep)
+	if _, err := transport.Resolve(ctx, dead, cfg); !errors.Is(err, transport.ErrNotFound) {
+		t.Errorf("Resolve(%d), an exited pid with a stale socket = %v, want not found", dead, err)
+	}
+	var ue *transport.UntrustedSocketError
+	if _, err := transport.Resolve(ctx, reused, cfg); !errors.As(err, &ue) || !ue.Stale {
+		t.Errorf("Resolve(%d), a reused pid with a stale socket = %v, want it refused as stale", reused, err)
+	}
+	cfg.Untrusted = func(e *transport.UntrustedSocketError) {
+		if !e.Stale && strings.HasPrefix(e.Path, tmp) {
+			t.Errorf("Discover refused %s as untrusted, want it stale: %v", e.Path, e)
+		}
+	}
+	procs, err := transport.Discover(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.PID == dead || p.PID == reused || (p.PID == tg.PID) != (p.Endpoint.Address == tg.Socket) {
+			t.Errorf("Discover lists pid %d with %s; want only the target %d with %s", p.PID, p.Endpoint.Address, tg.PID, tg.Socket)
+		}
+	}
+	os.Remove(shadow)
+	cfg.Untrusted = nil
 
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to plant a socket of another user")
@@ -77,9 +109,8 @@ func TestRealRuntimeSocketOwnership(t *testing.T) {
 	if err != nil || ep.Address != tg.Socket {
 		t.Fatalf("Resolve with a planted socket = %+v, %v; want %s", ep, err, tg.Socket)
 	}
-	var refused []*transport.UntrustedSocketError
-	cfg.Untrusted = func(e *transport.UntrustedSocketError) { refused = append(refused, e) }
-	procs, err := transport.Discover(ctx, cfg)
+	refused := collectRefused(cfg, tmp)
+	procs, err = transport.Discover(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +120,8 @@ func TestRealRuntimeSocketOwnership(t *testing.T) {
 			found = p.Endpoint.Address == tg.Socket
 		}
 	}
-	if !found || len(refused) != 1 || refused[0].Path != planted || !strings.Contains(refused[0].Reason, "uid 65534") {
-		t.Errorf("Discover: target found=%v, refused %+v; want the real socket and the planted one refused", found, refused)
+	if !found || len(*refused) != 1 || (*refused)[0].Path != planted || !strings.Contains((*refused)[0].Reason, "uid 65534") {
+		t.Errorf("Discover: target found=%v, refused %+v; want the real socket and the planted one refused", found, *refused)
 	}
 	// Deliberately trusted, the newest (planted) socket is used, unchecked.
 	cfg.TrustAnySocket = true
@@ -105,6 +136,77 @@ func TestRealRuntimeSocketOwnership(t *testing.T) {
 		!strings.Contains(err.Error(), fmt.Sprintf("process %d", tg.PID)) {
 		t.Errorf("Dial of another process's socket = %v, want refused naming pid %d", err, tg.PID)
 	}
+}
+
+// collectRefused makes Discover with cfg collect the sockets below dir it
+// refuses for another reason than being stale. Sockets elsewhere (the
+// machine's /tmp, scanned for other processes) are not the test's.
+func collectRefused(cfg *transport.DiscoverConfig, dir string) *[]*transport.UntrustedSocketError {
+	var refused []*transport.UntrustedSocketError
+	cfg.Untrusted = func(e *transport.UntrustedSocketError) {
+		if !e.Stale && strings.HasPrefix(e.Path, dir+"/") {
+			refused = append(refused, e)
+		}
+	}
+	return &refused
+}
+
+// staleSockets leaves in dir what runtimes killed with SIGKILL leave in a CI
+// machine's /tmp: the socket of a pid that has exited, and one of a pid
+// since reused by a live process (sleep, started after the socket was
+// made). It returns the two pids.
+func staleSockets(t *testing.T, dir string) (dead, reused int) {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead = cmd.Process.Pid
+	plantSocket(t, filepath.Join(dir, fmt.Sprintf("dotnet-diagnostic-%d-12345-socket", dead)), os.Geteuid())
+	// Plant sockets for the next free pids, then start processes until one
+	// gets one of them. As root, rewind ns_last_pid if others took them.
+	for round := 0; round < 5; round++ {
+		b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+		last, err2 := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || err2 != nil {
+			t.Fatalf("read ns_last_pid: %v %v", err, err2)
+		}
+		planted := map[int]string{}
+		for p := last + 1; p <= last+64; p++ {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil {
+				continue
+			}
+			planted[p] = filepath.Join(dir, fmt.Sprintf("dotnet-diagnostic-%d-%d-socket", p, 1000+p))
+			plantSocket(t, planted[p], os.Geteuid())
+		}
+		os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(last)), 0) // best effort
+		for i := 0; i < 100; i++ {
+			c := exec.Command("sleep", "600")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := c.Process.Pid
+			if _, ok := planted[pid]; ok {
+				t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+				for p, path := range planted {
+					if p != pid {
+						os.Remove(path)
+					}
+				}
+				return dead, pid
+			}
+			c.Process.Kill()
+			c.Wait()
+			if pid > last+64 || pid < last {
+				break // past the planted pids (or wrapped around)
+			}
+		}
+		for _, path := range planted {
+			os.Remove(path)
+		}
+	}
+	t.Fatal("no process got a pid with a planted socket in 5 rounds")
+	return 0, 0
 }
 
 // plantSocket makes a socket nobody listens on at path, owned by uid.
@@ -186,6 +288,14 @@ func TestRealRuntimeOtherPIDNamespace(t *testing.T) {
 	rt := dotnettest.Find(t)
 	dll := rt.Build(t, "Basic")
 	tmp := tempDir(t)
+	// A socket of an earlier runtime that was pid 2 in its namespace (newer
+	// than the real one will be, so it is checked first), and other stale
+	// sockets.
+	earlier := filepath.Join(tmp, "dotnet-diagnostic-2-12345-socket")
+	plantSocket(t, earlier, os.Geteuid())
+	future := time.Now().Add(time.Hour)
+	os.Chtimes(earlier, future, future)
+	dead, reused := staleSockets(t, tmp)
 	// sh stays pid 1 (the command is not its last), so the runtime is pid 2.
 	tg := rt.Start(t, dll, nil, &dotnettest.Options{TmpDir: tmp,
 		Wrapper: []string{"unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", `"$@"; exit $?`, "sh"}})
@@ -193,7 +303,7 @@ func TestRealRuntimeOtherPIDNamespace(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for sock == "" {
 		m, _ := filepath.Glob(filepath.Join(tmp, "dotnet-diagnostic-2-*-socket"))
-		if len(m) > 0 {
+		if m = slices.DeleteFunc(m, func(p string) bool { return p == earlier }); len(m) > 0 {
 			sock = m[0]
 		} else if time.Now().After(deadline) {
 			t.Fatalf("no socket of pid 2 in %s; stderr: %s", tmp, tg.Stderr())
@@ -202,9 +312,10 @@ func TestRealRuntimeOtherPIDNamespace(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	var refused []*transport.UntrustedSocketError
-	cfg := &transport.DiscoverConfig{TempDir: tmp, Untrusted: func(e *transport.UntrustedSocketError) { refused = append(refused, e) }}
+	cfg := &transport.DiscoverConfig{TempDir: tmp}
+	refusedp := collectRefused(cfg, tmp)
 	procs, err := transport.Discover(ctx, cfg)
+	refused := *refusedp
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,18 +327,22 @@ func TestRealRuntimeOtherPIDNamespace(t *testing.T) {
 		if p.NamespacePID == 2 {
 			inner = &procs[i]
 		}
+		if p.PID == dead || p.PID == reused {
+			t.Errorf("Discover lists pid %d with its stale socket %s", p.PID, p.Endpoint.Address)
+		}
 	}
-	if inner == nil || inner.Name != "dotnet" {
+	// The runtime's socket, seen through /proc/PID/root or in tmp itself.
+	if inner == nil || inner.Name != "dotnet" || filepath.Base(inner.Endpoint.Address) != filepath.Base(sock) {
 		t.Fatalf("Discover = %+v; want the runtime listed as pid 2 in its namespace", procs)
 	}
 	if len(refused) != 1 || refused[0].PID != 2 || !strings.Contains(refused[0].Reason, fmt.Sprintf("belongs to process %d", inner.PID)) {
 		t.Errorf("refused %+v; want host pid 2's claim on %s refused", refused, sock)
 	}
-	if _, err := transport.Resolve(ctx, 2, cfg); !errors.Is(err, transport.ErrUntrustedSocket) {
+	if _, err := transport.Resolve(ctx, 2, cfg); !errors.Is(err, transport.ErrUntrustedSocket) || !strings.Contains(err.Error(), sock) {
 		t.Errorf("Resolve(2) = %v, want the socket refused", err)
 	}
 	ep, err := transport.Resolve(ctx, inner.PID, cfg)
-	if err != nil || !ep.CheckPeer {
+	if err != nil || !ep.CheckPeer || filepath.Base(ep.Address) != filepath.Base(sock) {
 		t.Fatalf("Resolve(%d) = %+v, %v", inner.PID, ep, err)
 	}
 	talk(t, ep)

@@ -21,6 +21,14 @@ type UntrustedSocketError struct {
 	PID    int    // the process the socket is named after, as seen from here
 	Path   string // the socket
 	Reason string // why it is refused, e.g. "owned by uid 1000, but the process runs as uid 0"
+
+	// Stale is set when the socket is most likely left over by a runtime
+	// that has exited, its pid since reused: it was created before the
+	// process started, or nobody listens on it and its name records
+	// another start time. Such a socket is as harmless as one whose
+	// process is gone, which discovery skips silently; a listing such as
+	// `clrdiag ps` need not warn about it.
+	Stale bool
 }
 
 func (e *UntrustedSocketError) Error() string {

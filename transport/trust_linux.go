@@ -115,6 +115,11 @@ func (s *procScanner) verify(pid int, c candidate) *UntrustedSocketError {
 	refuse := func(format string, args ...any) *UntrustedSocketError {
 		return &UntrustedSocketError{PID: pid, Path: c.path, Reason: fmt.Sprintf(format, args...)}
 	}
+	stale := func(format string, args ...any) *UntrustedSocketError {
+		e := refuse(format, args...)
+		e.Stale = true
+		return e
+	}
 	st, ok := c.info.Sys().(*syscall.Stat_t)
 	if !ok {
 		return refuse("its owner cannot be read")
@@ -133,7 +138,7 @@ func (s *procScanner) verify(pid int, c candidate) *UntrustedSocketError {
 	started := bt.Add(time.Duration(id.start) * (time.Second / clockTicks))
 	created := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
 	if created.Before(started.Add(-startSlack)) {
-		return refuse("the socket was created at %s, %v before the process started at %s "+
+		return stale("the socket was created at %s, %v before the process started at %s "+
 			"(a stale socket of an earlier process with this pid, or one made in advance)",
 			created.Format(time.RFC3339), started.Sub(created).Round(time.Millisecond), started.Format(time.RFC3339))
 	}
@@ -143,9 +148,33 @@ func (s *procScanner) verify(pid int, c candidate) *UntrustedSocketError {
 				return refuse("the socket belongs to process %d, which is pid %d in another PID namespace "+
 					"and started at the time the socket's name records", other, namePID)
 			}
+			// A runtime names its socket after its own start time, so
+			// this socket is not pid's runtime's unless pid listens on it.
+			// A stale one (its runtime is gone, often a process of a PID
+			// namespace that has ended, its pid now the host's pid 1 or 2)
+			// has no listener at all.
+			if live, known := s.listening(pid, filepath.Base(c.path)); known && !live {
+				return stale("nobody listens on it, and its name records a start time (%d) other than "+
+					"the process's (%d): a stale socket of an exited runtime with this pid, in this or "+
+					"another PID namespace", key, id.start)
+			}
 		}
 	}
 	return nil
+}
+
+// listening reports whether a Unix socket whose path ends in /base is
+// listening in pid's network namespace, from /proc/PID/net/unix. known is
+// false when that cannot be told (the file is unreadable or cut short).
+func (s *procScanner) listening(pid int, base string) (live, known bool) {
+	b, err := readLimited(filepath.Join(s.proc, strconv.Itoa(pid), "net/unix"), nil, maxNetUnixRead)
+	if err != nil {
+		return false, false
+	}
+	if listensOn(b, base) {
+		return true, true
+	}
+	return false, len(b) < maxNetUnixRead
 }
 
 // pick returns the first of cands (best first) that belongs to pid, adding

@@ -292,22 +292,25 @@ func TestTrustRealProcesses(t *testing.T) {
 		return cmd.Process.Pid
 	}
 	mine, theirs := start(0), start(65534)
-	sock := func(pid, uid int) string {
-		p := filepath.Join(tmp, fmt.Sprintf("dotnet-diagnostic-%d-%d-socket", pid, uid))
+	// A socket named, as a runtime names its own, after the process's start
+	// time (plus n, to tell several apart: a name that does not record
+	// the start time is only accepted while someone listens on it).
+	sock := func(pid, uid, n int) string {
+		p := filepath.Join(tmp, fmt.Sprintf("dotnet-diagnostic-%d-%d-socket", pid, newProcScanner(nil).ident(pid).start+uint64(n)))
 		plant(t, p, uid)
 		return p
 	}
 	cfg := &DiscoverConfig{TempDir: tmp, LocalOnly: true}
 	ctx := context.Background()
-	sock(mine, 65534)
+	sock(mine, 65534, 1)
 	if _, err := Resolve(ctx, mine, cfg); !errors.Is(err, ErrUntrustedSocket) {
 		t.Errorf("root's process with a socket of uid 65534: %v, want refused", err)
 	}
-	good := sock(theirs, 65534)
+	good := sock(theirs, 65534, 0)
 	if ep, err := Resolve(ctx, theirs, cfg); err != nil || ep.Address != good {
 		t.Errorf("uid 65534's process with its own socket: %+v, %v", ep, err)
 	}
-	p := sock(mine, 0)
+	p := sock(mine, 0, 0)
 	if ep, err := Resolve(ctx, mine, cfg); err != nil || ep.Address != p {
 		t.Errorf("root's process with a root socket: %+v, %v", ep, err)
 	}
@@ -318,6 +321,92 @@ func TestTrustRealProcesses(t *testing.T) {
 	for _, pr := range got {
 		if pr.PID == mine && pr.Endpoint.Address != p {
 			t.Errorf("Discover chose %s for pid %d, want %s", pr.Endpoint.Address, mine, p)
+		}
+	}
+}
+
+// TestTrustStaleSocketOfEndedNamespace reproduces a false `ps` entry: a
+// runtime that was pid 1 in a PID namespace that shared our temp dir (a
+// container with /tmp mounted from the host) has exited and left
+// dotnet-diagnostic-1-KEY-socket behind. Host pid 1 (started at boot, root,
+// like the runtime) passes the owner and creation-time checks, and no live
+// process claims the key, so the socket was listed against init. Its name
+// records another start time than init's and nobody listens on it: it is
+// refused as stale. The same socket while listened on is accepted (a
+// process in a time namespace records another start time).
+func TestTrustStaleSocketOfEndedNamespace(t *testing.T) {
+	h := newFakeHost(t)
+	fp := fakeProc{t: t, root: h.cfg.ProcRoot}
+	initFiles := procFiles("systemd", "/sbin/init\x00", "", "1")
+	initFiles["stat"] = statLine(1, "systemd", 'S', 3)
+	fp.add(1, initFiles)
+	name := fmt.Sprintf("dotnet-diagnostic-1-%d-socket", fakeStart)
+	path := filepath.Join(h.cfg.TempDir, name)
+	staleSocket(t, path, time.Time{})
+	netUnix := filepath.Join(h.cfg.ProcRoot, "1/net/unix")
+	if err := os.MkdirAll(filepath.Dir(netUnix), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	header := "Num       RefCount Protocol Flags    Type St Inode Path\n"
+	others := "0000000000000000: 00000002 00000000 00010000 0001 01 11807 /run/systemd/notify\n" +
+		"0000000000000000: 00000003 00000000 00000000 0001 03 20318 " + path + "\n" // connected, not listening
+	ctx := context.Background()
+	for _, tc := range []struct {
+		table string // "" for no net/unix file
+		stale bool
+	}{
+		{header + others, true},
+		{header + others + "0000000000000000: 00000002 00000000 00010000 0001 01 20317 /tmp/" + name + "\n", false},
+		{"", false}, // unreadable: not refused on this ground
+	} {
+		os.Remove(netUnix)
+		if tc.table != "" {
+			if err := os.WriteFile(netUnix, []byte(tc.table), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ep, err := Resolve(ctx, 1, h.cfg)
+		var ue *UntrustedSocketError
+		if tc.stale {
+			if !errors.As(err, &ue) || !ue.Stale || !strings.Contains(ue.Reason, "nobody listens on it") {
+				t.Errorf("net/unix without a listener: Resolve(1) = %+v, %v; want refused as stale", ep, err)
+			}
+			var heard []*UntrustedSocketError
+			cfg := *h.cfg
+			cfg.Untrusted = func(e *UntrustedSocketError) { heard = append(heard, e) }
+			procs, err := Discover(ctx, &cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range procs {
+				if p.PID == 1 {
+					t.Errorf("Discover lists pid 1 with %s", p.Endpoint.Address)
+				}
+			}
+			if len(heard) != 1 || !heard[0].Stale || heard[0].Path != path {
+				t.Errorf("Discover refused %+v, want %s refused as stale", heard, path)
+			}
+			continue
+		}
+		if err != nil || ep.Address != path {
+			t.Errorf("net/unix %q: Resolve(1) = %+v, %v; want %s", tc.table, ep, err, path)
+		}
+	}
+}
+
+func TestListensOn(t *testing.T) {
+	table := []byte("Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 11807 /run/a b/dotnet-diagnostic-7-9-socket\n" +
+		"0000000000000000: 00000002 00000000 00000000 0001 01 11808 /tmp/dotnet-diagnostic-8-9-socket\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 11809 /tmp/xdotnet-diagnostic-9-9-socket\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 11810\n")
+	for base, want := range map[string]bool{
+		"dotnet-diagnostic-7-9-socket": true,  // a path with a space
+		"dotnet-diagnostic-8-9-socket": false, // not listening
+		"dotnet-diagnostic-9-9-socket": false, // another name ending the same way
+	} {
+		if got := listensOn(table, base); got != want {
+			t.Errorf("listensOn(%s) = %v, want %v", base, got, want)
 		}
 	}
 }

@@ -35,6 +35,9 @@ func newPSCmd(e *env) *cobra.Command {
 				cfg = &transport.DiscoverConfig{}
 			}
 			cfg.Untrusted = func(u *transport.UntrustedSocketError) {
+				if u.Stale {
+					return // left by an exited runtime whose pid was reused: skipped like one whose pid is gone
+				}
 				fmt.Fprintf(e.stderr, "clrdiag: ignored %s for process %d: %s (--trust-socket uses it anyway)\n", termsafe.String(u.Path), u.PID, termsafe.String(u.Reason))
 			}
 			procs, err := transport.Discover(cmd.Context(), cfg)

@@ -4,6 +4,7 @@ package dotnettest
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -278,9 +280,7 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("dotnet-diagnostic-%d-*-socket", tg.PID)))
-			if len(m) > 0 {
-				tg.Socket = m[len(m)-1]
+			if tg.Socket = ownSocket(dir, tg.PID); tg.Socket != "" {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -395,4 +395,30 @@ func blockedReadingStdin(base string) bool {
 		return true
 	}
 	return false
+}
+
+// ownSocket returns the diagnostic socket in dir that process pid's runtime
+// made, or "". Other sockets named after pid are stale ones of exited
+// runtimes whose pid was reused (CI machines keep those of killed targets
+// in /tmp). On Linux the runtime names its socket after its start time,
+// field 22 of /proc/PID/stat; elsewhere the newest socket is taken.
+func ownSocket(dir string, pid int) string {
+	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("dotnet-diagnostic-%d-*-socket", pid)))
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 19 {
+			name := filepath.Join(dir, fmt.Sprintf("dotnet-diagnostic-%d-%s-socket", pid, fields[19]))
+			if slices.Contains(m, name) {
+				return name
+			}
+			return ""
+		}
+	}
+	newest, newestTime := "", time.Time{}
+	for _, p := range m {
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(newestTime) {
+			newest, newestTime = p, fi.ModTime()
+		}
+	}
+	return newest
 }
