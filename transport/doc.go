@@ -67,7 +67,16 @@
 //     (the runtime names its socket after it) is not claimed by a process
 //     of another PID namespace that has that pid there and that start time:
 //     a container sharing our /tmp must not make `ps` list the host's pid 2
-//     (kthreadd) with its runtime's socket.
+//     (kthreadd) with its runtime's socket;
+//   - such a socket is also listening in the process's network namespace
+//     (/proc/PID/net/unix), when that table is readable: one nobody listens
+//     on is stale, left by a runtime that exited (often pid 1 or 2 of an
+//     ended container), and is not listed against the host process that
+//     now has that pid.
+//
+// A refused socket that was created before its process or that nobody
+// listens on is marked Stale: it is as harmless as one whose process is
+// gone, and `clrdiag ps` does not warn about it.
 //
 // A socket that fails is left out (DiscoverConfig.Untrusted hears why) and
 // the process's next best socket is tried, so a planted newer socket does not
