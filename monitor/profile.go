@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
@@ -31,8 +33,11 @@ var profileQuery = []string{"sample", "duration", "durationSeconds", "format"}
 // ?format= (pprof by default; speedscope, folded, chromium). ?sample= is a
 // measure of package profile: wall (the default), cpu, alloc, contention or
 // exceptions. A window without such events gives a valid empty profile
-// with a note. Notes and warnings (a rundown cut short, a process that
-// ended the session) come as X-Clrdiag-Note and X-Clrdiag-Warning headers.
+// with a note. Notes and warnings (the server's byte cap, a damaged
+// stream, a rundown cut short, a process that ended the session) come as
+// X-Clrdiag-Note and X-Clrdiag-Warning headers; a session that gives no
+// profile (not a nettrace stream, nothing sent) is 502 Bad Gateway. The
+// dashboard's profile jobs build theirs the same way (liveProfile).
 func (s *Server) profile(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
 	q := r.URL.Query()
 	for k := range q {
@@ -64,68 +69,15 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request, p Process, c *d
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	plan, err := eventpipe.Compose(eventpipe.Request{Providers: m.Providers})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
-	}
 	ctx := r.Context()
-	sess, err := eventpipe.Start(ctx, c, plan.Config())
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	defer sess.Close()
-	warnings := append([]string(nil), sess.Warnings...)
-
-	// The stream is decoded as it arrives. A decoder that stops (a damaged
-	// stream) closes the pipe, which makes Drain stop the session.
-	pr, pw := io.Pipe()
-	type built struct {
-		p   *profile.Profile
-		err error
-	}
-	done := make(chan built, 1)
-	go func() {
-		prof, err := profile.Read(bufio.NewReaderSize(pr, 1<<16), profile.Config{Timeline: f.Timeline})
-		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
-		done <- built{prof, err}
-	}()
-	res, derr := sess.Drain(ctx, pw, eventpipe.DrainConfig{
-		Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: s.maxTraceBytes(),
-	})
-	_ = pw.Close()
-	b := <-done
-	if res.Reason == eventpipe.StopCanceled || ctx.Err() != nil {
+	prof, warnings, err := liveProfile(ctx, c, d, m, profile.Config{Timeline: f.Timeline}, s.maxTraceBytes())
+	if ctx.Err() != nil {
 		return // the client went away
 	}
-	var fe *nettrace.FormatError
-	switch {
-	case b.p == nil:
-		writeError(w, http.StatusBadGateway, fmt.Errorf("the session stream does not decode: %w", cmp.Or(b.err, derr)))
+	if err != nil {
+		writeError(w, liveProfileStatus(err), err)
 		return
-	case errors.Is(derr, eventpipe.ErrNotNettrace):
-		writeError(w, http.StatusBadGateway, derr)
-		return
-	case errors.Is(derr, eventpipe.ErrMaxBytes):
-		warnings = append(warnings, fmt.Sprintf("the session reached the server's cap of %d bytes: the profile covers what came before", s.maxTraceBytes()))
-	case errors.As(b.err, &fe):
-		warnings = append(warnings, fmt.Sprintf("the session stream is damaged (%v): the profile covers the events before it", b.err))
-	case derr != nil:
-		warnings = append(warnings, "the session ended with an error: "+derr.Error())
 	}
-	if res.Reason == eventpipe.StopEnded {
-		warnings = append(warnings, "the process ended the session before the duration (it exited?): the profile covers what it sent")
-	}
-	switch res.Rundown {
-	case eventpipe.RundownComplete:
-	case eventpipe.RundownMissing:
-		warnings = append(warnings, "no rundown: methods jitted before the session may stay addresses")
-	default:
-		warnings = append(warnings, "rundown "+res.Rundown.String()+": methods jitted before the session may stay addresses")
-	}
-
-	prof := b.p
 	wp, err := prof.Weighted(m.Name)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
@@ -164,6 +116,104 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request, p Process, c *d
 	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = body.WriteTo(w)
+}
+
+// liveProfile's errors wrap one of these, or are eventpipe.Start's.
+var (
+	// errProfilePlan: the measure's providers make no session request (a
+	// fault of the monitor, not of the process).
+	errProfilePlan = errors.New("the measure's providers make no session")
+	// errNoProfile: the session's stream gives no profile: it is not a
+	// nettrace stream, the runtime sent nothing, or it does not decode.
+	errNoProfile = errors.New("the session gave no profile")
+)
+
+// liveProfileStatus is the HTTP status of a liveProfile error: 500 for
+// the monitor's fault, 502 for a stream that gives no profile, and
+// statusOf's for a session the runtime did not start.
+func liveProfileStatus(err error) int {
+	switch {
+	case errors.Is(err, errProfilePlan):
+		return http.StatusInternalServerError
+	case errors.Is(err, errNoProfile):
+		return http.StatusBadGateway
+	default:
+		return statusOf(err)
+	}
+}
+
+// liveProfile runs a session of c with the measure's providers and the
+// rundown for d (at most maxBytes of stream, 0 for no cap) and builds its
+// profile as the stream arrives: nothing is spooled. The warnings say what
+// cut the profile short (the cap, a damaged stream, a process that ended
+// the session, a partial rundown). When ctx ends first it returns ctx's
+// error, the session abandoned.
+func liveProfile(ctx context.Context, c *diag.Client, d time.Duration, m profile.MeasureInfo, cfg profile.Config, maxBytes int64) (*profile.Profile, []string, error) {
+	plan, err := eventpipe.Compose(eventpipe.Request{Providers: m.Providers})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errProfilePlan, err)
+	}
+	sess, err := eventpipe.Start(ctx, c, plan.Config())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sess.Close()
+	warnings := append([]string(nil), sess.Warnings...)
+
+	// The stream is decoded as it arrives. A decoder that stops (a damaged
+	// stream) closes the pipe, which makes Drain stop the session; Drain's
+	// error (the cap) is the decoder's last read.
+	pr, pw := io.Pipe()
+	type built struct {
+		p   *profile.Profile
+		err error
+	}
+	done := make(chan built, 1)
+	go func() {
+		p, err := profile.Read(bufio.NewReaderSize(pr, 1<<16), cfg)
+		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
+		done <- built{p, err}
+	}()
+	// Drain stops the session after d and waits for the rundown, which
+	// names the methods of the stacks.
+	res, derr := sess.Drain(ctx, pw, eventpipe.DrainConfig{Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: maxBytes})
+	pw.CloseWithError(derr)
+	b := <-done
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case errors.Is(derr, eventpipe.ErrNotNettrace):
+		return nil, nil, fmt.Errorf("%w: %w", errNoProfile, derr)
+	case res.Bytes == 0:
+		why := "the stream ended"
+		if res.StreamErr != nil {
+			why = res.StreamErr.Error()
+		}
+		return nil, nil, fmt.Errorf("%w: the runtime ended the session before sending anything (%s)", errNoProfile, why)
+	case b.p == nil:
+		return nil, nil, fmt.Errorf("%w: the session stream does not decode: %w", errNoProfile, b.err)
+	}
+	var fe *nettrace.FormatError
+	switch {
+	case errors.Is(derr, eventpipe.ErrMaxBytes):
+		warnings = append(warnings, fmt.Sprintf("the session reached the server's cap of %d bytes: the profile covers what came before", maxBytes))
+	case errors.As(b.err, &fe):
+		warnings = append(warnings, fmt.Sprintf("the session stream is damaged (%v): the profile covers the events before it", b.err))
+	case derr != nil:
+		warnings = append(warnings, "the session ended with an error: "+derr.Error())
+	}
+	if res.Reason == eventpipe.StopEnded {
+		warnings = append(warnings, "the process ended the session before the duration (it exited?): the profile covers what it sent")
+	}
+	switch res.Rundown {
+	case eventpipe.RundownComplete:
+	case eventpipe.RundownMissing:
+		warnings = append(warnings, "no rundown: methods jitted before the session may stay addresses")
+	default:
+		warnings = append(warnings, "rundown "+res.Rundown.String()+": methods jitted before the session may stay addresses")
+	}
+	return b.p, warnings, nil
 }
 
 // headerSafe keeps a header value on one line of printable ASCII.

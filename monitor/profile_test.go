@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
+	"github.com/clrdiag/clrdiag/stacks/stackstest"
 	"github.com/clrdiag/clrdiag/transport"
 )
 
@@ -262,5 +264,107 @@ func TestRealRuntimeProfiles(t *testing.T) {
 	// each end.
 	if invalid == 0 || argument == 0 || invalid < 7*(argument-2)/3 || invalid > 7*(argument+2)/3+7 {
 		t.Errorf("exceptions %d:%d, want about 7:3\n%s", invalid, argument, b)
+	}
+}
+
+// damaged is a session whose stream breaks after its first samples: the
+// samples of stackstest, then bytes no nettrace object starts with until
+// the stop.
+func damaged(ctx context.Context, s *ipctest.TracingSession) error {
+	var samples bytes.Buffer
+	early, cancel := context.WithCancel(ctx)
+	cancel() // WriteSession returns after the samples, before the stop
+	if err := stackstest.WriteSession(early, &ipctest.TracingSession{Stream: &samples, Stopped: make(chan struct{})}, stackstest.Config{}); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the samples: %v", err)
+	}
+	if _, err := s.Stream.Write(samples.Bytes()); err != nil {
+		return err
+	}
+	junk := bytes.Repeat([]byte{0xee}, 4096)
+	for {
+		if _, err := s.Stream.Write(junk); err != nil {
+			return nil
+		}
+		select {
+		case <-s.Stopped:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// The profile route and the dashboard's profile job build their profile
+// the same way and say the same of a session that gives none or a partial
+// one: a stream that is not nettrace, a runtime that ends the session
+// before sending anything, a damaged stream, the server's byte cap. Each
+// ends the session long before the duration asked for.
+func TestProfileOutcomes(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		tracing func(context.Context, *ipctest.TracingSession) error
+		// status is the route's; its body (an error) or its warnings hold
+		// want. ok says whether the dashboard's job succeeds; its error or
+		// summary holds want.
+		status int
+		ok     bool
+		want   string
+	}{
+		{"not nettrace", func(ctx context.Context, s *ipctest.TracingSession) error {
+			if _, err := io.WriteString(s.Stream, "HTTP/1.1 400 Bad Request\r\n\r\n"); err != nil {
+				return err
+			}
+			<-s.Stopped
+			return nil
+		}, http.StatusBadGateway, false, `the session gave no profile: eventpipe: the session stream is not a nettrace stream: it starts with "HTTP/1.1 400"`},
+		{"nothing sent", func(ctx context.Context, s *ipctest.TracingSession) error {
+			return nil
+		}, http.StatusBadGateway, false, "the session gave no profile: the runtime ended the session before sending anything (the stream ended)"},
+		{"damaged", damaged, http.StatusOK, true, "the session stream is damaged (nettrace: at byte "},
+		{"byte cap", endless, http.StatusOK, false, "the session reached the server's cap of 1048576 bytes: the profile covers what came before"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 82, Tracing: c.tracing})
+			m, hs := serveUI(t, monitor.Config{NoMetrics: true, MaxTraceBytes: 1 << 20, Source: monitor.StaticSource{{PID: 82, Name: "app", Dialer: f}}})
+
+			begin := time.Now()
+			resp, body := getProfile(t, hs, hs.URL+"/processes/82/profile?duration=10m&format=folded")
+			got := strings.Join(resp.Header.Values("X-Clrdiag-Warning"), "|")
+			if resp.StatusCode != http.StatusOK {
+				var e struct{ Error string }
+				if err := json.Unmarshal(body, &e); err != nil {
+					t.Fatalf("route: %d %q: %v", resp.StatusCode, body, err)
+				}
+				got = e.Error
+			}
+			if resp.StatusCode != c.status || !strings.Contains(got, c.want) {
+				t.Errorf("route: %d %q, want %d and %q", resp.StatusCode, got, c.status, c.want)
+			}
+			t.Logf("route: %d %q after %v", resp.StatusCode, got, time.Since(begin))
+			if d := time.Since(begin); d > 30*time.Second {
+				t.Errorf("route: took %v", d)
+			}
+			// The worker's two samples, its methods unnamed (no rundown).
+			if c.name == "damaged" && !bytes.Contains(body, []byte("0x10000010;0x10002030 2000\n")) {
+				t.Errorf("route: the samples before the damage are missing:\n%s", body)
+			}
+
+			b := newBrowser(t, hs)
+			b.req("GET", m.DashboardPath(), nil)
+			b.loadIndex()
+			j := b.job(b.startJob("/ui/api/processes/82/profile?duration=10m"))
+			state, text := monitor.JobFailed, j["error"]
+			if c.ok {
+				state, text = monitor.JobDone, j["summary"]
+			}
+			if j["state"] != state || !strings.Contains(fmt.Sprint(text), c.want) {
+				t.Errorf("dashboard: %v, want %s with %q", j, state, c.want)
+			}
+			t.Logf("dashboard: %s: %s", j["state"], text)
+			if c.name == "damaged" && !strings.Contains(fmt.Sprint(text), "4 samples in 10m0s") {
+				t.Errorf("dashboard: the samples before the damage are missing: %v", text)
+			}
+		})
 	}
 }

@@ -1,13 +1,11 @@
 package monitor
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,9 +15,7 @@ import (
 	pprofile "github.com/google/pprof/profile"
 
 	"github.com/clrdiag/clrdiag/diag"
-	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/gcdump"
-	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/viewer"
 )
@@ -35,9 +31,6 @@ const (
 	// DefaultProfileDuration is the dashboard's CPU profile length when the
 	// request gives none.
 	DefaultProfileDuration = 5 * time.Second
-	// profileRundownTimeout bounds the wait for a profile session's
-	// rundown (the method names).
-	profileRundownTimeout = DefaultRundownTimeout
 )
 
 // Job states.
@@ -206,7 +199,10 @@ func (u *ui) startProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.run(w, r, "profile", d, func(ctx context.Context, p Process, c *diag.Client, j *job) error {
-		prof, warnings, err := collectProfile(ctx, c, d, m, u.s.maxTraceBytes())
+		prof, warnings, err := liveProfile(ctx, c, d, m, profile.Config{}, u.s.maxTraceBytes())
+		if ctx.Err() != nil {
+			return errors.New("the monitor is stopping")
+		}
 		if err != nil {
 			return err
 		}
@@ -246,68 +242,6 @@ func (u *ui) publish(j *job, pp *pprofile.Profile, summary, report string) error
 		j.URL = "profiles/" + j.ID + "/flamegraph"
 	})
 	return nil
-}
-
-// collectProfile runs a session with the measure's providers for d and
-// builds its profile as the stream arrives; warnings say what cut it short.
-func collectProfile(ctx context.Context, c *diag.Client, d time.Duration, m profile.MeasureInfo, maxBytes int64) (*profile.Profile, []string, error) {
-	plan, err := eventpipe.Compose(eventpipe.Request{Providers: m.Providers})
-	if err != nil {
-		return nil, nil, err
-	}
-	sess, err := eventpipe.Start(ctx, c, plan.Config())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer sess.Close()
-	warnings := append([]string(nil), sess.Warnings...)
-	pr, pw := io.Pipe()
-	type result struct {
-		p   *profile.Profile
-		err error
-	}
-	built := make(chan result, 1)
-	go func() {
-		p, err := profile.Read(bufio.NewReaderSize(pr, 1<<20), profile.Config{})
-		pr.CloseWithError(errors.New("profile built")) // a Read that stops early ends the Drain
-		built <- result{p, err}
-	}()
-	// Drain stops the session after d and waits for the rundown, which
-	// names the methods of the stacks.
-	drained, drainErr := sess.Drain(ctx, pw, eventpipe.DrainConfig{Duration: d, RundownTimeout: profileRundownTimeout, MaxBytes: maxBytes})
-	pw.CloseWithError(drainErr)
-	res := <-built
-	if ctx.Err() != nil {
-		return nil, nil, errors.New("the monitor is stopping")
-	}
-	var oe *eventpipe.OutputError
-	switch {
-	case errors.Is(drainErr, eventpipe.ErrMaxBytes):
-		warnings = append(warnings, fmt.Sprintf("the session reached the server's cap of %d bytes: the profile covers what came before", maxBytes))
-	case drainErr != nil && !errors.As(drainErr, &oe):
-		return nil, nil, drainErr // not a nettrace stream
-	}
-	if drained.Bytes == 0 {
-		why := "the stream ended"
-		if drained.StreamErr != nil {
-			why = drained.StreamErr.Error()
-		}
-		return nil, nil, fmt.Errorf("the runtime ended the session before sending anything (%s)", why)
-	}
-	if res.p == nil {
-		return nil, nil, fmt.Errorf("read the session's stream: %w", res.err)
-	}
-	var fe *nettrace.FormatError
-	if errors.As(res.err, &fe) {
-		warnings = append(warnings, fmt.Sprintf("the session's stream is damaged (%v): the profile covers the events before it", res.err))
-	}
-	if drained.Reason == eventpipe.StopEnded {
-		warnings = append(warnings, "the process ended the session before the duration (it exited?): the profile covers what it sent")
-	}
-	if drained.Rundown != eventpipe.RundownComplete {
-		warnings = append(warnings, "rundown "+drained.Rundown.String()+": methods jitted before the session may stay addresses")
-	}
-	return res.p, warnings, nil
 }
 
 // startGCDump is POST /ui/api/processes/{pid}/gcdump: a heap snapshot
