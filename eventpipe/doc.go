@@ -28,6 +28,11 @@
 //	if err != nil { ... }
 //	res, err := sess.Drain(ctx, file, eventpipe.DrainConfig{Duration: 30 * time.Second})
 //
+// A caller that waits for an event (a heap snapshot waits for the end of
+// the heap walk) sends StopEvent on DrainConfig.Stop when it sees it, and
+// bounds the wait with CollectTimeout, which abandons a collection that
+// did not end in time but leaves the stop and the rundown their own bounds.
+//
 // Every wait is bounded (StopTimeout, RundownTimeout, MaxTime), and so is
 // the output (MaxBytes). Ending ctx abandons the session at once. A stream
 // that does not start like a nettrace stream and an output that fails stop

@@ -79,7 +79,8 @@ const (
 	StopEnded
 	// StopCanceled: Drain's context ended; the session was abandoned.
 	StopCanceled
-	// StopDeadline: DrainConfig.MaxTime passed; the session was abandoned.
+	// StopDeadline: DrainConfig.MaxTime or CollectTimeout passed; the
+	// session was abandoned.
 	StopDeadline
 	// StopMaxSize: the stream reached DrainConfig.MaxBytes.
 	StopMaxSize
@@ -131,7 +132,7 @@ const (
 	// command in time; the session was closed.
 	RundownUnacknowledged
 	// RundownTimedOut: the stream did not end within RundownTimeout of the
-	// stop (or MaxTime passed); the session was closed.
+	// stop (or MaxTime or CollectTimeout passed); the session was closed.
 	RundownTimedOut
 	// RundownAbandoned: Drain's context ended while the rundown was
 	// arriving; the session was closed.
@@ -218,6 +219,16 @@ type DrainConfig struct {
 	// StopTimeout + RundownTimeout when Duration is set and no limit
 	// otherwise; a negative value means no limit.
 	MaxTime time.Duration
+	// CollectTimeout, when set, bounds the collection: when it passes
+	// before any other reason to stop, the session is abandoned as when
+	// MaxTime passes (closed at once, no rundown awaited; Reason
+	// StopDeadline, Deadline set). Unlike MaxTime it no longer applies
+	// once the collection ended: the stop and the rundown keep their own
+	// bounds. It suits a collection that waits for an event it asks the
+	// runtime for (a heap walk, sent on Stop) and that is worthless
+	// without it; Duration, by contrast, ends a collection normally. 0
+	// means no limit.
+	CollectTimeout time.Duration
 	// MaxBytes caps what is written to the output: when the stream
 	// reaches it, exactly MaxBytes bytes are written, the session is
 	// stopped and Drain returns an error wrapping ErrMaxBytes. 0 means no
@@ -261,7 +272,8 @@ type DrainResult struct {
 	// StreamErr is the read error that ended the stream, nil when it ended
 	// cleanly or Drain closed it.
 	StreamErr error
-	// Deadline is true when MaxTime cut the Drain short.
+	// Deadline is true when MaxTime (or CollectTimeout) cut the Drain
+	// short.
 	Deadline bool
 }
 
@@ -277,7 +289,8 @@ type DrainResult struct {
 // waits for the end of the stream (bounded by RundownTimeout). When ctx
 // ends, the session is abandoned at once: its connection is closed (the
 // runtime then ends the session), a pending StopTracing is given up, and
-// Drain returns with what was written. MaxTime bounds everything.
+// Drain returns with what was written. MaxTime bounds everything;
+// CollectTimeout bounds the collection alone in the same way.
 //
 // Drain fails, after stopping the session, when w fails (an *OutputError),
 // when MaxBytes is reached (ErrMaxBytes) and when the stream does not start
@@ -336,6 +349,12 @@ func (d *drain) run(ctx context.Context, w io.Writer) (DrainResult, error) {
 		defer t.Stop()
 		timer = t.C
 	}
+	var collectLimit <-chan time.Time
+	if d.cfg.CollectTimeout > 0 {
+		t := time.NewTimer(d.cfg.CollectTimeout)
+		defer t.Stop()
+		collectLimit = t.C
+	}
 	tick := time.NewTicker(d.cfg.ProgressInterval)
 	defer tick.Stop()
 	d.enter(PhaseCollecting)
@@ -357,6 +376,8 @@ func (d *drain) run(ctx context.Context, w io.Writer) (DrainResult, error) {
 		case <-ctx.Done():
 			d.res.Reason = StopCanceled
 		case <-deadline:
+			d.res.Reason, d.res.Deadline = StopDeadline, true
+		case <-collectLimit:
 			d.res.Reason, d.res.Deadline = StopDeadline, true
 		case <-tick.C:
 			d.progress()

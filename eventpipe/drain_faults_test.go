@@ -49,6 +49,8 @@ type runtimeStyle struct {
 	rundownHangs  bool // after the stop, hold the stream open without writing
 	junk          bool // write an endless stream that is not nettrace
 	stopNever     bool // never answer StopTracing
+	// rundownAfter, when set, holds the rundown back until it is closed.
+	rundownAfter <-chan struct{}
 }
 
 func fakeSession(t *testing.T, st runtimeStyle) (*ipctest.Server, *diag.Client) {
@@ -87,6 +89,13 @@ func fakeSession(t *testing.T, st runtimeStyle) (*ipctest.Server, *diag.Client) 
 		if st.rundownHangs {
 			<-ctx.Done()
 			return nil
+		}
+		if st.rundownAfter != nil {
+			select {
+			case <-st.rundownAfter:
+			case <-ctx.Done():
+				return nil
+			}
 		}
 		if err := events(w, st.before, st.after); err != nil {
 			return nil
@@ -379,6 +388,58 @@ func TestDrainHardDeadline(t *testing.T) {
 	}
 	if res.Bytes == 0 {
 		t.Errorf("nothing copied")
+	}
+}
+
+// CollectTimeout abandons a collection that did not end in time: the
+// stream is kept, the session is closed and stopped, no rundown is awaited.
+func TestDrainCollectTimeout(t *testing.T) {
+	srv, c := fakeSession(t, runtimeStyle{before: 3, after: 2})
+	s := start(t, c)
+	var buf bytes.Buffer
+	begin := time.Now()
+	res, err := s.Drain(context.Background(), &buf, eventpipe.DrainConfig{CollectTimeout: 200 * time.Millisecond, RundownTimeout: time.Hour})
+	if err != nil || res.Reason != eventpipe.StopDeadline || !res.Deadline || res.Rundown != eventpipe.RundownTimedOut {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if d := time.Since(begin); d < 200*time.Millisecond || d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if n := hellos(t, buf.Bytes(), true); n != 3 {
+		t.Errorf("%d events kept, want 3 (and no rundown)", n)
+	}
+	if n := stopsSent(srv); n != 1 {
+		t.Errorf("%d StopTracing sent", n)
+	}
+}
+
+// CollectTimeout bounds the collection only: a rundown that outlasts it
+// once the caller stopped the session is read to its end.
+func TestDrainCollectTimeoutNotAfterStop(t *testing.T) {
+	const limit = time.Second
+	release := make(chan struct{})
+	_, c := fakeSession(t, runtimeStyle{before: 4, after: 3, rundownAfter: release})
+	s := start(t, c)
+	stop := make(chan eventpipe.StopReason, 1)
+	stop <- eventpipe.StopEvent
+	begin := time.Now()
+	var once sync.Once
+	progress := func(p eventpipe.DrainProgress) {
+		if p.Phase == eventpipe.PhaseRundown {
+			// Let the rundown come only once the limit is well past.
+			once.Do(func() { time.AfterFunc(time.Until(begin.Add(limit+500*time.Millisecond)), func() { close(release) }) })
+		}
+	}
+	var buf bytes.Buffer
+	res, err := s.Drain(context.Background(), &buf, eventpipe.DrainConfig{Stop: stop, CollectTimeout: limit, Progress: progress})
+	if err != nil || res.Reason != eventpipe.StopEvent || res.Deadline || res.Rundown != eventpipe.RundownComplete {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if d := time.Since(begin); d < limit {
+		t.Errorf("the rundown came after %v, before the limit", d)
+	}
+	if n := hellos(t, buf.Bytes(), false); n != 7 {
+		t.Errorf("%d events, want 7", n)
 	}
 }
 

@@ -1,11 +1,11 @@
 package gcdump
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +81,9 @@ type CollectConfig struct {
 	// Notify, when set, receives progress and warnings. Calls never
 	// overlap.
 	Notify func(Note)
+
+	// onDrain, when set, sees the heap session's Drain progress (tests).
+	onDrain func(eventpipe.DrainProgress)
 }
 
 // NoteKind says what a Note reports.
@@ -187,13 +190,14 @@ func (c CollectConfig) withDefaults() CollectConfig {
 // gen-2 collection and report every live object and reference, and builds
 // the graph from the events as they stream in. It works on .NET Core 3.0
 // and later.
+//
+// The session runs on eventpipe's Session.Drain: the end of the heap walk
+// stops it (StopEvent), Timeout abandons it (CollectTimeout), and the
+// rundown that names the modules is read with the stop and rundown bounds.
 func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph, error) {
 	c := cfg.withDefaults()
-	var mu sync.Mutex
 	note := func(n Note) {
 		if c.Notify != nil {
-			mu.Lock()
-			defer mu.Unlock()
 			c.Notify(n)
 		}
 	}
@@ -222,140 +226,187 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph
 		}
 	}
 
-	var src io.Reader = sess
-	if c.Trace != nil {
-		src = io.TeeReader(sess, c.Trace)
-	}
-	walked := make(chan struct{}) // closed when the heap walk ends
-	finished := make(chan struct{})
-	var (
-		h       *HeapBuilder
-		readErr error
-		dropped int64
-		objects atomic.Int64
-		refs    atomic.Int64
-		started atomic.Bool
-		walkDur atomic.Int64 // the collection's duration
-	)
-	go func() {
-		defer close(finished)
-		tr, err := nettrace.NewReader(src)
-		if err != nil {
-			readErr = err
-			return
-		}
-		h = NewHeapBuilder(tr.Header().PointerSize)
-		var ev nettrace.Event
-		signalled := false
-		for {
-			if err := tr.ReadEvent(&ev); err != nil {
-				if err != io.EOF {
-					readErr = err
-				}
-				break
-			}
-			if err := h.Event(&ev); err != nil {
-				readErr = err
-				break
-			}
-			o, r := h.Progress()
-			objects.Store(o)
-			refs.Store(r)
-			if h.Started() {
-				started.Store(true)
-			}
-			if !signalled && h.Done() {
-				signalled = true
-				walkDur.Store(int64(h.WalkDuration()))
-				close(walked)
-			}
-		}
-		dropped = int64(tr.Stats().DroppedEvents)
-	}()
-	abandon := func() {
-		sess.Close()
-		<-finished
-	}
+	// The stream goes through Drain into a pipe that the walk decoder
+	// reads; the decoder asks Drain to stop when the walk ends.
+	pr, pw := io.Pipe()
+	stop := make(chan eventpipe.StopReason, 1)
+	w := &walk{stop: stop, finished: make(chan struct{})}
+	go w.decode(pr, c.Trace)
 
-	ticker := time.NewTicker(500 * time.Millisecond)
-	defer ticker.Stop()
-	timeout := time.NewTimer(time.Until(deadline))
-	defer timeout.Stop()
-	announced := false
+	// Notes come from Drain's goroutine (this one): they never overlap.
+	announced, walkedNoted := false, false
 	var lastObjects int64 = -1
-wait:
-	for {
-		select {
-		case <-walked:
-			break wait
-		case <-finished:
-			select {
-			case <-walked:
-				break wait // the walk ended with the stream
-			default:
-			}
-			// The stream ended or failed before the walk did.
-			if readErr != nil {
-				return nil, &CollectError{Op: "read the heap session", Err: readErr}
-			}
-			return nil, &CollectError{Op: "read the heap session", Err: ErrEndedEarly}
-		case <-ticker.C:
-			if started.Load() && !announced {
+	phase := eventpipe.PhaseCollecting
+	noteWalked := func() {
+		walkedNoted = true
+		if !announced {
+			announced = true
+			note(Note{Kind: NoteStarted})
+		}
+		note(Note{Kind: NoteWalked, Objects: w.objects.Load(), References: w.refs.Load(), Duration: time.Duration(w.walkDur.Load())})
+	}
+	progress := func(p eventpipe.DrainProgress) {
+		phase = p.Phase
+		switch {
+		case p.Phase == eventpipe.PhaseCollecting:
+			if w.started.Load() && !announced {
 				announced = true
 				note(Note{Kind: NoteStarted})
 			}
-			if o := objects.Load(); announced && o != lastObjects {
+			if o := w.objects.Load(); announced && o != lastObjects {
 				lastObjects = o
-				note(Note{Kind: NoteProgress, Objects: o, References: refs.Load()})
+				note(Note{Kind: NoteProgress, Objects: o, References: w.refs.Load()})
 			}
-		case <-timeout.C:
-			o, r := objects.Load(), refs.Load()
-			stopSession(ctx, sess, c.StopTimeout)
-			abandon()
-			what := "the runtime did not start the heap walk (heap snapshots need .NET Core 3.0 or later)"
-			if started.Load() {
-				what = fmt.Sprintf("the heap walk was still running (%s objects, %s references so far); raise --timeout for a large heap", group(o), group(r))
-			}
-			return nil, &CollectError{Op: "collect the heap snapshot", Err: fmt.Errorf("%w after %v: %s", ErrTimeout, c.Timeout, what)}
-		case <-ctx.Done():
-			abandon()
-			return nil, &CollectError{Op: "collect the heap snapshot", Err: ctx.Err()}
+		case p.Reason == eventpipe.StopEvent && !walkedNoted:
+			noteWalked() // the stop follows the walk: the rundown comes
+		}
+		if c.onDrain != nil {
+			c.onDrain(p)
 		}
 	}
-	if !announced {
-		note(Note{Kind: NoteStarted})
-	}
-	note(Note{Kind: NoteWalked, Objects: objects.Load(), References: refs.Load(), Duration: time.Duration(walkDur.Load())})
+	res, derr := sess.Drain(ctx, pw, eventpipe.DrainConfig{
+		Stop:             stop,
+		CollectTimeout:   max(time.Until(deadline), time.Nanosecond),
+		StopTimeout:      c.StopTimeout,
+		RundownTimeout:   c.RundownTimeout,
+		MaxTime:          -1,
+		Progress:         progress,
+		ProgressInterval: progressInterval,
+	})
+	// A read error that ended the stream reaches the decoder as it did
+	// the session's reader; otherwise the decoder sees the end.
+	pw.CloseWithError(res.StreamErr)
+	<-w.finished
+	walked := w.walked.Load()
+	readErr := w.readErr
 
-	// Stop: the rundown that follows names the modules.
-	if err := stopSession(ctx, sess, c.StopTimeout); err != nil {
-		abandon()
-		return nil, &CollectError{Op: "stop the heap session", Err: err}
+	switch {
+	case res.Reason == eventpipe.StopCanceled:
+		return nil, &CollectError{Op: "collect the heap snapshot", Err: ctx.Err()}
+	case res.Reason == eventpipe.StopDeadline:
+		o, r := w.objects.Load(), w.refs.Load()
+		what := "the runtime did not start the heap walk (heap snapshots need .NET Core 3.0 or later)"
+		if w.started.Load() {
+			what = fmt.Sprintf("the heap walk was still running (%s objects, %s references so far); raise --timeout for a large heap", group(o), group(r))
+		}
+		return nil, &CollectError{Op: "collect the heap snapshot", Err: fmt.Errorf("%w after %v: %s", ErrTimeout, c.Timeout, what)}
+	case !walked:
+		// The stream ended, failed or was refused before the walk ended.
+		switch {
+		case errors.Is(derr, eventpipe.ErrNotNettrace):
+			return nil, &CollectError{Op: "read the heap session", Err: derr}
+		case readErr != nil:
+			return nil, &CollectError{Op: "read the heap session", Err: readErr}
+		case derr != nil:
+			return nil, &CollectError{Op: "read the heap session", Err: derr}
+		}
+		return nil, &CollectError{Op: "read the heap session", Err: ErrEndedEarly}
 	}
-	rundown := time.NewTimer(c.RundownTimeout)
-	defer rundown.Stop()
-	select {
-	case <-finished:
-	case <-rundown.C:
+	if !walkedNoted {
+		noteWalked() // the walk ended with the stream
+	}
+	switch res.Rundown {
+	case eventpipe.RundownAbandoned:
+		op := "wait for the rundown"
+		if phase == eventpipe.PhaseStopping {
+			op = "stop the heap session"
+		}
+		return nil, &CollectError{Op: op, Err: ctx.Err()}
+	case eventpipe.RundownUnacknowledged:
+		return nil, &CollectError{Op: "stop the heap session", Err: res.StopErr}
+	case eventpipe.RundownTimedOut:
 		note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
-		abandon()
 		readErr = nil // the cut is ours
-	case <-ctx.Done():
-		abandon()
-		return nil, &CollectError{Op: "wait for the rundown", Err: ctx.Err()}
+	}
+	if readErr == nil {
+		readErr = derr
 	}
 	if readErr != nil && !IsTruncation(readErr) {
 		return nil, &CollectError{Op: "read the heap session", Err: readErr}
 	}
-	if dropped > 0 {
-		note(Note{Kind: NoteDropped, Objects: dropped})
+	if w.dropped > 0 {
+		note(Note{Kind: NoteDropped, Objects: w.dropped})
 	}
-	g, err := h.Finish()
+	g, err := w.h.Finish()
 	if err != nil {
 		return nil, &CollectError{Op: "build the heap graph", Err: err}
 	}
 	g.Info.ProcessName, g.Info.ProcessID = c.ProcessName, c.ProcessID
 	return g, nil
+}
+
+// progressInterval is how often Collect reports the walk's progress.
+const progressInterval = 500 * time.Millisecond
+
+// walk decodes the heap session's stream into a HeapBuilder as it arrives.
+type walk struct {
+	stop     chan<- eventpipe.StopReason
+	finished chan struct{}
+
+	// Read by Drain's progress while decode runs.
+	objects, refs   atomic.Int64
+	started, walked atomic.Bool
+	walkDur         atomic.Int64 // the collection's duration
+
+	// Set before finished is closed.
+	h       *HeapBuilder
+	readErr error
+	dropped int64
+}
+
+func (w *walk) signal(r eventpipe.StopReason) {
+	select {
+	case w.stop <- r:
+	default:
+	}
+}
+
+// decode reads the stream to its end, teeing it to trace when set. The end
+// of the walk asks Drain to stop (StopEvent); a decoder that fails asks it
+// too (StopDamaged) and closes the pipe, so that Drain never blocks on it.
+func (w *walk) decode(pr *io.PipeReader, trace io.Writer) {
+	defer close(w.finished)
+	var src io.Reader = pr
+	if trace != nil {
+		src = io.TeeReader(pr, trace)
+	}
+	w.readErr = w.read(src)
+	if w.readErr != nil {
+		w.signal(eventpipe.StopDamaged)
+	}
+	pr.CloseWithError(cmp.Or(w.readErr, io.ErrClosedPipe))
+}
+
+func (w *walk) read(src io.Reader) error {
+	tr, err := nettrace.NewReader(src)
+	if err != nil {
+		return err
+	}
+	defer func() { w.dropped = int64(tr.Stats().DroppedEvents) }()
+	w.h = NewHeapBuilder(tr.Header().PointerSize)
+	var ev nettrace.Event
+	for {
+		if err := tr.ReadEvent(&ev); err != nil {
+			if err != io.EOF {
+				return err
+			}
+			return nil
+		}
+		if err := w.h.Event(&ev); err != nil {
+			return err
+		}
+		o, r := w.h.Progress()
+		w.objects.Store(o)
+		w.refs.Store(r)
+		if w.h.Started() {
+			w.started.Store(true)
+		}
+		if !w.walked.Load() && w.h.Done() {
+			w.walkDur.Store(int64(w.h.WalkDuration()))
+			w.walked.Store(true)
+			w.signal(eventpipe.StopEvent)
+		}
+	}
 }
 
 // IsTruncation reports whether err is a nettrace stream that merely stops
@@ -365,16 +416,11 @@ func IsTruncation(err error) bool {
 	return errors.As(err, &fe) && fe.Truncated()
 }
 
-func stopSession(ctx context.Context, s *eventpipe.Session, timeout time.Duration) error {
-	sctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return s.Stop(sctx)
-}
-
 // flushTypes runs the short SampleProfiler session dotnet-gcdump runs
 // before a snapshot: starting and stopping a session resets the runtime's
 // record of the types it has already named, so that the snapshot's events
-// name them all again.
+// name them all again. The session is stopped at its first event, or after
+// DefaultFlushTimeout without one.
 func flushTypes(ctx context.Context, t eventpipe.Tracer, c CollectConfig) error {
 	sess, err := eventpipe.Start(ctx, t, eventpipe.Config{
 		Providers: []eventpipe.Provider{{Name: eventpipe.ProviderSampleProfiler, Level: eventpipe.LevelInformational}},
@@ -384,51 +430,52 @@ func flushTypes(ctx context.Context, t eventpipe.Tracer, c CollectConfig) error 
 		return &CollectError{Op: "start the type-table flush session", Err: err}
 	}
 	defer sess.Close()
-	first := make(chan error, 1)
-	done := make(chan struct{})
+	pr, pw := io.Pipe()
+	stop := make(chan eventpipe.StopReason, 1)
+	first := make(chan error, 1) // the first event's error; nil at the end of the stream
 	go func() {
-		defer close(done)
-		tr, err := nettrace.NewReader(sess)
+		err := firstEvent(pr)
+		first <- err
+		stop <- eventpipe.StopEvent
 		if err != nil {
-			first <- err
+			pr.CloseWithError(err)
 			return
 		}
-		var ev nettrace.Event
-		sent := false
-		for {
-			err := tr.ReadEvent(&ev)
-			if !sent {
-				sent = true
-				if err == io.EOF {
-					err = nil
-				}
-				first <- err
-			}
-			if err != nil {
-				return
-			}
-		}
+		_, _ = io.Copy(io.Discard, pr) // the rest, until Drain ends
 	}()
-	timer := time.NewTimer(DefaultFlushTimeout)
-	defer timer.Stop()
-	select {
-	case err = <-first:
-	case <-timer.C:
-	case <-ctx.Done():
-		sess.Close()
-		<-done
+	res, derr := sess.Drain(ctx, pw, eventpipe.DrainConfig{
+		Duration:       DefaultFlushTimeout,
+		Stop:           stop,
+		StopTimeout:    c.StopTimeout,
+		RundownTimeout: c.StopTimeout,
+		MaxTime:        -1,
+	})
+	_ = pw.Close()
+	ferr := <-first // the pipe is closed: it comes
+	switch {
+	case res.Reason == eventpipe.StopCanceled:
 		return ctx.Err()
+	case res.Reason == eventpipe.StopDuration:
+		ferr = nil // no event in time: the pipe's end is ours
+	case errors.Is(derr, eventpipe.ErrNotNettrace):
+		return derr
+	case ferr != nil:
+		return ferr
+	case res.StopErr != nil:
+		return res.StopErr
 	}
-	if serr := stopSession(ctx, sess, c.StopTimeout); serr != nil {
-		sess.Close()
-		<-done
-		return serr
+	return derr
+}
+
+// firstEvent reads a nettrace stream up to its first event.
+func firstEvent(r io.Reader) error {
+	tr, err := nettrace.NewReader(r)
+	if err != nil {
+		return err
 	}
-	select {
-	case <-done:
-	case <-time.After(c.StopTimeout):
-		sess.Close()
-		<-done
+	var ev nettrace.Event
+	if err := tr.ReadEvent(&ev); err != nil && err != io.EOF {
+		return err
 	}
-	return err
+	return nil
 }

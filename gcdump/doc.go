@@ -37,7 +37,13 @@
 // threads' relative order: with server GC the heap walk's events can come
 // after the GCEnd. So the walk's events are recognised by their own
 // numbering, the GCEnd only tells when to stop the session, and the graph
-// is finished from everything the stream held up to its end. HeapBuilder turns these into a Graph while they stream in:
+// is finished from everything the stream held up to its end. The session
+// runs on eventpipe's Session.Drain: its stream goes through a pipe to the
+// decoder, which sends StopEvent when the walk ends (StopDamaged when the
+// stream does not decode); CollectConfig.Timeout is Drain's CollectTimeout,
+// so that a walk that does not end is abandoned while the stop and the
+// rundown keep StopTimeout and RundownTimeout. A stream cut after the walk
+// (rundown timed out, target gone) still gives the whole graph. HeapBuilder turns these into a Graph while they stream in:
 // an object is added as soon as its references have arrived, object
 // addresses are interned in an open-addressing table, and nothing is
 // buffered per event. GCBulkNode and GCBulkEdge events are numbered; a gap

@@ -5,6 +5,7 @@
 package gcdumptest
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -78,6 +79,21 @@ type Options struct {
 	Twice bool
 	// ProcessID is the trace header's process id (default 4242).
 	ProcessID int
+
+	// The options below change how Session's heap session behaves.
+
+	// NoWalk sends no event in the heap session (a runtime that does not
+	// walk the heap): only the trace header, then the wait for the stop.
+	NoWalk bool
+	// Damaged follows the heap session's events with bytes that are not
+	// nettrace, then waits for the stop.
+	Damaged bool
+	// Exit ends the heap session's stream right after its events, before
+	// any stop, as a process that exits does.
+	Exit bool
+	// RundownHangs holds the heap session's stream open after the stop,
+	// without the rundown, until the server closes.
+	RundownHangs bool
 }
 
 // Well-known addresses of Leaky, the heap most tests use.
@@ -164,7 +180,9 @@ func Session(h Heap, opt Options) func(ctx context.Context, s *ipctest.TracingSe
 			}
 		}
 		if heap {
-			tw.heap(h, opt)
+			if !opt.NoWalk {
+				tw.heap(h, opt)
+			}
 		} else {
 			tw.event(tw.md(clrevents.ProviderSampleProfiler, 0, 0), binary.LittleEndian.AppendUint32(nil, 1))
 		}
@@ -174,9 +192,21 @@ func Session(h Heap, opt Options) func(ctx context.Context, s *ipctest.TracingSe
 		if tw.err != nil {
 			return tw.err
 		}
+		if heap && opt.Damaged {
+			if _, err := s.Stream.Write(bytes.Repeat([]byte{0xee}, 64)); err != nil {
+				return err
+			}
+		}
+		if heap && opt.Exit {
+			return tw.close()
+		}
 		select {
 		case <-s.Stopped:
 		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if heap && opt.RundownHangs {
+			<-ctx.Done()
 			return ctx.Err()
 		}
 		if heap && (s.Request.RequestRundown || s.Request.Version >= 4 && s.Request.RundownKeyword != 0) {
