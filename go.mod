@@ -16,10 +16,7 @@ require (
 
 require github.com/prometheus/otlptranslator v1.0.0
 
-require (
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
-	golang.org/x/net v0.62.0
-)
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -108,7 +108,9 @@
 // Host, by net/http's CrossOriginProtection) is refused (403) on every
 // route, GETs included since traces, counters and stacks start sessions in
 // the target; CORS headers are sent only to Config.CORSOrigins. Serve (or
-// HTTPServer) bounds connections: at most MaxConns at once (64), headers
+// HTTPServer) bounds connections: at most MaxConns at once (64; at the cap
+// a new connection replaces the oldest one not in a request, so idle
+// connections cannot lock out a client that asks something), headers
 // within ReadHeaderTimeout (10 s), the request within ReadTimeout (30 s),
 // idle keep-alive connections closed after IdleTimeout (60 s), short
 // routes answered within WriteTimeout (1 min); routes to a process extend

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,48 +157,151 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// TestConnectionCap: a client opening 200 connections gets at most
-// MaxConns of them accepted; a further request waits until one closes.
+// TestConnectionCap: a client opening 200 connections that ask nothing
+// (silent, or stopping after the first bytes of a request) gets at most
+// MaxConns of them held by the server, and an authorized client is still
+// served at once: a new connection takes the place of the oldest idle one.
+// (Before, the server stopped accepting at the cap, and the flood locked
+// everyone out until its connections timed out, ReadHeaderTimeout later:
+// a minute here, 10 s by default, as often as the flood reconnects.)
 func TestConnectionCap(t *testing.T) {
 	const maxConns = 8
 	s := serveReal(t, monitor.Config{NoMetrics: true, Source: monitor.StaticSource{}, MaxConns: maxConns,
 		ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute}, "", "")
 	before := openFDs(t)
 	var conns []net.Conn
-	for range 200 {
-		c, err := net.Dial("tcp", s.addr)
-		if err != nil {
-			t.Fatalf("after %d connections: %v", len(conns), err)
-		}
-		conns = append(conns, c)
-	}
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
-	time.Sleep(300 * time.Millisecond) // let the server accept what it will
+	for i := range 200 {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatalf("after %d connections: %v", len(conns), err)
+		}
+		if i%2 == 1 {
+			io.WriteString(c, "GET /proc") // a slow client's first bytes
+		}
+		conns = append(conns, c)
+	}
+	// The server takes each connection in turn, closing an older one: wait
+	// until it has closed all but maxConns.
+	open := conns
+	for deadline := time.Now().Add(time.Minute); len(open) > maxConns; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute %d of the flood's connections are still open (the server made no room), want %d", len(open), maxConns)
+		}
+		var still []net.Conn
+		for _, c := range open {
+			c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+				still = append(still, c)
+			}
+		}
+		open = still
+	}
 	server := openFDs(t) - before - len(conns)
-	t.Logf("200 client connections: %d accepted by the server", server)
-	if server > maxConns+2 {
+	t.Logf("200 client connections: the server holds %d", server)
+	if server > maxConns+1 {
 		t.Errorf("the server holds %d connections, want at most %d", server, maxConns)
 	}
-	// A request on a fresh connection is not served while the cap is
-	// reached...
-	late := served{url: s.url, addr: s.addr, client: &http.Client{Timeout: 500 * time.Millisecond}}
-	req, _ := http.NewRequest("GET", late.url+"/processes", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if resp, err := late.client.Do(req); err == nil {
+	// An authorized client is served while the flood holds its connections.
+	prompt := served{url: s.url, addr: s.addr, client: &http.Client{Timeout: 20 * time.Second}}
+	for i := range 3 {
+		if resp, body := prompt.request(t, "GET", "/processes", nil); resp.StatusCode != 200 {
+			t.Errorf("request %d during the flood: %d %s", i, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestConnectionCapWaitsForRequests: when every connection the server holds
+// is in a request (here a trace of each of MaxConns processes), a further
+// connection is not served until one ends; over HTTP and HTTPS (where the
+// server sees TLS connections wrapping the ones it accepted).
+func TestConnectionCapWaitsForRequests(t *testing.T) {
+	t.Run("http", func(t *testing.T) { testConnectionCapWaits(t, false) })
+	t.Run("https", func(t *testing.T) { testConnectionCapWaits(t, true) })
+}
+
+func testConnectionCapWaits(t *testing.T, useTLS bool) {
+	const maxConns = 4
+	var certFile, keyFile string
+	newClient := func() *http.Client { return &http.Client{Transport: &http.Transport{}} }
+	if useTLS {
+		var pool *x509.CertPool
+		certFile, keyFile, pool = selfSigned(t)
+		newClient = func() *http.Client {
+			return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		}
+	}
+	var src monitor.StaticSource
+	var fakes []*ipctest.Server
+	for i := range maxConns {
+		f := fake(t, ipctest.Config{PID: 74 + i, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+			select {
+			case <-s.Stopped:
+			case <-ctx.Done():
+			}
+			return nil
+		}})
+		fakes = append(fakes, f)
+		src = append(src, monitor.Process{PID: 74 + i, Dialer: f})
+	}
+	s := serveReal(t, monitor.Config{NoMetrics: true, MaxConns: maxConns, Source: src}, certFile, keyFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	firstCtx, endFirst := context.WithCancel(ctx)
+	for i := range maxConns {
+		c := ctx
+		if i == 0 {
+			c = firstCtx
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(c, "GET", fmt.Sprintf("%s/processes/%d/trace?duration=10m", s.url, 74+i), nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			if resp, err := newClient().Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	// Every trace has reached its runtime: every connection is in a request.
+	for i, f := range fakes {
+		for deadline := time.Now().Add(30 * time.Second); len(f.Requests()) == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the trace of process %d did not start", 74+i)
+			}
+		}
+	}
+	answered := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/processes", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := newClient().Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
 		resp.Body.Close()
-		t.Errorf("a request was served beyond the connection cap")
+		answered <- resp.StatusCode
+	}()
+	select {
+	case code := <-answered:
+		t.Fatalf("a request beyond the cap was answered (%d) while every connection was in a request", code)
+	case <-time.After(500 * time.Millisecond):
 	}
-	// ... and is once connections close.
-	for _, c := range conns {
-		c.Close()
-	}
-	conns = nil
-	if resp, body := s.request(t, "GET", "/processes", nil); resp.StatusCode != 200 {
-		t.Errorf("after the flood: %d %s", resp.StatusCode, body)
+	endFirst() // one trace ends, its connection closes: the waiting request is served
+	select {
+	case code := <-answered:
+		if code != 200 {
+			t.Errorf("the waiting request: %d, want 200", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the waiting request was not served after a request ended")
 	}
 }
 

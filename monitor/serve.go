@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // ShutdownTimeout bounds how long Serve waits for requests in progress once
@@ -35,12 +33,18 @@ func (s *Server) HTTPServer() *http.Server {
 }
 
 // Serve serves s on ln until ctx ends, then shuts down, waiting up to
-// ShutdownTimeout for requests in progress. It accepts at most
-// Config.MaxConns connections at once; further ones wait in the listen
-// backlog until one closes. With certFile and keyFile it serves HTTPS.
+// ShutdownTimeout for requests in progress. It holds at most
+// Config.MaxConns connections at once: at the cap, a new connection takes
+// the place of the oldest one that is not in a request (silent, sending its
+// headers slowly, or idle), so that a flood of idle connections cannot
+// lock out a client that asks something; when all are in requests, further
+// ones wait in the listen backlog until one ends. With certFile and
+// keyFile it serves HTTPS.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
 	hs := s.HTTPServer()
-	ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+	capped := newConnCap(ln, s.cfg.MaxConns)
+	capped.install(hs)
+	ln = capped
 	errc := make(chan error, 1)
 	go func() {
 		if certFile != "" || keyFile != "" {

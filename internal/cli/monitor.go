@@ -191,8 +191,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n\n" +
 			"Against hostile clients: requests must name the server by IP address or localhost in\n" +
 			"their Host header (others: --allowed-hosts), cross-origin browser requests are refused\n" +
-			"(--cors-origin allows an origin), at most --max-connections connections are served at\n" +
-			"once, a request must send its headers within 10s and the whole request within 30s, idle\n" +
+			"(--cors-origin allows an origin), at most --max-connections connections are held at\n" +
+			"once (a new one replaces the oldest idle one), a request must send its headers within 10s and the whole request within 30s, idle\n" +
 			"keep-alive connections close after --idle-timeout, short routes must be answered within\n" +
 			"1m (routes to a process get their ?duration= plus the stop and rundown; a trace stream\n" +
 			"whose client reads nothing for 30s is cut), and a request waits at most --queue-timeout\n" +
@@ -297,7 +297,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.StringVar(&tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	fl.StringSliceVar(&allowedHosts, "allowed-hosts", nil, "host names requests may use besides IP addresses and localhost (comma-separated; * allows any, which lets DNS-rebinding pages in)")
 	fl.StringSliceVar(&corsOrigins, "cors-origin", nil, "web origin (scheme://host[:port]) allowed to call the API from a browser (repeatable; default: none)")
-	fl.IntVar(&maxConns, "max-connections", httpmon.DefaultMaxConns, "connections served at once; further ones wait")
+	fl.IntVar(&maxConns, "max-connections", httpmon.DefaultMaxConns, "connections held at once; a new one replaces the oldest that is not in a request, or waits")
 	fl.DurationVar(&queueTimeout, "queue-timeout", httpmon.DefaultQueueTimeout, "how long a request waits for its process's turn before 503 Service Unavailable")
 	fl.DurationVar(&idleTimeout, "idle-timeout", httpmon.DefaultIdleTimeout, "close keep-alive connections idle for this long")
 	cmd.AddCommand(newMonitorGenerateKeyCmd(e))
