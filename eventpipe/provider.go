@@ -88,6 +88,8 @@ type Provider struct {
 
 // ArgString renders the arguments in the wire form "K=V;K=V", quoting a key
 // or value that holds ';' or '=' in double quotes, as the .NET client does.
+// Keys and values are sent as they are: the command line's backslash
+// escapes were undone by ParseProviders, and the runtime reads none.
 func (p *Provider) ArgString() string {
 	var b strings.Builder
 	for i, a := range p.Args {
