@@ -93,7 +93,9 @@ func BenchmarkResolveForeignKey(b *testing.B) {
 		b.Skip("cannot start sleep:", err)
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	staleSocket(b, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(cmd.Process.Pid)+"-1-socket"), time.Time{})
+	// Listened on, as a live runtime's socket is: an unlistened one with
+	// another start time in its name is refused as stale at once.
+	listenAt(b, filepath.Join(tmp, "dotnet-diagnostic-"+strconv.Itoa(cmd.Process.Pid)+"-1-socket"))
 	cfg := &DiscoverConfig{TempDir: tmp}
 	ctx := context.Background()
 	b.ReportAllocs()

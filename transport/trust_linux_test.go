@@ -220,7 +220,7 @@ func TestTrustUnreadableProcess(t *testing.T) {
 }
 
 // listenAt serves a Unix socket at path from this process.
-func listenAt(t *testing.T, path string) {
+func listenAt(t testing.TB, path string) {
 	t.Helper()
 	l, err := net.Listen("unix", path)
 	if err != nil {
