@@ -98,9 +98,12 @@ type eventAcc struct {
 	// leaves are the leaf names, leafIndex their indexes.
 	leaves    []string
 	leafIndex map[string]int32
-	// recent caches the leaves of the last raw type names seen (as UTF-16
-	// bytes) with their type id, so a name that repeats is not decoded.
-	recent [8]recentLeaf
+	// recent caches the leaves of raw type names seen (as UTF-16 bytes)
+	// with their type id, so a name that repeats is not decoded: a name
+	// with a type id (an allocation tick's) in the slot of its id, one
+	// without (an exception's) in one of the first recentNoID slots in
+	// turn. nil until the first name.
+	recent *[leafSlots]recentLeaf
 	next   int
 }
 
@@ -110,6 +113,16 @@ type recentLeaf struct {
 	leaf int32
 	ok   bool
 }
+
+// leafSlots is the size of eventAcc's cache of type names, a power of two;
+// recentNoID the slots that names without a type id take in turn.
+const (
+	leafSlots  = 64
+	recentNoID = 8
+)
+
+// leafSlot is the cache slot of a type id (Fibonacci hashing).
+func leafSlot(id uint64) int { return int((id * 0x9E3779B97F4A7C15) >> (64 - 6)) }
 
 // eventSlots is the size of eventAcc's table of recent keys, a power of
 // two.
@@ -158,19 +171,28 @@ func (a *eventAcc) leaf(name string) int32 {
 // event has none), decoding the name only when it is not one of the recent
 // ones.
 func (a *eventAcc) rawLeaf(id uint64, raw []byte) int32 {
-	for i := range a.recent {
-		r := &a.recent[i]
-		if r.ok && r.id == id && r.raw == string(raw) {
-			return r.leaf
+	if a.recent == nil {
+		a.recent = new([leafSlots]recentLeaf)
+	}
+	slot := leafSlot(id)
+	if id == 0 {
+		for i := range recentNoID {
+			r := &a.recent[i]
+			if r.ok && r.id == 0 && r.raw == string(raw) {
+				return r.leaf
+			}
 		}
+		slot = a.next
+		a.next = (a.next + 1) % recentNoID
+	} else if r := &a.recent[slot]; r.ok && r.id == id && r.raw == string(raw) {
+		return r.leaf
 	}
 	name := wire.DecodeUTF16(raw)
 	if name == "" {
 		name = typeNotReported
 	}
 	leaf := a.leaf(name)
-	a.recent[a.next] = recentLeaf{id: id, raw: string(raw), leaf: leaf, ok: true}
-	a.next = (a.next + 1) % len(a.recent)
+	a.recent[slot] = recentLeaf{id: id, raw: string(raw), leaf: leaf, ok: true}
 	return leaf
 }
 
@@ -298,14 +320,11 @@ func parseExceptionType(pl []byte, version uint8, ps int) (name []byte, ok bool)
 // name there, the name is compared, not scanned or decoded. ok is false
 // when the payload is not one parseAllocTick takes.
 func (a *eventAcc) allocTick(pl []byte, version uint8, ps int) (t allocTick, leaf int32, ok bool) {
-	if version >= 2 && (ps == 4 || ps == 8) && len(pl) >= 18+ps {
+	if version >= 2 && (ps == 4 || ps == 8) && len(pl) >= 18+ps && a.recent != nil {
 		id, name := ptrAt(pl[18:], ps), pl[18+ps:]
-		for i := range a.recent {
-			r := &a.recent[i]
-			n := len(r.raw)
-			if !r.ok || r.id != id || len(name) < n+2 || name[n] != 0 || name[n+1] != 0 || string(name[:n]) != r.raw {
-				continue
-			}
+		r := &a.recent[leafSlot(id)]
+		if n := len(r.raw); r.ok && r.id == id && id != 0 && len(name) >= n+2 && name[n] == 0 && name[n+1] == 0 &&
+			string(name[:n]) == r.raw {
 			// The cached name has no NUL: this one ends here too.
 			rest := name[n+2:]
 			need := 4
