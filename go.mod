@@ -16,7 +16,10 @@ require (
 
 require github.com/prometheus/otlptranslator v1.0.0
 
-require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+require (
+	github.com/klauspost/compress v1.20.1
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -106,7 +106,7 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 }
 
 // WritePprof writes the profile as a gzipped pprof protocol buffer (see
-// Weighted.Pprof): stored up to 32 KB, compressed at gzip.BestSpeed beyond
+// Weighted.Pprof): stored up to 32 KB, compressed without state beyond
 // (writeGzip).
 func WritePprof(w io.Writer, wp *Weighted) error {
 	pp, err := wp.Pprof()
@@ -146,38 +146,64 @@ func (w *Weighted) Pprof() (*profile.Profile, error) {
 	}
 	m := &profile.Mapping{ID: 1, File: w.title(), HasFunctions: true}
 	pp.Mapping = []*profile.Mapping{m}
-	locs := make([]*profile.Location, len(w.Frames))
-	pp.Function = make([]*profile.Function, 0, len(w.Frames)+1)
-	pp.Location = make([]*profile.Location, 0, len(w.Frames)+1)
+	// The functions, locations, lines and samples are allocated in one
+	// array each (the empty stack's pseudo-frame included), and the
+	// samples of a group share their "thread" label: the encoder only
+	// reads them.
+	nFrames := len(w.Frames)
+	fns := make([]profile.Function, nFrames+1)
+	locArr := make([]profile.Location, nFrames+1)
+	lines := make([]profile.Line, nFrames+1)
+	locs := make([]*profile.Location, nFrames)
+	pp.Function = make([]*profile.Function, 0, nFrames+1)
+	pp.Location = make([]*profile.Location, 0, nFrames+1)
 	for i, f := range w.Frames {
-		fn := &profile.Function{ID: uint64(i + 1), Name: f.Name, SystemName: systemName(f), Filename: f.Module}
+		fn := &fns[i]
+		*fn = profile.Function{ID: uint64(i + 1), Name: f.Name, SystemName: systemName(f), Filename: f.Module}
 		pp.Function = append(pp.Function, fn)
-		locs[i] = &profile.Location{ID: uint64(i + 1), Mapping: m, Address: f.Address, Line: []profile.Line{{Function: fn}}}
+		lines[i] = profile.Line{Function: fn}
+		locArr[i] = profile.Location{ID: uint64(i + 1), Mapping: m, Address: f.Address, Line: lines[i : i+1 : i+1]}
+		locs[i] = &locArr[i]
 		pp.Location = append(pp.Location, locs[i])
 		m.Limit = max(m.Limit, f.Address+1)
 	}
+	n, nLocs := 0, 0
+	for _, g := range w.Groups {
+		n += len(g.Samples)
+		for _, s := range g.Samples {
+			nLocs += max(len(w.Stacks[s.Stack].Frames), 1)
+		}
+	}
+	samples := make([]profile.Sample, n)
+	stacks := make([]*profile.Location, 0, nLocs)
+	pp.Sample = make([]*profile.Sample, 0, n)
 	var empty *profile.Location
 	for _, g := range w.Groups {
+		var label map[string][]int64
+		if g.ThreadID != 0 {
+			label = map[string][]int64{"thread": {int64(g.ThreadID)}}
+		}
 		for _, s := range g.Samples {
 			frames := w.Stacks[s.Stack].Frames
-			stack := make([]*profile.Location, len(frames))
-			for i, f := range frames {
-				stack[i] = locs[f]
+			lo := len(stacks)
+			for _, f := range frames {
+				stacks = append(stacks, locs[f])
 			}
-			if len(stack) == 0 {
+			if len(frames) == 0 {
 				if empty == nil {
 					id := uint64(len(pp.Function) + 1)
-					fn := &profile.Function{ID: id, Name: noFrames, SystemName: noFrames}
+					fn := &fns[nFrames]
+					*fn = profile.Function{ID: id, Name: noFrames, SystemName: noFrames}
 					pp.Function = append(pp.Function, fn)
-					empty = &profile.Location{ID: id, Mapping: m, Line: []profile.Line{{Function: fn}}}
+					lines[nFrames] = profile.Line{Function: fn}
+					empty = &locArr[nFrames]
+					*empty = profile.Location{ID: id, Mapping: m, Line: lines[nFrames:]}
 					pp.Location = append(pp.Location, empty)
 				}
-				stack = []*profile.Location{empty}
+				stacks = append(stacks, empty)
 			}
-			ps := &profile.Sample{Location: stack, Value: s.Values}
-			if g.ThreadID != 0 {
-				ps.NumLabel = map[string][]int64{"thread": {int64(g.ThreadID)}}
-			}
+			ps := &samples[len(pp.Sample)]
+			*ps = profile.Sample{Location: stacks[lo:len(stacks):len(stacks)], Value: s.Values, NumLabel: label}
 			pp.Sample = append(pp.Sample, ps)
 		}
 	}
