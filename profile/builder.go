@@ -76,17 +76,16 @@ type Builder struct {
 	tcache  threadCache
 	symbols SymbolTable
 
-	stackIndex map[string]int
-	// addrSeen holds the distinct stack addresses seen, addrs the same for
-	// range queries (is a rundown method touched by a stack?).
-	addrSeen       map[uint64]struct{}
+	// st holds the distinct raw stacks and the distinct addresses in them,
+	// addrs the same addresses for range queries (is a rundown method
+	// touched by a stack?).
+	st             stackStore
 	addrs          addrSet
 	overCap        int // the over-the-cap stack, -1 until needed
 	capped         CapStats
 	rundownMethods int
-	stackKeys      []string
-	keyBuf         []byte
-	eventStack     []int64 // events of other providers by raw stack
+	keyBuf         []uint64 // the stack being interned
+	eventStack     []int64  // events of other providers by raw stack
 	runs           int
 	truncated      bool
 
@@ -156,7 +155,6 @@ type threadAcc struct {
 const recentStacks = 4
 
 type recentStack struct {
-	key   string // as stackKey encodes it
 	stack int
 	pend  [2]int64 // samples not yet in counts: External, Managed
 }
@@ -181,16 +179,16 @@ func (t *threadAcc) flush() {
 
 // recentSlot returns the slot of the event's stack among the thread's
 // recent stacks, -1 when it is not one of them.
-func (t *threadAcc) recentSlot(ev *nettrace.Event) int {
+func (b *Builder) recentSlot(t *threadAcc, ev *nettrace.Event) int {
 	if t.nRecent == 0 {
 		return -1
 	}
 	n := ev.StackLen()
-	if sameStack(ev, n, t.recent[t.hot].key) {
+	if b.sameStack(ev, n, t.recent[t.hot].stack) {
 		return t.hot
 	}
 	for i := range t.nRecent {
-		if i != t.hot && sameStack(ev, n, t.recent[i].key) {
+		if i != t.hot && b.sameStack(ev, n, t.recent[i].stack) {
 			return i
 		}
 	}
@@ -214,9 +212,9 @@ func (t *threadAcc) recentStack(stack int) int {
 	return -1
 }
 
-// remember makes stack (with key) a recent stack and returns its slot,
-// replacing (after flushing it) a stack other than the hot one.
-func (t *threadAcc) remember(stack int, key string) int {
+// remember makes stack a recent stack and returns its slot, replacing
+// (after flushing it) a stack other than the hot one.
+func (t *threadAcc) remember(stack int) int {
 	i := t.nRecent
 	if i < recentStacks {
 		t.nRecent++
@@ -228,7 +226,7 @@ func (t *threadAcc) remember(stack int, key string) int {
 		t.nextSlot = (i + 1) % recentStacks
 		t.flushSlot(i)
 	}
-	t.recent[i] = recentStack{key: key, stack: stack}
+	t.recent[i] = recentStack{stack: stack}
 	return i
 }
 
@@ -283,11 +281,9 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 	}
 	b := &Builder{
 		cfg: cfg, hdr: h,
-		threads:    make(map[uint64]*threadAcc),
-		kinds:      make(map[*nettrace.Metadata]eventKind),
-		stackIndex: make(map[string]int),
-		addrSeen:   make(map[uint64]struct{}),
-		overCap:    -1,
+		threads: make(map[uint64]*threadAcc),
+		kinds:   make(map[*nettrace.Metadata]eventKind),
+		overCap: -1,
 	}
 	b.gc.Reasons = make(map[string]int64)
 	if len(cfg.Threads) > 0 {
@@ -539,12 +535,10 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	if ev.StackID != 0 {
 		stack := b.stackOf(ev)
 		if slot = t.recentStack(stack); slot < 0 {
-			slot = t.remember(stack, b.stackKeys[stack])
+			slot = t.remember(stack)
 		}
-	} else if slot = t.recentSlot(ev); slot < 0 {
-		b.stackKey(ev)
-		stack := b.internKey()
-		slot = t.remember(stack, b.stackKeys[stack])
+	} else if slot = b.recentSlot(t, ev); slot < 0 {
+		slot = t.remember(b.intern(ev))
 	}
 	if slot != t.hot && t.managed+t.external > 0 {
 		t.changes++
@@ -583,14 +577,15 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 	t.timeline.add(timelineRun{stackKind: sk, count: 1, start: ev.Timestamp})
 }
 
-// sameStack reports whether the event's stack, of n frames, is key, a
-// stack as stackKey encodes it.
-func sameStack(ev *nettrace.Event, n int, key string) bool {
-	if len(key) != 8*n {
+// sameStack reports whether the event's stack, of n frames, is the raw
+// stack st (never the over-the-cap stack).
+func (b *Builder) sameStack(ev *nettrace.Event, n int, st int) bool {
+	frames := b.st.stack(st)
+	if len(frames) != n || st == b.overCap {
 		return false
 	}
-	for i := range n {
-		if ev.Frame(i) != stringUint64(key[8*i:]) {
+	for i, a := range frames {
+		if ev.Frame(i) != a {
 			return false
 		}
 	}
@@ -651,12 +646,12 @@ func (b *Builder) stackOf(ev *nettrace.Event) int {
 	return s
 }
 
-// stackKey puts the event's stack, as bytes, in b.keyBuf.
+// stackKey puts the event's stack in b.keyBuf.
 func (b *Builder) stackKey(ev *nettrace.Event) {
 	n := ev.StackLen()
-	buf := slices.Grow(b.keyBuf[:0], 8*n)[:8*n]
-	for i := range n {
-		binary.LittleEndian.PutUint64(buf[8*i:], ev.Frame(i))
+	buf := slices.Grow(b.keyBuf[:0], n)[:n]
+	for i := range buf {
+		buf[i] = ev.Frame(i)
 	}
 	b.keyBuf = buf
 }
@@ -664,54 +659,47 @@ func (b *Builder) stackKey(ev *nettrace.Event) {
 // internKey interns the stack in b.keyBuf. A stack that would go over
 // Config.MaxStacks or Config.MaxAddresses gets the over-the-cap stack.
 func (b *Builder) internKey() int {
-	if i, ok := b.stackIndex[string(b.keyBuf)]; ok {
+	if i := b.st.find(b.keyBuf); i >= 0 {
 		return i
 	}
-	if len(b.stackKeys)-min(b.overCap+1, 1) >= b.cfg.MaxStacks {
+	if b.st.stacks()-min(b.overCap+1, 1) >= b.cfg.MaxStacks {
 		b.capped.Stacks = true
 		return b.overCapStack()
 	}
 	// Unless the stack's addresses could take the set over its cap, they
 	// are added in one pass; near the cap they are counted first.
-	fresh := len(b.keyBuf) / 8
-	if len(b.addrSeen)+fresh > b.cfg.MaxAddresses {
+	fresh := len(b.keyBuf)
+	if len(b.st.addrs)+fresh > b.cfg.MaxAddresses {
 		fresh = 0
-		for j := 0; j+8 <= len(b.keyBuf); j += 8 {
-			if _, ok := b.addrSeen[binary.LittleEndian.Uint64(b.keyBuf[j:])]; !ok {
+		for _, a := range b.keyBuf {
+			if !b.st.hasAddr(a) {
 				fresh++
 			}
 		}
-		if fresh > 0 && len(b.addrSeen)+fresh > b.cfg.MaxAddresses {
+		if fresh > 0 && len(b.st.addrs)+fresh > b.cfg.MaxAddresses {
 			b.capped.Addresses = true
 			return b.overCapStack()
 		}
 	}
-	for j := 0; j+8 <= len(b.keyBuf) && fresh > 0; j += 8 {
-		a := binary.LittleEndian.Uint64(b.keyBuf[j:])
-		if _, ok := b.addrSeen[a]; !ok {
-			b.addrSeen[a] = struct{}{}
+	for _, a := range b.keyBuf {
+		if fresh == 0 {
+			break
+		}
+		if b.st.addAddr(a) {
 			b.addrs.add(a)
 			fresh--
 		}
 	}
-	i := len(b.stackKeys)
-	k := string(b.keyBuf)
-	b.stackIndex[k] = i
-	b.stackKeys = append(b.stackKeys, k)
-	return i
+	return b.st.add(b.keyBuf, true)
 }
 
-// overCapKey is the stack key of the over-the-cap stack: no real stack key
-// has an odd length.
-const overCapKey = "\x00"
-
-// overCapStack returns the over-the-cap stack, interned on first use. It is
-// not in stackIndex, so each stack over the cap is looked up again (and
-// found again over the cap) rather than remembered.
+// overCapStack returns the over-the-cap stack, interned on first use: a
+// stack without addresses that is not looked up, so each stack over the cap
+// is looked up again (and found again over the cap) rather than
+// remembered.
 func (b *Builder) overCapStack() int {
 	if b.overCap < 0 {
-		b.overCap = len(b.stackKeys)
-		b.stackKeys = append(b.stackKeys, overCapKey)
+		b.overCap = b.st.add(nil, false)
 	}
 	return b.overCap
 }
@@ -835,27 +823,26 @@ func (b *Builder) Finish() *Profile {
 // frames. It returns the p.Stacks index of each raw stack and the number of
 // resolved frames of each of p.Stacks.
 func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
-	frameOf := make(map[uint64]int, len(b.addrSeen))
+	nStacks := b.st.stacks()
+	// frameOf[i] is 1 + the frame of address b.st.addrs[i] (0: not yet).
+	frameOf := make([]int32, len(b.st.addrs))
 	// Resolved frames merge by module and name (every return address in a
 	// method is one frame); an unresolved address is a frame of its own.
 	frameByName := make(map[[2]string]int)
-	stackOf := make(map[string]int, len(b.stackKeys))
-	symOf = make([]int, len(b.stackKeys))
+	// stacks finds the symbolised stacks by their frames.
+	var stacks stackStore
+	symOf = make([]int, nStacks)
 	// Sized once: a frame per address (at most), a stack per raw stack (at
 	// most), and every stack's frames in one array.
-	p.Frames = make([]Frame, 0, len(b.addrSeen)+1)
-	p.Stacks = make([]Stack, 0, len(b.stackKeys))
-	stackResolved = make([]int, 0, len(b.stackKeys))
-	total := 0
-	for _, k := range b.stackKeys {
-		total += len(k)/8 + 1
-	}
-	arena := make([]int, 0, total)
+	p.Frames = make([]Frame, 0, len(b.st.addrs)+1)
+	p.Stacks = make([]Stack, 0, nStacks)
+	stackResolved = make([]int, 0, nStacks)
+	arena := make([]int, 0, len(b.st.frames)+1)
 	var frames []int // of the raw stack being resolved, reused
-	var key []byte
-	for i, k := range b.stackKeys {
+	var key []uint64 // the same as stackStore keys
+	for i := range nStacks {
 		frames = frames[:0]
-		if k == overCapKey {
+		if i == b.overCap {
 			fi, ok := frameByName[[2]string{"", OverCapFrame}]
 			if !ok {
 				fi = len(p.Frames)
@@ -864,15 +851,16 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 			}
 			frames = append(frames, fi)
 		}
-		for j := 0; j+8 <= len(k); j += 8 {
-			addr := stringUint64(k[j:])
-			fi, ok := frameOf[addr]
-			if !ok {
+		for _, addr := range b.st.stack(i) {
+			ai := b.st.addrIndex(addr)
+			fi := int(frameOf[ai]) - 1
+			if fi < 0 {
 				p.Symbols.Addresses++
 				sym, found := b.symbols.Lookup(addr)
 				if found {
 					p.Symbols.ResolvedAddresses++
 					key := [2]string{sym.Module, sym.Name}
+					var ok bool
 					if fi, ok = frameByName[key]; !ok {
 						fi = len(p.Frames)
 						frameByName[key] = fi
@@ -883,18 +871,17 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 					fi = len(p.Frames)
 					p.Frames = append(p.Frames, Frame{Name: "0x" + strconv.FormatUint(addr, 16), Address: addr})
 				}
-				frameOf[addr] = fi
+				frameOf[ai] = int32(fi + 1)
 			}
 			frames = append(frames, fi)
 		}
 		key = key[:0]
 		for _, f := range frames {
-			key = binary.LittleEndian.AppendUint32(key, uint32(f))
+			key = append(key, uint64(f))
 		}
-		si, ok := stackOf[string(key)]
-		if !ok {
-			si = len(p.Stacks)
-			stackOf[string(key)] = si
+		si := stacks.find(key)
+		if si < 0 {
+			si = stacks.add(key, true)
 			lo := len(arena)
 			arena = append(arena, frames...)
 			p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
@@ -979,11 +966,4 @@ func Read(r io.Reader, cfg Config) (*Profile, error) {
 		}
 		return p, err
 	}
-}
-
-// stringUint64 reads a little-endian uint64 from the start of s.
-func stringUint64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

@@ -1,0 +1,143 @@
+package profile
+
+import "slices"
+
+// stackStore interns raw stacks (lists of return addresses) and the
+// distinct addresses in them without a string or a map entry per stack:
+// every stack's addresses are appended to one array, and open-addressing
+// tables of int32 find a stack by its addresses and an address by its
+// value. Interning a known stack allocates nothing; a new one only grows
+// the arrays (amortised).
+type stackStore struct {
+	// frames holds every stack's addresses; stack i is
+	// frames[off[i]:off[i+1]].
+	frames []uint64
+	off    []int32
+	// slots finds stacks: stack+1 per slot (0: empty), at most half full;
+	// inSlots counts them.
+	slots   []int32
+	inSlots int
+	// addrs are the distinct addresses in order of first sight; addrSlots
+	// finds them (index+1 per slot, 0: empty), at most half full.
+	addrs     []uint64
+	addrSlots []int32
+}
+
+// hashStack hashes a stack's addresses.
+func hashStack(frames []uint64) uint64 {
+	h := uint64(len(frames)) * 0x9E3779B97F4A7C15
+	for _, a := range frames {
+		h = (h ^ a) * 0x9E3779B97F4A7C15
+		h ^= h >> 29
+	}
+	return h
+}
+
+// hashAddr hashes an address (Fibonacci hashing, the high bits used).
+func hashAddr(a uint64) uint64 { return (a ^ a>>31) * 0x9E3779B97F4A7C15 }
+
+// stacks is the number of stacks interned.
+func (s *stackStore) stacks() int { return max(len(s.off)-1, 0) }
+
+// stack returns the addresses of stack i.
+func (s *stackStore) stack(i int) []uint64 { return s.frames[s.off[i]:s.off[i+1]] }
+
+// find returns the stack with these addresses, -1 when there is none.
+func (s *stackStore) find(frames []uint64) int {
+	if len(s.slots) == 0 {
+		return -1
+	}
+	mask := uint64(len(s.slots) - 1)
+	for i := hashStack(frames) >> 32 & mask; ; i = (i + 1) & mask {
+		v := s.slots[i]
+		if v == 0 {
+			return -1
+		}
+		if slices.Equal(s.stack(int(v-1)), frames) {
+			return int(v - 1)
+		}
+	}
+}
+
+// add interns a stack that find did not find and returns its index. With
+// lookup false the stack is only stored (the over-the-cap placeholder):
+// find never returns it.
+func (s *stackStore) add(frames []uint64, lookup bool) int {
+	if len(s.off) == 0 {
+		s.off = append(s.off, 0)
+	}
+	i := len(s.off) - 1
+	s.frames = append(s.frames, frames...)
+	s.off = append(s.off, int32(len(s.frames)))
+	if lookup {
+		if 2*(s.inSlots+1) > len(s.slots) {
+			old := s.slots
+			s.slots = make([]int32, max(64, 2*len(old)))
+			for _, v := range old {
+				if v != 0 {
+					s.place(s.stack(int(v-1)), v)
+				}
+			}
+		}
+		s.place(frames, int32(i+1))
+		s.inSlots++
+	}
+	return i
+}
+
+func (s *stackStore) place(frames []uint64, v int32) {
+	mask := uint64(len(s.slots) - 1)
+	i := hashStack(frames) >> 32 & mask
+	for s.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = v
+}
+
+// addrSlot returns the slot of address a in addrSlots: the one holding it,
+// or the empty one where it would go.
+func (s *stackStore) addrSlot(a uint64) uint64 {
+	mask := uint64(len(s.addrSlots) - 1)
+	i := hashAddr(a) >> 32 & mask
+	for {
+		v := s.addrSlots[i]
+		if v == 0 || s.addrs[v-1] == a {
+			return i
+		}
+		i = (i + 1) & mask
+	}
+}
+
+// hasAddr reports whether address a was added.
+func (s *stackStore) hasAddr(a uint64) bool {
+	return len(s.addrSlots) > 0 && s.addrSlots[s.addrSlot(a)] != 0
+}
+
+// addAddr adds address a and reports whether it is new.
+func (s *stackStore) addAddr(a uint64) bool {
+	if 2*(len(s.addrs)+1) > len(s.addrSlots) {
+		old := s.addrSlots
+		s.addrSlots = make([]int32, max(256, 2*len(old)))
+		for _, v := range old {
+			if v != 0 {
+				s.addrSlots[s.addrSlot(s.addrs[v-1])] = v
+			}
+		}
+	}
+	i := s.addrSlot(a)
+	if s.addrSlots[i] != 0 {
+		return false
+	}
+	s.addrs = append(s.addrs, a)
+	s.addrSlots[i] = int32(len(s.addrs))
+	return true
+}
+
+// addrIndex returns the index of an address added (in addrs), -1 for one
+// that was not.
+func (s *stackStore) addrIndex(a uint64) int {
+	if len(s.addrSlots) == 0 {
+		return -1
+	}
+	return int(s.addrSlots[s.addrSlot(a)]) - 1
+}
