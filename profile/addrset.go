@@ -16,40 +16,80 @@ import "slices"
 // once the queries have paid for it, so that each later query is one
 // binary search. Before any of that, a bitmap of the 4 KB pages that hold
 // an address answers most queries of a rundown (methods in pages no stack
-// went through) with a bit test or two.
+// went through) with a bit test or two. The bitmap is made by the first
+// query, sized by the addresses then (64 bits each, 1 KB to 8 KB), and made
+// again when additions outgrow it: a trace without a rundown does not pay
+// for it. The bitmap is made by the first
+// query, sized by the addresses then (64 bits each, 1 KB to 8 KB), and made
+// again when additions outgrow it: a trace without a rundown does not pay
+// for it.
 type addrSet struct {
 	base    []uint64   // sorted
 	pending []uint64   // unsorted, at most pendingAddrs
 	runs    [][]uint64 // runs[i] is nil or sorted with pendingAddrs<<i addresses
 	n       int        // addresses in pending and runs
 	queries int        // since the last addition
-	// pages has the bit pageBit(a>>pageShift) set for every address a
-	// (nil until the first addition).
-	pages *[pageWords]uint64
+	// pages has the bit pageBit(a>>pageShift, pageBits) set for every
+	// address a (nil until a query makes it).
+	pages    []uint64
+	pageBits uint
 }
 
-// The page bitmap: 64K bits, one per hashed 4 KB page.
+// The page bitmap: at most 64K bits, one per hashed 4 KB page.
 const (
-	pageShift = 12
-	pageBits  = 16
-	pageWords = 1 << pageBits / 64
+	pageShift   = 12
+	minPageBits = 13
+	maxPageBits = 16
 	// maxPageProbes bounds the pages a query tests; a wider range skips the
 	// bitmap.
 	maxPageProbes = 16
 )
 
-// pageBit is the bitmap bit of a page (Fibonacci hashing).
-func pageBit(page uint64) uint64 { return (page * 0x9E3779B97F4A7C15) >> (64 - pageBits) }
+// pageBit is the bit of a page in a bitmap of 1<<bits bits (Fibonacci
+// hashing).
+func pageBit(page uint64, bits uint) uint64 { return (page * 0x9E3779B97F4A7C15) >> (64 - bits) }
+
+// size is the number of addresses in the set.
+func (s *addrSet) size() int { return len(s.base) + s.n }
+
+// setPage sets the bit of address a's page.
+func (s *addrSet) setPage(a uint64) {
+	bit := pageBit(a>>pageShift, s.pageBits)
+	s.pages[bit/64] |= 1 << (bit % 64)
+}
+
+// makePages makes the page bitmap for the addresses in the set.
+func (s *addrSet) makePages() {
+	bits := uint(minPageBits)
+	for bits < maxPageBits && 1<<bits < 64*s.size() {
+		bits++
+	}
+	s.pageBits = bits
+	s.pages = make([]uint64, 1<<bits/64)
+	for _, a := range s.base {
+		s.setPage(a)
+	}
+	for _, a := range s.pending {
+		s.setPage(a)
+	}
+	for _, r := range s.runs {
+		for _, a := range r {
+			s.setPage(a)
+		}
+	}
+}
 
 // pendingAddrs is the size of the unsorted buffer a query scans.
 const pendingAddrs = 64
 
 func (s *addrSet) add(a uint64) {
-	if s.pages == nil {
-		s.pages = new([pageWords]uint64)
+	if s.pages != nil {
+		if s.pageBits < maxPageBits && 1<<s.pageBits < 16*(s.size()+1) {
+			s.pages = nil // outgrown: the next query makes a larger one
+		} else {
+			s.setPage(a)
+		}
 	}
-	bit := pageBit(a >> pageShift)
-	s.pages[bit/64] |= 1 << (bit % 64)
 	s.queries = 0
 	s.n++
 	s.pending = append(s.pending, a)
@@ -74,13 +114,16 @@ func (s *addrSet) add(a uint64) {
 
 // any reports whether an address of the set lies in [start, end].
 func (s *addrSet) any(start, end uint64) bool {
-	if end < start || s.pages == nil {
+	if end < start || s.size() == 0 {
 		return false
+	}
+	if s.pages == nil {
+		s.makePages()
 	}
 	if first, last := start>>pageShift, end>>pageShift; last-first < maxPageProbes {
 		hit := false
 		for p := first; p <= last && !hit; p++ {
-			bit := pageBit(p)
+			bit := pageBit(p, s.pageBits)
 			hit = s.pages[bit/64]&(1<<(bit%64)) != 0
 		}
 		if !hit {

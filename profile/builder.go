@@ -840,6 +840,10 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	arena := make([]int, 0, len(b.st.frames)+1)
 	var frames []int // of the raw stack being resolved, reused
 	var key []uint64 // the same as stackStore keys
+	// hex holds the names of the unresolved frames ("0x" and the address),
+	// hexEnds where each ends.
+	var hex []byte
+	var hexEnds []hexEnd
 	for i := range nStacks {
 		frames = frames[:0]
 		if i == b.overCap {
@@ -868,8 +872,11 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 							Resolved: true, Address: sym.Start})
 					}
 				} else {
+					// Named below, every unresolved name in one string.
 					fi = len(p.Frames)
-					p.Frames = append(p.Frames, Frame{Name: "0x" + strconv.FormatUint(addr, 16), Address: addr})
+					p.Frames = append(p.Frames, Frame{Address: addr})
+					hex = strconv.AppendUint(append(hex, "0x"...), addr, 16)
+					hexEnds = append(hexEnds, hexEnd{int32(fi), int32(len(hex))})
 				}
 				frameOf[ai] = int32(fi + 1)
 			}
@@ -895,8 +902,17 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		}
 		symOf[i] = si
 	}
+	names, lo := string(hex), 0
+	for _, h := range hexEnds {
+		p.Frames[h.frame].Name = names[lo:h.end]
+		lo = int(h.end)
+	}
 	return symOf, stackResolved
 }
+
+// hexEnd is where the name of an unresolved frame ends in symbolise's
+// buffer of names.
+type hexEnd struct{ frame, end int32 }
 
 // sites groups stack counts by the top resolved frame of each stack.
 func (p *Profile) sites(stacks map[int]int64) []Site {
