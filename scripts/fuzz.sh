@@ -7,7 +7,10 @@
 # Minimizing a new interesting input is capped at FUZZMINIMIZETIME (default
 # 200x, runs): with Go's 60s default a target with large seeds (profile,
 # gcdump) spends its whole budget minimizing (13 inputs fuzzed in 30s
-# instead of 339,000), and those runs are not counted.
+# instead of 339,000), and those runs are not counted. A failing target's
+# whole output is kept in $TMPDIR/clrdiag-fuzz-TARGET.log. "fuzzing process
+# hung or terminated unexpectedly: exit status 2" with nothing else is Go's
+# own limit: one input ran longer than 10 s (the worker panics unseen).
 #   FUZZTIME=2m scripts/fuzz.sh            # all targets
 #   scripts/fuzz.sh ./nettrace ./profile   # some packages
 set -uo pipefail
@@ -30,6 +33,8 @@ while read -r pkg; do
       status=1
       printf 'FAIL %-28s %-26s %s\n' "$dir" "$target" "$last"
       printf '%s\n' "$out" | grep -vE 'fuzz: elapsed' | tail -30 | cut -c1-300
+      log="${TMPDIR:-/tmp}/clrdiag-fuzz-${target}.log"
+      printf '%s\n' "$out" > "$log" && echo "  (whole output: $log)"
     else
       printf 'ok   %-28s %-26s %s\n' "$dir" "$target" "${last#*fuzz: }"
     fi
