@@ -98,6 +98,15 @@ func TestReportTopN(t *testing.T) {
 	if n := count("topN"); n != 4 { // the trace has 4 methods, fewer than the default 5
 		t.Errorf("topN without -n listed %d methods, want 4", n)
 	}
+	// dotnet-trace's topN lists 5 by default: on clrdiag's Hot capture,
+	// which has more methods than that (all of them without topN).
+	hot := filepath.Join("..", "..", "testdata", "captures", "clrdiag", "hot-3.1.2-linux-x64.nettrace")
+	in = hot
+	all := count()
+	if n := count("topN"); n != 5 || all <= 5 {
+		t.Errorf("topN on the Hot capture listed %d methods (of %d), want 5", n, all)
+	}
+	in = sampleTrace(t)
 	if code, _, errOut := run(t, "trace", "report", in, "bottomN"); code != exitUsage || !strings.Contains(errOut, "topN") {
 		t.Errorf("report FILE bottomN: exit %d %s", code, errOut)
 	}
