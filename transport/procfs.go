@@ -16,21 +16,28 @@ import (
 // namespaces at most 32 deep.
 const maxNSLevels = 32
 
+// procLine returns what follows prefix on the first line of a /proc file
+// (status, stat) that starts with it.
+func procLine(file []byte, prefix string) (rest []byte, ok bool) {
+	for len(file) > 0 {
+		line := file
+		if i := bytes.IndexByte(file, '\n'); i >= 0 {
+			line, file = file[:i], file[i+1:]
+		} else {
+			file = nil
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
+			return rest, true
+		}
+	}
+	return nil, false
+}
+
 // parseNSpid returns the pids listed on the "NSpid:" line of a
 // /proc/PID/status file, outermost namespace first. A status without an
 // NSpid line (kernels before 4.1) yields nil and no error.
 func parseNSpid(status []byte) ([]int, error) {
-	for len(status) > 0 {
-		line := status
-		if i := bytes.IndexByte(status, '\n'); i >= 0 {
-			line, status = status[:i], status[i+1:]
-		} else {
-			status = nil
-		}
-		rest, ok := bytes.CutPrefix(line, []byte("NSpid:"))
-		if !ok {
-			continue
-		}
+	if rest, ok := procLine(status, "NSpid:"); ok {
 		fields := bytes.Fields(rest)
 		if len(fields) == 0 {
 			return nil, errors.New("empty NSpid line")
@@ -130,17 +137,7 @@ func parseStatState(stat []byte) (byte, error) {
 // parseStatusUIDs returns the real, effective, saved and file-system uids
 // listed on the "Uid:" line of a /proc/PID/status file.
 func parseStatusUIDs(status []byte) (uids [4]uint32, err error) {
-	for len(status) > 0 {
-		line := status
-		if i := bytes.IndexByte(status, '\n'); i >= 0 {
-			line, status = status[:i], status[i+1:]
-		} else {
-			status = nil
-		}
-		rest, ok := bytes.CutPrefix(line, []byte("Uid:"))
-		if !ok {
-			continue
-		}
+	if rest, ok := procLine(status, "Uid:"); ok {
 		fields := bytes.Fields(rest)
 		if len(fields) != 4 {
 			return uids, fmt.Errorf("status line Uid: has %d entries, want 4", len(fields))
@@ -182,17 +179,7 @@ func parseStatStart(stat []byte) (uint64, error) {
 // parseBootTime returns the "btime" value of /proc/stat: the boot time in
 // whole seconds since the epoch.
 func parseBootTime(stat []byte) (int64, error) {
-	for len(stat) > 0 {
-		line := stat
-		if i := bytes.IndexByte(stat, '\n'); i >= 0 {
-			line, stat = stat[:i], stat[i+1:]
-		} else {
-			stat = nil
-		}
-		rest, ok := bytes.CutPrefix(line, []byte("btime "))
-		if !ok {
-			continue
-		}
+	if rest, ok := procLine(stat, "btime "); ok {
 		n, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
 		if err != nil || n <= 0 {
 			return 0, fmt.Errorf("btime %q: not a time", bytes.TrimSpace(rest))
