@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -47,7 +49,14 @@ func FuzzClientReplies(f *testing.F) {
 		// input runs 10 s (exit status 2 and no message).
 		c := diag.NewClient(replayDialer{reply}, &diag.Config{Timeout: 4 * time.Second, MaxEnvironmentBytes: 1 << 16})
 		ctx := context.Background()
-		check := func(err error) {
+		start := time.Now()
+		check := func(op string, err error) {
+			// Every reply is there at once and the connection then closes:
+			// an operation that takes seconds waited for something else.
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("%s took %v (%d goroutines): %v", op, d, runtime.NumGoroutine(), err)
+			}
+			start = time.Now()
 			var se *ipc.ServerError
 			var pe *ipc.ProtocolError
 			if err != nil && !errors.As(err, &se) && !errors.As(err, &pe) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -55,17 +64,17 @@ func FuzzClientReplies(f *testing.F) {
 					t.Fatal("empty error message")
 				}
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("client hung: %v", err)
 			}
 		}
 		_, err := c.ProcessInfo(ctx)
-		check(err)
+		check("ProcessInfo", err)
 		_, err = c.Environment(ctx)
-		check(err)
-		check(c.ResumeRuntime(ctx))
+		check("Environment", err)
+		check("ResumeRuntime", c.ResumeRuntime(ctx))
 		_, s, err := c.StartStream(ctx, ipc.CmdCollectTracing2, nil)
-		check(err)
+		check("StartStream", err)
 		if s != nil {
 			s.Close()
 		}
