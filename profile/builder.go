@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -829,8 +830,10 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// Resolved frames merge by module and name (every return address in a
 	// method is one frame); an unresolved address is a frame of its own.
 	frameByName := make(map[[2]string]int)
-	// stacks finds the symbolised stacks by their frames.
-	var stacks stackStore
+	// slots finds the symbolised stacks by their frames: index+1 in
+	// p.Stacks per slot (0: empty), at most half full.
+	slots := make([]int32, max(2, 1<<bits.Len(uint(2*nStacks))))
+	mask := uint64(len(slots) - 1)
 	symOf = make([]int, nStacks)
 	// Sized once: a frame per address (at most), a stack per raw stack (at
 	// most), and every stack's frames in one array.
@@ -839,7 +842,6 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	stackResolved = make([]int, 0, nStacks)
 	arena := make([]int, 0, len(b.st.frames)+1)
 	var frames []int // of the raw stack being resolved, reused
-	var key []uint64 // the same as stackStore keys
 	// hex holds the names of the unresolved frames ("0x" and the address),
 	// hexEnds where each ends.
 	var hex []byte
@@ -882,13 +884,19 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 			}
 			frames = append(frames, fi)
 		}
-		key = key[:0]
+		h := uint64(len(frames)) * 0x9E3779B97F4A7C15
 		for _, f := range frames {
-			key = append(key, uint64(f))
+			h = (h ^ uint64(f)) * 0x9E3779B97F4A7C15
+			h ^= h >> 29
 		}
-		si := stacks.find(key)
+		j := h >> 32 & mask
+		for slots[j] != 0 && !slices.Equal(p.Stacks[slots[j]-1].Frames, frames) {
+			j = (j + 1) & mask
+		}
+		si := int(slots[j]) - 1
 		if si < 0 {
-			si = stacks.add(key, true)
+			si = len(p.Stacks)
+			slots[j] = int32(si + 1)
 			lo := len(arena)
 			arena = append(arena, frames...)
 			p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
