@@ -23,6 +23,10 @@ import (
 // trace collect --format and go tool pprof all say so.
 func TestRealCPUProfileHot(t *testing.T) {
 	tg := startHot(t)
+	// The report marks the main thread as waiting only when every sample
+	// caught it in Console.ReadLine: under load, a sample taken on its way
+	// there from printing READY would be Managed.
+	tg.WaitReading(t, time.Minute)
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "hot.nettrace")
 	code, _, errOut := run(t, "trace", "collect", "-p", fmt.Sprint(tg.PID), "--profile", "dotnet-sampled-thread-time",
