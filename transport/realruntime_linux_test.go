@@ -273,18 +273,7 @@ func worldReadable(t *testing.T, dll string) string {
 // (kthreadd). Discovery lists it under its host pid only, Resolve(2)
 // refuses the socket, and the runtime is reachable through its host pid.
 func TestRealRuntimeOtherPIDNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for unshare --pid")
-	}
-	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("unshare --pid --fork --mount-proc does not work here: %v", err)
-		}
-		t.Skipf("unshare --pid --fork --mount-proc does not work here: %v", err)
-	}
-	if _, err := os.Stat("/proc/2"); err != nil {
-		t.Skip("no process 2 in this PID namespace: nothing to confuse the socket with")
-	}
+	dotnettest.NeedPIDNamespace(t)
 	rt := dotnettest.Find(t)
 	dll := rt.Build(t, "Basic")
 	tmp := tempDir(t)
