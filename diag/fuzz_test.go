@@ -1,12 +1,14 @@
 package diag_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,21 +16,48 @@ import (
 	"github.com/clrdiag/clrdiag/ipc"
 )
 
-// replayDialer answers every request with fixed bytes, then closes.
+// replayDialer answers every request with fixed bytes, then the end of
+// the stream. Its connections live in memory, with no goroutine behind
+// them: a fuzzing worker runs tens of thousands of inputs a second, and a
+// server goroutine per connection (a net.Pipe) piled up by the hundred
+// thousand on a loaded machine until one input outlasted Go's 10 s limit.
 type replayDialer struct{ reply []byte }
 
 func (d replayDialer) Dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
-	go func() {
-		defer server.Close()
-		server.SetDeadline(time.Now().Add(20 * time.Second))
-		if _, err := ipc.ReadMessage(server); err != nil {
-			return
-		}
-		_, _ = server.Write(d.reply)
-	}()
-	return client, nil
+	return &replayConn{reply: bytes.NewReader(d.reply)}, nil
 }
+
+// replayConn takes whatever is written and reads back the reply.
+type replayConn struct {
+	reply  *bytes.Reader
+	closed atomic.Bool // the client may close from a context watcher
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	return c.reply.Read(p)
+}
+
+func (c *replayConn) Write(p []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	return len(p), nil
+}
+
+func (c *replayConn) Close() error                     { c.closed.Store(true); return nil }
+func (c *replayConn) LocalAddr() net.Addr              { return replayAddr{} }
+func (c *replayConn) RemoteAddr() net.Addr             { return replayAddr{} }
+func (c *replayConn) SetDeadline(time.Time) error      { return nil }
+func (c *replayConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *replayConn) SetWriteDeadline(time.Time) error { return nil }
+
+type replayAddr struct{}
+
+func (replayAddr) Network() string { return "memory" }
+func (replayAddr) String() string  { return "replay" }
 
 // FuzzClientReplies feeds arbitrary reply bytes to the client's commands:
 // none may panic or hang, and failures must be typed.
