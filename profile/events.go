@@ -277,6 +277,14 @@ func parseAllocTick(pl []byte, version uint8, ps int) (t allocTick, ok bool) {
 	if n < 0 {
 		return t, false
 	}
+	return allocTickAt(pl, name, n, ptrAt(pl[18:], ps), version, ps)
+}
+
+// allocTickAt completes parseAllocTick once the type name (name[:n], its
+// NUL at name[n:n+2]) is known: it checks that the payload holds the fields
+// after the name (HeapIndex u32, Address ptr from v3, ObjectSize u64 from
+// v4) and reads the tick.
+func allocTickAt(pl, name []byte, n int, id uint64, version uint8, ps int) (t allocTick, ok bool) {
 	rest := name[n+2:]
 	need := 4
 	if version >= 3 {
@@ -288,7 +296,7 @@ func parseAllocTick(pl []byte, version uint8, ps int) (t allocTick, ok bool) {
 	if len(rest) < need {
 		return t, false
 	}
-	t = allocTick{amount: le64(pl[10:]), typeID: ptrAt(pl[18:], ps), name: name[:n]}
+	t = allocTick{amount: le64(pl[10:]), typeID: id, name: name[:n]}
 	if version >= 4 {
 		t.size = le64(rest[4+ps:])
 	}
@@ -326,20 +334,8 @@ func (a *eventAcc) allocTick(pl []byte, version uint8, ps int) (t allocTick, lea
 		if n := len(r.raw); r.ok && r.id == id && id != 0 && len(name) >= n+2 && name[n] == 0 && name[n+1] == 0 &&
 			string(name[:n]) == r.raw {
 			// The cached name has no NUL: this one ends here too.
-			rest := name[n+2:]
-			need := 4
-			if version >= 3 {
-				need += ps
-			}
-			if version >= 4 {
-				need += 8
-			}
-			if len(rest) < need {
+			if t, ok = allocTickAt(pl, name, n, id, version, ps); !ok {
 				return t, 0, false
-			}
-			t = allocTick{amount: le64(pl[10:]), typeID: id, name: name[:n]}
-			if version >= 4 {
-				t.size = le64(rest[4+ps:])
 			}
 			return t, r.leaf, true
 		}
