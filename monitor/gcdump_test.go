@@ -5,7 +5,6 @@ package monitor_test
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,21 +23,7 @@ import (
 // get is do with the response's headers.
 func get(t *testing.T, hs *httptest.Server, path string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("GET", hs.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return request(t, hs.Client(), "GET", hs.URL+path)
 }
 
 // Heap snapshots: a .gcdump of the fake heap, by both spellings of the

@@ -44,31 +44,26 @@ func fake(t *testing.T, cfg ipctest.Config) *ipctest.Server {
 
 func serve(t *testing.T, cfg monitor.Config) *httptest.Server {
 	t.Helper()
-	if cfg.APIKey == "" && !cfg.NoAuth {
-		cfg.APIKey = key
-	}
-	m, err := monitor.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(m)
-	t.Cleanup(func() {
-		hs.Close()
-		if err := m.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	_, hs := serveUI(t, cfg)
 	return hs
 }
 
 func do(t *testing.T, hs *httptest.Server, method, path string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, hs.URL+path, nil)
+	resp, b := request(t, hs.Client(), method, hs.URL+path)
+	return resp.StatusCode, b
+}
+
+// request sends an API request with the test key and reads the whole
+// response.
+func request(t *testing.T, c *http.Client, method, url string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := hs.Client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +72,7 @@ func do(t *testing.T, hs *httptest.Server, method, path string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, b
+	return resp, b
 }
 
 func TestAuth(t *testing.T) {

@@ -47,21 +47,7 @@ func replay(capture []byte, requests chan<- *ipc.CollectTracingRequest) func(con
 
 func getProfile(t *testing.T, hs interface{ Client() *http.Client }, url string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return request(t, hs.Client(), "GET", url)
 }
 
 // The profile route asks for the measure's providers, builds the profile

@@ -229,9 +229,12 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// TestStreamMemoryFlat streams NETTRACE_STREAM_GB gigabytes through a pipe
-// and fails if the heap ever exceeds 100 MB. Opt-in: it takes minutes.
-func TestStreamMemoryFlat(t *testing.T) {
+// streamGB returns a reader of a generated V4 stream of
+// NETTRACE_STREAM_GB gigabytes written through a pipe, the writer that
+// counts its bytes and the number of events; it skips without the
+// variable.
+func streamGB(t *testing.T) (r *Reader, cw *countWriter, events int) {
+	t.Helper()
 	gb := os.Getenv("NETTRACE_STREAM_GB")
 	if gb == "" {
 		t.Skip("set NETTRACE_STREAM_GB=2 to stream 2 GB through the reader")
@@ -241,14 +244,20 @@ func TestStreamMemoryFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The generated stream averages about 16 bytes per event.
-	n := int(g * (1 << 30) / 16)
+	events = int(g * (1 << 30) / 16)
 	pr, pw := io.Pipe()
-	cw := &countWriter{w: pw}
-	go func() { pw.CloseWithError(genStream(cw, n, 4)) }()
-	r, err := NewReader(pr)
-	if err != nil {
+	cw = &countWriter{w: pw}
+	go func() { pw.CloseWithError(genStream(cw, events, 4)) }()
+	if r, err = NewReader(pr); err != nil {
 		t.Fatal(err)
 	}
+	return r, cw, events
+}
+
+// TestStreamMemoryFlat streams NETTRACE_STREAM_GB gigabytes through a pipe
+// and fails if the heap ever exceeds 100 MB. Opt-in: it takes minutes.
+func TestStreamMemoryFlat(t *testing.T) {
+	r, cw, _ := streamGB(t)
 	var ev Event
 	var ms runtime.MemStats
 	var peak uint64
@@ -280,28 +289,13 @@ func TestStreamMemoryFlat(t *testing.T) {
 // NETTRACE_STREAM_GB gigabytes through a pipe on every core, failing if the
 // heap ever exceeds 100 MB. Opt-in: it takes minutes.
 func TestStreamMemoryFlatParallel(t *testing.T) {
-	gb := os.Getenv("NETTRACE_STREAM_GB")
-	if gb == "" {
-		t.Skip("set NETTRACE_STREAM_GB=2 to stream 2 GB through ReadParallel")
-	}
-	g, err := strconv.ParseFloat(gb, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := int(g * (1 << 30) / 16)
-	pr, pw := io.Pipe()
-	cw := &countWriter{w: pw}
-	go func() { pw.CloseWithError(genStream(cw, n, 4)) }()
-	r, err := NewReader(pr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, cw, n := streamGB(t)
 	var ms runtime.MemStats
 	var peak uint64
 	var total countPart
 	merges := 0
 	start := time.Now()
-	err = ReadParallel(context.Background(), r, ParallelConfig{}, newCountPart,
+	err := ReadParallel(context.Background(), r, ParallelConfig{}, newCountPart,
 		func(p *countPart) error {
 			total.add(p)
 			if merges++; merges%256 == 0 {

@@ -5,7 +5,6 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -105,7 +104,7 @@ func TestGCDumpFake(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "Wrote "+pb) {
 		t.Fatalf("convert: %d %s", code, errOut)
 	}
-	checkPprof(t, pb, "App.Item", "inuse_space")
+	goToolPprof(t, pb, []string{"-top"}, "App.Item", "inuse_space")
 	code, out, _ = run(t, "gcdump", "convert", after, "--format", "folded", "-o", "-")
 	if code != 0 || !strings.Contains(out, "[local vars];App!App.Item 40\n") {
 		t.Errorf("folded:\n%s", out)
@@ -134,29 +133,6 @@ func TestGCDumpFake(t *testing.T) {
 	code, out, _ = run(t, "gcdump", "report", trace, "--json")
 	if code != 0 || !strings.Contains(out, `"objects": 14`) {
 		t.Errorf("report of the nettrace: %d\n%s", code, out)
-	}
-}
-
-func checkPprof(t *testing.T, pb string, want ...string) {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go not on PATH (CI=true): %v", err)
-		}
-		t.Logf("SKIPPING go tool pprof: %v", err)
-		return
-	}
-	cmd := exec.Command(goTool, "tool", "pprof", "-top", pb)
-	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
-	txt, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go tool pprof -top: %v\n%s", err, txt)
-	}
-	for _, w := range want {
-		if !strings.Contains(string(txt), w) {
-			t.Errorf("go tool pprof -top does not show %q:\n%s", w, txt)
-		}
 	}
 }
 
@@ -266,5 +242,5 @@ func TestGCDumpReal(t *testing.T) {
 	if code, _, errOut := run(t, "gcdump", "convert", after, "--format", "pprof", "-o", pb); code != 0 {
 		t.Fatalf("convert: %d %s", code, errOut)
 	}
-	checkPprof(t, pb, "Heap.Leak", "Heap.StaticItem")
+	goToolPprof(t, pb, []string{"-top"}, "Heap.Leak", "Heap.StaticItem")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -118,4 +119,32 @@ func readTrace(t *testing.T, path string) ([]decodedEvent, nettrace.Stats) {
 		out = append(out, de)
 	}
 	return out, rd.Stats()
+}
+
+// goToolPprof runs go tool pprof with args on a file and checks that the
+// output names every want.
+func goToolPprof(t *testing.T, file string, args []string, want ...string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("go not on PATH (CI=true): %v", err)
+		}
+		t.Logf("SKIPPING go tool pprof: %v", err)
+		return
+	}
+	cmd := exec.Command(goTool, append(append([]string{"tool", "pprof"}, args...), file)...)
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
+	txt, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof %v: %v\n%s", args, err, txt)
+	}
+	if strings.Contains(string(txt), "Main binary filename not available") {
+		t.Errorf("go tool pprof %v looks for a binary:\n%s", args, txt)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(txt), w) {
+			t.Errorf("go tool pprof %v does not show %q:\n%s", args, w, txt)
+		}
+	}
 }

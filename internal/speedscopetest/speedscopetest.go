@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/clrdiag/clrdiag/internal/dotnettest"
 )
 
 // SchemaPath returns where the schema is: $CLRDIAG_SPEEDSCOPE_SCHEMA, or
@@ -26,7 +28,7 @@ func SchemaPath() (string, error) {
 	}
 	cache := os.Getenv("CLRDIAG_CACHE")
 	if cache == "" {
-		root, err := moduleRoot()
+		root, err := dotnettest.ModuleRoot()
 		if err != nil {
 			return "", err
 		}
@@ -101,23 +103,4 @@ func Check(s *jsonschema.Schema, data []byte) error {
 		return err
 	}
 	return nil
-}
-
-// moduleRoot returns the directory holding go.mod, searching upwards from
-// the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
