@@ -188,3 +188,35 @@ func TestValidateTraceEvents(t *testing.T) {
 		t.Error("truncated JSON passes")
 	}
 }
+
+// Two lock waits of one stack, the second starting when the first ends
+// (or, with the runtime's own durations, a little before): Chromium shows
+// two spans, not one. CPU samples of one stack, by contrast, are one span.
+func TestChromiumRunsApart(t *testing.T) {
+	runs := func(yield func(Run) bool) {
+		_ = yield(Run{Stack: 0, Start: 0, Count: 1000}) &&
+			yield(Run{Stack: 0, Start: 1000, Count: 1000}) && // touching
+			yield(Run{Stack: 0, Start: 1500, Count: 1000}) // overlapping
+	}
+	for _, apart := range []bool{true, false} {
+		wp := &Weighted{Name: "app", ProcessID: 1, Types: []ValueType{{"delay", "nanoseconds"}}, Period: 1,
+			Frames: []Frame{{Name: "Lock.Wait"}, {Name: "Main"}}, Stacks: []Stack{{Frames: []int{0, 1}}},
+			Groups:    []Group{{Name: "Thread 7", ThreadID: 7, Samples: []Sample{{Stack: 0, Values: []int64{3000}}}, Runs: runs}},
+			RunsApart: apart}
+		var buf bytes.Buffer
+		if err := WriteChromium(&buf, wp); err != nil {
+			t.Fatal(err)
+		}
+		begins, problems := validateTraceEvents(buf.Bytes())
+		if len(problems) > 0 {
+			t.Errorf("RunsApart %v: %v\n%s", apart, problems, buf.Bytes())
+		}
+		want := 2 // Main and Lock.Wait once
+		if apart {
+			want = 6 // three times
+		}
+		if begins != want {
+			t.Errorf("RunsApart %v: %d B events, want %d\n%s", apart, begins, want, buf.Bytes())
+		}
+	}
+}

@@ -132,7 +132,8 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 	}
 	w := &Weighted{RunsPartial: p.TimelineTruncated, Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
 		Types: types, Default: def, PeriodType: period, Period: every, Active: -1,
-		Comments: append(p.NotesFor(measure), eventComments(measure, objects)...)}
+		Comments:  append(p.NotesFor(measure), eventComments(measure, objects)...),
+		RunsApart: measure == MeasureContention}
 
 	// The frames and stacks of the profile, then the leaves and the stacks
 	// that end in them (copies: the Profile is not modified).

@@ -478,7 +478,8 @@ func (s *stackArrays) get(stack int) []byte {
 // and an "E" event with the same name and category (the frame's module)
 // when it leaves it, timestamps in microseconds from the start of the trace
 // and never going back on a thread. Gaps longer than four periods without
-// samples close every frame. "M" events name the process and the threads
+// samples close every frame, and so does the end of each run when
+// wp.RunsApart. "M" events name the process and the threads
 // and sort the busiest thread first. It needs Runs (a profile built with
 // Config.Timeline) and returns ErrNoTimeline without them.
 func WriteChromium(w io.Writer, wp *Weighted) error {
@@ -578,7 +579,7 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 				b = b[:0]
 			}
 			rs := max(r.Start, at) // keep each thread's timestamps monotonic
-			if rs > at+4*period {
+			if rs > at+4*period || (wp.RunsApart && len(open) > 0) {
 				if len(open) > 0 {
 					ts = appendMicros(ts[:0], int64(at))
 					closeTo(0)

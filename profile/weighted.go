@@ -48,6 +48,11 @@ type Weighted struct {
 	// (Config.MaxTimelineRuns was reached): formats that can show either
 	// (speedscope) then show the complete Samples.
 	RunsPartial bool
+	// RunsApart is set when each Run is an event of its own (a lock wait),
+	// not a stretch of samples: the formats that draw time end a run's
+	// frames before the next run, even one of the same stack that starts
+	// when it ends (two waits would otherwise show as one).
+	RunsApart bool
 	// Comments are notes for whoever reads the profile (pprof comments).
 	Comments []string
 }
