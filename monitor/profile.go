@@ -70,7 +70,7 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request, p Process, c *d
 		return
 	}
 	ctx := r.Context()
-	prof, warnings, err := liveProfile(ctx, c, d, m, profile.Config{Timeline: f.Timeline}, s.maxTraceBytes())
+	prof, warnings, err := liveProfile(ctx, c, d, m, profile.Config{Timeline: f.Timeline, Measure: m.Name}, s.maxTraceBytes())
 	if ctx.Err() != nil {
 		return // the client went away
 	}

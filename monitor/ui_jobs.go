@@ -199,7 +199,7 @@ func (u *ui) startProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.run(w, r, "profile", d, func(ctx context.Context, p Process, c *diag.Client, j *job) error {
-		prof, warnings, err := liveProfile(ctx, c, d, m, profile.Config{}, u.s.maxTraceBytes())
+		prof, warnings, err := liveProfile(ctx, c, d, m, profile.Config{Measure: m.Name}, u.s.maxTraceBytes())
 		if ctx.Err() != nil {
 			return errors.New("the monitor is stopping")
 		}

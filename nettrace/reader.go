@@ -1018,7 +1018,12 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	st.seq, st.ts = seq, ts
 	r.pos = end
 	r.stats.Events++
-	ev.Metadata = md
+	// A pointer is stored only when it changes: while the collector marks,
+	// every pointer store runs its write barrier, which on a conversion
+	// cost more than decoding (the builder's garbage keeps it marking).
+	if ev.Metadata != md {
+		ev.Metadata = md
+	}
 	ev.SequenceNumber = seq
 	ev.ThreadID = st.thread
 	ev.CaptureThreadID = st.capThread
@@ -1030,12 +1035,18 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	ev.RelatedActivityID = st.rel
 	ev.IsSorted = flags&flagSorted != 0
 	ev.LabelListID = 0
-	ev.Labels = nil
+	if ev.Labels != nil {
+		ev.Labels = nil
+	}
 	ev.ThreadIndex = 0
 	ev.CaptureThreadIndex = 0
 	ev.Payload = b[q:end:end]
-	ev.header = &r.hdr
-	ev.stack = stack
+	if ev.header != &r.hdr {
+		ev.header = &r.hdr
+	}
+	if stack != nil || ev.stack != nil {
+		ev.stack = stack
+	}
 	ev.pointerSize = r.hdr.PointerSize
 	if r.v6 {
 		// Thread-table indexes to OS thread ids: inline when both are

@@ -41,6 +41,14 @@ type Config struct {
 	// OverCapFrame, and Profile.Capped says so. Together they bound the
 	// memory of a Builder and of the exports whatever the trace holds.
 	MaxStacks, MaxAddresses int
+	// Measure, when set, builds only what the profile of that measure
+	// (MeasureWall, MeasureCPU, MeasureAlloc...) needs: a conversion to
+	// one measure does not pay for the events of the others (a profile of
+	// wall time skips allocation ticks, exceptions and lock waits; one of
+	// allocations skips the CPU samples). The Profile then reports no
+	// events of the measures left out. "" (or a name that is not a
+	// measure) builds them all, as the report needs.
+	Measure string
 }
 
 // Default stack caps. A real trace of a large application has a few
@@ -360,6 +368,9 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 			}
 		}
 	}
+	if b.skip(k) {
+		k = kindOther
+	}
 	b.kinds[md] = k
 	if md.ID < maxDenseID {
 		if int(md.ID) >= len(b.byID) {
@@ -368,6 +379,38 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 		b.byID[md.ID] = kindCache{md, k}
 	}
 	return k
+}
+
+// skip reports whether Config.Measure leaves out the events of kind k.
+func (b *Builder) skip(k eventKind) bool {
+	var want eventKind
+	switch k {
+	case kindSample:
+		switch b.cfg.Measure {
+		case MeasureAlloc, MeasureContention, MeasureExceptions:
+			return true
+		}
+		return false
+	case kindAllocTick:
+		want = kindAllocTick
+	case kindException:
+		want = kindException
+	case kindContentionStart, kindContentionStop:
+		want = kindContentionStart
+	default:
+		return false
+	}
+	switch b.cfg.Measure {
+	case MeasureWall, MeasureCPU:
+		return true
+	case MeasureAlloc:
+		return want != kindAllocTick
+	case MeasureContention:
+		return want != kindContentionStart
+	case MeasureExceptions:
+		return want != kindException
+	}
+	return false
 }
 
 // runtimeProvider reports whether md is one of the runtime's native

@@ -109,7 +109,7 @@ func benchmarkConvert(b *testing.B, data []byte) {
 				b.SetBytes(int64(len(data)))
 				defer reportCPU(b, cpuTime())
 				for b.Loop() {
-					p := readBench(b, data, Config{Timeline: f.Timeline})
+					p := readBench(b, data, Config{Timeline: f.Timeline, Measure: m.Name})
 					wp, err := p.Weighted(m.Name)
 					if err != nil {
 						b.Fatal(err)

@@ -181,7 +181,10 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 	if err := checkOutput(out, force); err != nil {
 		return "", err
 	}
-	p, readErr := readProfile(e, in, pf.config(f.Timeline))
+	// Only what the measure needs is built (Config.Measure).
+	cfg := pf.config(f.Timeline)
+	cfg.Measure = m.Name
+	p, readErr := readProfile(e, in, cfg)
 	if p == nil {
 		return "", readErr
 	}
