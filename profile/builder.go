@@ -134,7 +134,7 @@ type threadAcc struct {
 	// cont is the thread's lock wait state (events.go), nil until it has
 	// a contention event.
 	cont        *contThread
-	counts      map[int64]int64 // stack<<1 | 1 for managed -> samples
+	counts      countTable // stack<<1 | 1 for managed -> samples
 	managed     int64
 	external    int64
 	all         int64 // samples of any kind, for the period estimate
@@ -173,8 +173,45 @@ func (t *threadAcc) flushSlot(i int) {
 	r := &t.recent[i]
 	for k, n := range r.pend {
 		if n > 0 {
-			t.counts[int64(r.stack)<<1|int64(k)] += n
+			t.counts.add(int64(r.stack)<<1|int64(k), n)
 			r.pend[k] = 0
+		}
+	}
+}
+
+// countTable maps a thread's sample keys (stack<<1 | 1 for Managed) to
+// sample counts: an open-addressing table, at most 3/4 full, that grows
+// by doubling (a map's growth and per-entry costs were a tenth of the
+// Builder's time on a trace of 13 threads and 1 762 stacks).
+type countTable struct {
+	keys []int64 // key+1 per slot, 0: empty
+	vals []int64
+	n    int
+}
+
+// add adds v to the count of key k (k >= 0).
+func (c *countTable) add(k, v int64) {
+	if 4*(c.n+1) > 3*len(c.keys) {
+		old, oldVals := c.keys, c.vals
+		c.keys = make([]int64, max(16, 2*len(old)))
+		c.vals = make([]int64, len(c.keys))
+		c.n = 0
+		for i, ok := range old {
+			if ok != 0 {
+				c.add(ok-1, oldVals[i])
+			}
+		}
+	}
+	mask := uint64(len(c.keys) - 1)
+	for i := hashAddr(uint64(k)) >> 32 & mask; ; i = (i + 1) & mask {
+		switch c.keys[i] {
+		case k + 1:
+			c.vals[i] += v
+			return
+		case 0:
+			c.keys[i], c.vals[i] = k+1, v
+			c.n++
+			return
 		}
 	}
 }
@@ -444,7 +481,15 @@ func (b *Builder) Add(ev *nettrace.Event) {
 		b.minTS, b.maxTS, b.haveTime = ts, ts, true
 	}
 	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
-	kind := b.classify(md)
+	var kind eventKind
+	if id := md.ID; id < uint32(len(b.byID)) && b.byID[id].md == md {
+		kind = b.byID[id].kind
+	} else {
+		kind = b.classify(md)
+	}
+	if kind == kindOther {
+		return
+	}
 	version := uint8(min(md.Version, 255))
 	if kind == kindUser && ev.StackLen() > 0 {
 		st := b.stackOf(ev)
@@ -806,8 +851,12 @@ func (b *Builder) Finish() *Profile {
 		if t.all > 1 {
 			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
 		}
-		th.Samples = make([]StackSample, 0, len(t.counts))
-		for k, n := range t.counts {
+		th.Samples = make([]StackSample, 0, t.counts.n)
+		for i, k := range t.counts.keys {
+			if k == 0 {
+				continue
+			}
+			k, n := k-1, t.counts.vals[i]
 			stack := symOf[k>>1]
 			i := int(pos[stack]) - 1
 			if i < 0 {

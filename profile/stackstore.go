@@ -67,6 +67,11 @@ func (s *stackStore) add(frames []uint64, lookup bool) int {
 		s.off = append(s.off, 0)
 	}
 	i := len(s.off) - 1
+	if need := len(s.frames) + len(frames); need > cap(s.frames) {
+		// Doubling: append grows a large slice by a quarter, which
+		// allocates about five times the final size in all.
+		s.frames = slices.Grow(s.frames, max(need, 2*cap(s.frames), 1024)-len(s.frames))
+	}
 	s.frames = append(s.frames, frames...)
 	s.off = append(s.off, int32(len(s.frames)))
 	if lookup {
