@@ -108,7 +108,6 @@ type Builder struct {
 	idStacks []int
 	idMap    map[uint32]int
 
-	haveTime       bool
 	minTS, maxTS   int64
 	gapTicks       int64
 	rundown        bool
@@ -330,6 +329,7 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 		threads: make(map[uint64]*threadAcc),
 		kinds:   make(map[*nettrace.Metadata]eventKind),
 		overCap: -1,
+		minTS:   math.MaxInt64, maxTS: math.MinInt64,
 	}
 	b.gc.Reasons = make(map[string]int64)
 	if len(cfg.Threads) > 0 {
@@ -476,18 +476,26 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	if md == nil {
 		return
 	}
+	// The time range (NewBuilder starts it empty); branches rather than
+	// min and max: events come nearly in time order.
 	ts := ev.Timestamp
-	if !b.haveTime {
-		b.minTS, b.maxTS, b.haveTime = ts, ts, true
+	if ts > b.maxTS {
+		b.maxTS = ts
 	}
-	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
+	if ts < b.minTS {
+		b.minTS = ts
+	}
 	var kind eventKind
 	if id := md.ID; id < uint32(len(b.byID)) && b.byID[id].md == md {
 		kind = b.byID[id].kind
 	} else {
 		kind = b.classify(md)
 	}
-	if kind == kindOther {
+	switch kind {
+	case kindOther:
+		return
+	case kindSample:
+		b.addSample(ev)
 		return
 	}
 	version := uint8(min(md.Version, 255))
@@ -499,8 +507,6 @@ func (b *Builder) Add(ev *nettrace.Event) {
 		b.eventStack[st]++
 	}
 	switch kind {
-	case kindSample:
-		b.addSample(ev, version)
 	case kindMethod, kindRundownMethod:
 		if kind == kindRundownMethod {
 			b.rundown = true
@@ -588,7 +594,7 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	}
 }
 
-func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
+func (b *Builder) addSample(ev *nettrace.Event) {
 	t := b.lastT
 	if t == nil || t.id != ev.ThreadID {
 		t = b.thread(ev.ThreadID)
@@ -602,7 +608,7 @@ func (b *Builder) addSample(ev *nettrace.Event, version uint8) {
 		s.Type = SampleKind(binary.LittleEndian.Uint32(ev.Payload))
 	} else {
 		var err error
-		if s, err = clrevents.DecodeThreadSample(ev.Payload, version); err != nil {
+		if s, err = clrevents.DecodeThreadSample(ev.Payload, uint8(min(ev.Metadata.Version, 255))); err != nil {
 			b.decodeFailed(err)
 			return
 		}
@@ -807,7 +813,7 @@ func (b *Builder) Finish() *Profile {
 		Capped:            b.capped,
 	}
 	p.Capped.MaxStacks, p.Capped.MaxAddresses = b.cfg.MaxStacks, b.cfg.MaxAddresses
-	if b.haveTime {
+	if b.minTS <= b.maxTS { // an event was added
 		p.Start = b.hdr.TimeOf(b.minTS)
 		p.Duration = b.hdr.DurationOf(b.maxTS - b.minTS)
 	}
