@@ -198,7 +198,16 @@ func (c *Cursor) UTF16Z(field string) string {
 		return ""
 	}
 	rest := c.b[c.off:]
-	for i := 0; i+1 < len(rest); i += 2 {
+	// The terminator is a zero unit: skip four units at a time while none
+	// is zero (the word has a zero 16-bit lane exactly when this is not 0),
+	// then find it unit by unit.
+	i := 0
+	for ; i+8 <= len(rest); i += 8 {
+		if v := binary.LittleEndian.Uint64(rest[i:]); (v-0x0001000100010001)&^v&0x8000800080008000 != 0 {
+			break
+		}
+	}
+	for ; i+1 < len(rest); i += 2 {
 		if rest[i] == 0 && rest[i+1] == 0 {
 			c.off += i + 2
 			return DecodeUTF16(rest[:i])

@@ -17,6 +17,23 @@ func DecodeUTF16(p []byte) string {
 	if len(p) == 0 {
 		return ""
 	}
+	if isASCII16(p) {
+		// Method, type and module names: every unit below 0x80. Converted
+		// through a stack buffer, 64 characters per write (a WriteByte per
+		// character cost as much as decoding the event).
+		var sb strings.Builder
+		sb.Grow(len(p) / 2)
+		var buf [64]byte
+		for len(p) > 0 {
+			n := min(len(p)/2, len(buf))
+			for i := range buf[:n] {
+				buf[i] = p[2*i]
+			}
+			sb.Write(buf[:n])
+			p = p[2*n:]
+		}
+		return sb.String()
+	}
 	size, ascii := 0, true
 	for i := 0; i < len(p); i += 2 {
 		u := rune(binary.LittleEndian.Uint16(p[i:]))
@@ -57,6 +74,23 @@ func DecodeUTF16(p []byte) string {
 		sb.WriteRune(u)
 	}
 	return sb.String()
+}
+
+// isASCII16 reports whether every UTF-16LE unit of p (of even length) is
+// below 0x80, four units at a time.
+func isASCII16(p []byte) bool {
+	for len(p) >= 8 {
+		if binary.LittleEndian.Uint64(p)&0xFF80FF80FF80FF80 != 0 {
+			return false
+		}
+		p = p[8:]
+	}
+	for ; len(p) >= 2; p = p[2:] {
+		if p[0] >= 0x80 || p[1] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // UTF16Len is the number of UTF-16 code units of s.

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -153,4 +156,38 @@ func FuzzCursor(f *testing.F) {
 			t.Fatalf("round trip %q = %q", s, got)
 		}
 	})
+}
+
+// TestDecodeUTF16Oracle compares DecodeUTF16 with unicode/utf16 on strings
+// of every length around the fast path's word and buffer sizes, ASCII and
+// not, with one non-ASCII unit at every position.
+func TestDecodeUTF16Oracle(t *testing.T) {
+	oracle := func(p []byte) string {
+		u := make([]uint16, len(p)/2)
+		for i := range u {
+			u[i] = binary.LittleEndian.Uint16(p[2*i:])
+		}
+		return string(utf16.Decode(u))
+	}
+	for n := 0; n <= 140; n++ {
+		p := make([]byte, 2*n)
+		for i := range n {
+			p[2*i] = byte('A' + i%26)
+		}
+		if got, want := DecodeUTF16(p), oracle(p); got != want {
+			t.Fatalf("ASCII, %d units: %q, want %q", n, got, want)
+		}
+		for _, bad := range [][2]byte{{0x80, 0}, {'a', 1}, {0xE9, 0}, {0x00, 0xD8}} {
+			for j := range n {
+				q := slices.Clone(p)
+				q[2*j], q[2*j+1] = bad[0], bad[1]
+				if got, want := DecodeUTF16(q), oracle(q); got != want {
+					t.Fatalf("%d units, %x at %d: %q, want %q", n, bad, j, got, want)
+				}
+			}
+		}
+		if got, want := DecodeUTF16(append(p, 'x')), oracle(p); got != want {
+			t.Fatalf("%d units and an odd byte: %q, want %q", n, got, want)
+		}
+	}
 }
