@@ -105,19 +105,15 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 	return bw.Flush()
 }
 
-// WritePprof writes the profile as a gzipped pprof protocol buffer (see
-// Weighted.Pprof): stored up to 32 KB, compressed without state beyond
-// (writeGzip).
+// WritePprof writes the profile as a gzipped pprof protocol buffer, the
+// profile Weighted.Pprof builds, encoded directly (see pprofenc.go): stored
+// up to 32 KB, compressed without state beyond (writeGzip).
 func WritePprof(w io.Writer, wp *Weighted) error {
-	pp, err := wp.Pprof()
+	raw, err := wp.appendPprof(nil)
 	if err != nil {
 		return err
 	}
-	var raw bytes.Buffer
-	if err := pp.WriteUncompressed(&raw); err != nil {
-		return err
-	}
-	return writeGzip(w, raw.Bytes())
+	return writeGzip(w, raw)
 }
 
 // Pprof converts the profile to a github.com/google/pprof/profile value:

@@ -1,0 +1,385 @@
+package profile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/nettrace"
+	pprofile "github.com/google/pprof/profile"
+)
+
+// pprofContent renders what a pprof profile means, independently of its
+// IDs and of the order of its string table, samples, locations and
+// functions: the sample types, default type, period, time, duration,
+// comments and mappings as they are, the samples, locations and functions
+// sorted, each location as its mapping, address and lines (function name,
+// system name, file name, line), each sample as its values, labels and
+// location chain. Two profiles that render the same are the same profile
+// to every pprof view.
+func pprofContent(pp *pprofile.Profile) string {
+	var b strings.Builder
+	vt := func(v *pprofile.ValueType) string {
+		if v == nil {
+			return "/"
+		}
+		return v.Type + "/" + v.Unit
+	}
+	for _, st := range pp.SampleType {
+		fmt.Fprintf(&b, "sample type %s\n", vt(st))
+	}
+	fmt.Fprintf(&b, "default %q\nperiod %s %d\ntime %d\nduration %d\n",
+		pp.DefaultSampleType, vt(pp.PeriodType), pp.Period, pp.TimeNanos, pp.DurationNanos)
+	fmt.Fprintf(&b, "drop %q keep %q doc %q\n", pp.DropFrames, pp.KeepFrames, pp.DocURL)
+	for _, c := range pp.Comments {
+		fmt.Fprintf(&b, "comment %q\n", c)
+	}
+	for _, m := range pp.Mapping {
+		fmt.Fprintf(&b, "mapping %q start %#x limit %#x offset %#x build %q functions %v filenames %v lines %v inline %v\n",
+			m.File, m.Start, m.Limit, m.Offset, m.BuildID, m.HasFunctions, m.HasFilenames, m.HasLineNumbers, m.HasInlineFrames)
+	}
+	fn := func(f *pprofile.Function) string {
+		return fmt.Sprintf("%q %q %q %d", f.Name, f.SystemName, f.Filename, f.StartLine)
+	}
+	loc := func(l *pprofile.Location) string {
+		s := fmt.Sprintf("[%#x", l.Address)
+		if l.Mapping != nil {
+			s += " " + l.Mapping.File
+		}
+		for _, ln := range l.Line {
+			s += fmt.Sprintf(" (%s line %d col %d)", fn(ln.Function), ln.Line, ln.Column)
+		}
+		if l.IsFolded {
+			s += " folded"
+		}
+		return s + "]"
+	}
+	var lines []string
+	for _, f := range pp.Function {
+		lines = append(lines, "function "+fn(f))
+	}
+	for _, l := range pp.Location {
+		lines = append(lines, "location "+loc(l))
+	}
+	for _, s := range pp.Sample {
+		line := fmt.Sprintf("sample %v label %v num %v unit %v:", s.Value, s.Label, s.NumLabel, s.NumUnit)
+		for _, l := range s.Location {
+			line += " " + loc(l)
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// checkPprofEncoding writes wp with WritePprof, parses it with the pprof
+// library and compares what it means with Weighted.Pprof's profile: the
+// same, or the same error.
+func checkPprofEncoding(t *testing.T, name string, wp *Weighted) {
+	t.Helper()
+	want, wantErr := wp.Pprof()
+	var buf bytes.Buffer
+	err := WritePprof(&buf, wp)
+	if wantErr != nil || err != nil {
+		if wantErr == nil || err == nil || err.Error() != wantErr.Error() {
+			t.Errorf("%s: WritePprof error %v, Pprof error %v", name, err, wantErr)
+		}
+		return
+	}
+	got, err := pprofile.Parse(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatalf("%s: pprof does not parse the direct encoding: %v", name, err)
+	}
+	if g, w := pprofContent(got), pprofContent(want); g != w {
+		t.Errorf("%s: the direct encoding differs from Pprof's profile:\n%s", name, firstDiff(w, g))
+	}
+	// Determinism: the same bytes again.
+	var again bytes.Buffer
+	if err := WritePprof(&again, wp); err != nil || !bytes.Equal(again.Bytes(), buf.Bytes()) {
+		t.Errorf("%s: a second WritePprof wrote other bytes (%d vs %d, err %v)", name, again.Len(), buf.Len(), err)
+	}
+}
+
+// TestPprofEncodingCaptures holds the direct pprof encoding to the
+// library's model on every capture BenchmarkConvert measures (the external
+// ones with CLRDIAG_CAPTURES) and every measure it has events of.
+func TestPprofEncodingCaptures(t *testing.T) {
+	var rels []string
+	for rel := range testcapture.Committed {
+		if !strings.HasSuffix(rel, ".baseline.txt") && testcapture.Available(rel) {
+			rels = append(rels, rel)
+		}
+	}
+	for rel := range testcapture.External {
+		if testcapture.Available(rel) {
+			rels = append(rels, rel)
+		}
+	}
+	slices.Sort(rels)
+	for _, rel := range rels {
+		t.Run(benchName(rel), func(t *testing.T) {
+			p, err := Read(bytes.NewReader(capture(t, rel)), Config{})
+			var fe *nettrace.FormatError
+			if p == nil || (err != nil && !errors.As(err, &fe)) {
+				t.Fatalf("%s: %v", rel, err)
+			}
+			checked := 0
+			for _, m := range Measures() {
+				if n, _ := p.Events(m); n == 0 && m != MeasureWall {
+					continue
+				}
+				checkPprofEncoding(t, m, weighted(t, p, m))
+				checked++
+			}
+			if checked == 0 {
+				t.Fatal("no measure checked")
+			}
+		})
+	}
+}
+
+// TestPprofEncodingCrafted covers what the captures may not: empty stacks,
+// groups without a thread, a zero start, odd comments and names, strings
+// over 127 bytes, negative and huge values and addresses, a default type
+// out of range, no period type, no groups, and the errors.
+func TestPprofEncodingCrafted(t *testing.T) {
+	long := strings.Repeat("Namespace.Type`1[System.Int32].", 9)
+	frames := []Frame{
+		{Name: "App.Main", Module: "app.dll", Signature: "void  (string[])", Resolved: true, Address: 0x7f0000001000},
+		{Name: "App.Main", Module: "app.dll", Signature: "void  (int32)", Resolved: true, Address: 0x7f0000002000},
+		{Name: "0xffffffffffffffff", Address: math.MaxUint64},
+		{Name: long, Module: long, Signature: "instance bool " + long, Address: 1},
+		{Name: "app.dll", Module: "app.dll", Address: 0},
+		{Name: noFrames, Module: "", Address: 0x10},
+	}
+	stacks := []Stack{{}, {Frames: []int{0}}, {Frames: []int{2, 1, 0}}, {Frames: []int{3, 3, 4, 5}}}
+	base := func() *Weighted {
+		return &Weighted{
+			Name: "", ProcessID: 0, Duration: 3 * time.Second,
+			Types:   []ValueType{{"samples", "count"}, {"wall", "nanoseconds"}},
+			Default: 1, PeriodType: ValueType{"wall", "nanoseconds"}, Period: 1_000_000,
+			Frames: frames, Stacks: stacks, Active: -1,
+			Comments: []string{"", "tab\there", "new\nline", "\xff\xfe not UTF-8", "nul \x00", long, "tab\there"},
+			Groups: []Group{
+				{Name: "Thread 7", ThreadID: 7, Samples: []Sample{{0, []int64{1, 1000}}, {2, []int64{3, -5}}}},
+				{Name: "no thread", Samples: []Sample{{0, []int64{0, 0}}, {3, []int64{math.MaxInt64, math.MinInt64}}}},
+				{Name: "big thread", ThreadID: math.MaxUint64, Samples: []Sample{{1, []int64{2, 2}}, {1, []int64{2, 2}}}},
+				{Name: "empty group"},
+			},
+		}
+	}
+	cases := map[string]func(w *Weighted){
+		"as is":            func(w *Weighted) {},
+		"with start":       func(w *Weighted) { w.Start = time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC); w.ProcessID = 42 },
+		"named":            func(w *Weighted) { w.Name = "app\x00 \"quoted\"" },
+		"no groups":        func(w *Weighted) { w.Groups = nil },
+		"no frames":        func(w *Weighted) { w.Groups, w.Frames, w.Stacks = nil, nil, nil },
+		"only empty stack": func(w *Weighted) { w.Groups = w.Groups[:1]; w.Groups[0].Samples = w.Groups[0].Samples[:1] },
+		"no empty stack":   func(w *Weighted) { w.Groups = w.Groups[2:] },
+		"default -1":       func(w *Weighted) { w.Default = -1 },
+		"default past":     func(w *Weighted) { w.Default = 2 },
+		"no period":        func(w *Weighted) { w.PeriodType, w.Period = ValueType{}, 0 },
+		"period unit only": func(w *Weighted) { w.PeriodType = ValueType{Unit: "count"} },
+		"no comments":      func(w *Weighted) { w.Comments = nil },
+		"negative times":   func(w *Weighted) { w.Start = time.Unix(-5, 0); w.Duration = -1; w.Period = -3 },
+		"one type": func(w *Weighted) {
+			w.Types = w.Types[1:]
+			w.Default = 0
+			for gi := range w.Groups {
+				g := &w.Groups[gi]
+				g.Samples = slices.Clone(g.Samples)
+				for i := range g.Samples {
+					g.Samples[i].Values = g.Samples[i].Values[1:]
+				}
+			}
+		},
+		"mismatch": func(w *Weighted) { w.Groups[1].Samples[1].Values = []int64{1} },
+		"no types": func(w *Weighted) { w.Types = nil },
+		"no types, no values": func(w *Weighted) {
+			w.Types = nil
+			w.Groups = []Group{{ThreadID: 1, Samples: []Sample{{Stack: 1}}}}
+		},
+		"no types, no samples": func(w *Weighted) { w.Types, w.Default = nil, 0; w.Groups = []Group{{ThreadID: 1}} },
+	}
+	for name, edit := range cases {
+		w := base()
+		w.Groups = slices.Clone(w.Groups)
+		for i := range w.Groups {
+			w.Groups[i].Samples = slices.Clone(w.Groups[i].Samples)
+		}
+		edit(w)
+		checkPprofEncoding(t, name, w)
+	}
+}
+
+// TestPprofEncodingBadIndex: a stack or frame index out of range is an
+// error of WritePprof, not a panic.
+func TestPprofEncodingBadIndex(t *testing.T) {
+	for name, w := range map[string]*Weighted{
+		"stack": {Types: []ValueType{{"samples", "count"}}, Stacks: []Stack{{}},
+			Groups: []Group{{ThreadID: 3, Samples: []Sample{{Stack: 1, Values: []int64{1}}}}}},
+		"negative stack": {Types: []ValueType{{"samples", "count"}}, Stacks: []Stack{{}},
+			Groups: []Group{{ThreadID: 3, Samples: []Sample{{Stack: -1, Values: []int64{1}}}}}},
+		"frame": {Types: []ValueType{{"samples", "count"}}, Frames: []Frame{{Name: "a"}}, Stacks: []Stack{{Frames: []int{0, 1}}},
+			Groups: []Group{{Samples: []Sample{{Stack: 0, Values: []int64{1}}}}}},
+	} {
+		err := WritePprof(&bytes.Buffer{}, w)
+		if err == nil || !strings.Contains(err.Error(), "pprof conversion") {
+			t.Errorf("%s: WritePprof error %v, want a pprof conversion error", name, err)
+		}
+	}
+}
+
+// randomWeighted builds a Weighted from the bytes of data, read as a
+// stream of choices (zeros once data runs out).
+func randomWeighted(data []byte) *Weighted {
+	next := func(n int) int {
+		if n <= 0 {
+			return 0
+		}
+		var x uint16
+		if len(data) >= 2 {
+			x = binary.LittleEndian.Uint16(data)
+			data = data[2:]
+		} else if len(data) == 1 {
+			x, data = uint16(data[0]), nil
+		}
+		return int(x) % n
+	}
+	pool := []string{"", "a", "b", "app.dll", "System.Private.CoreLib.dll", "void  (int32)", "class System.String (bool)",
+		"wall", "nanoseconds", "count", "thread", noFrames, "\xff", "x\x00y", strings.Repeat("z", 200)}
+	str := func() string { return pool[next(len(pool))] }
+	num := func() int64 {
+		switch next(4) {
+		case 0:
+			return 0
+		case 1:
+			return int64(next(300))
+		case 2:
+			return -int64(next(1 << 16))
+		}
+		return int64(next(1<<16)) << 47
+	}
+	w := &Weighted{Name: str(), ProcessID: next(3), Duration: time.Duration(num()), Period: num(),
+		PeriodType: ValueType{str(), str()}, Active: -1}
+	if next(2) == 1 {
+		w.Start = time.Unix(0, num())
+	}
+	for range next(4) {
+		w.Types = append(w.Types, ValueType{str(), str()})
+	}
+	w.Default = next(len(w.Types)+2) - 1
+	for range next(5) {
+		w.Comments = append(w.Comments, str())
+	}
+	for range next(20) {
+		w.Frames = append(w.Frames, Frame{Name: str(), Module: str(), Signature: str(), Address: uint64(num())})
+	}
+	for range next(10) {
+		var st Stack
+		for range next(6) {
+			if len(w.Frames) > 0 {
+				st.Frames = append(st.Frames, next(len(w.Frames)))
+			}
+		}
+		w.Stacks = append(w.Stacks, st)
+	}
+	for range next(4) {
+		g := Group{ThreadID: uint64(num())}
+		for range next(6) {
+			if len(w.Stacks) == 0 {
+				break
+			}
+			s := Sample{Stack: next(len(w.Stacks))}
+			n := len(w.Types)
+			if next(16) == 0 {
+				n = next(4) // now and then a mismatch
+			}
+			for range n {
+				s.Values = append(s.Values, num())
+			}
+			g.Samples = append(g.Samples, s)
+		}
+		w.Groups = append(w.Groups, g)
+	}
+	return w
+}
+
+// FuzzPprofEncoding: any Weighted, encoded directly, parses in pprof as
+// Pprof's profile (or fails with Pprof's error).
+func FuzzPprofEncoding(f *testing.F) {
+	for seed := range 64 {
+		data := make([]byte, 256)
+		x := uint64(seed)*0x9E3779B97F4A7C15 + 1
+		for i := range data {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			data[i] = byte(x)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkPprofEncoding(t, "random", randomWeighted(data))
+	})
+}
+
+// BenchmarkPprofEncoding compares the direct encoding with the library's
+// (Pprof + WriteUncompressed) and measures the gzip step, on the objver4
+// capture's wall profile.
+func BenchmarkPprofEncoding(b *testing.B) {
+	p, err := Read(bytes.NewReader(capture(b, "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip")), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wp, err := p.Weighted(MeasureWall)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := wp.appendPprof(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := wp.appendPprof(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("library", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pp, err := wp.Pprof()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pp.WriteUncompressed(&bytes.Buffer{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gzip", func(b *testing.B) {
+		b.ReportAllocs()
+		var out bytes.Buffer
+		for b.Loop() {
+			out.Reset()
+			if err := writeGzip(&out, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(raw)), "raw-bytes")
+		b.ReportMetric(float64(out.Len()), "gzip-bytes")
+	})
+}
