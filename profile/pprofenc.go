@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // This file writes the pprof protocol buffer (github.com/google/pprof's
@@ -106,6 +107,36 @@ func varintLen(x uint64) int {
 	return (bits.Len64(x|1) + 6) / 7
 }
 
+// putUvarint writes x as a varint at b[i:], returning the index past it.
+func putUvarint(b []byte, i int, x uint64) int {
+	for x >= 0x80 {
+		b[i] = byte(x) | 0x80
+		x >>= 7
+		i++
+	}
+	b[i] = byte(x)
+	return i + 1
+}
+
+// pprofSampleLen returns the size of a Sample message of locs bytes of
+// packed location IDs, the values and a label field of labelLen bytes, and
+// the size of its packed values.
+func pprofSampleLen(locs int, values []int64, labelLen int) (n, vals int) {
+	for _, v := range values {
+		vals += varintLen(uint64(v))
+	}
+	n = lenFieldLen(locs) + labelLen
+	if len(values) > 0 {
+		n += lenFieldLen(vals)
+	}
+	return n, vals
+}
+
+// pprofLabelLen is the size of a Label field of key and number num.
+func pprofLabelLen(key, num uint64) int {
+	return lenFieldLen(uintFieldLen(key) + uintFieldLen(num))
+}
+
 // appendKey appends a field's key (field number and wire type; every field
 // number here is below 16, so one byte).
 func appendKey(b []byte, field int, wire int) []byte {
@@ -155,14 +186,28 @@ func appendValueType(b []byte, field int, typ, unit int64) []byte {
 // a panic for a stack or frame index out of range.
 func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 	nFrames := len(w.Frames)
-	strs := newPprofStrings(2*nFrames + len(w.Comments) + 2*len(w.Types) + 8)
+	// Most frames have no signature: their system name is their name.
+	strs := newPprofStrings(nFrames + len(w.Comments) + 2*len(w.Types) + 8)
 
+	for _, t := range w.Types {
+		strs.id(t.Type)
+		strs.id(t.Unit)
+	}
+	// stackLocs[stack] is the size of the stack's packed location IDs
+	// (location i+1 is frame i; the empty stack's pseudo-location comes
+	// after the frames), 0 until a sample uses the stack.
+	emptyID := uint64(nFrames + 1)
+	stackLocs := make([]int, len(w.Stacks))
 	// Check the samples first, as Pprof's CheckValid does, and size the
-	// buffer: every location ID takes at most varintLen(nFrames+1) bytes,
-	// a value usually a few.
-	idLen := varintLen(uint64(nFrames + 1))
-	size, empty := 64, false
+	// buffer from above so that it never grows: the samples exactly, the
+	// tables with every string written once and each module once per run
+	// of frames of that module.
+	size, empty := 256+16*len(w.Types), false
 	for gi := range w.Groups {
+		label := 0
+		if id := w.Groups[gi].ThreadID; id != 0 && len(w.Groups[gi].Samples) > 0 {
+			label = pprofLabelLen(uint64(strs.id("thread")), id)
+		}
 		for _, s := range w.Groups[gi].Samples {
 			if len(w.Types) == 0 {
 				return b, fmt.Errorf("profile: pprof conversion: missing sample type information")
@@ -173,75 +218,86 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 			if uint(s.Stack) >= uint(len(w.Stacks)) {
 				return b, fmt.Errorf("profile: pprof conversion: sample of thread %d has stack %d of %d", w.Groups[gi].ThreadID, s.Stack, len(w.Stacks))
 			}
-			frames := w.Stacks[s.Stack].Frames
-			for _, f := range frames {
-				if uint(f) >= uint(nFrames) {
-					return b, fmt.Errorf("profile: pprof conversion: stack %d has frame %d of %d", s.Stack, f, nFrames)
+			locs := stackLocs[s.Stack]
+			if locs == 0 {
+				frames := w.Stacks[s.Stack].Frames
+				for _, f := range frames {
+					if uint(f) >= uint(nFrames) {
+						return b, fmt.Errorf("profile: pprof conversion: stack %d has frame %d of %d", s.Stack, f, nFrames)
+					}
+					locs += varintLen(uint64(f) + 1)
 				}
+				if len(frames) == 0 {
+					empty = true
+					locs = varintLen(emptyID)
+				}
+				stackLocs[s.Stack] = locs
 			}
-			empty = empty || len(frames) == 0
-			size += 24 + idLen*len(frames) + 4*len(s.Values)
+			n, _ := pprofSampleLen(locs, s.Values, label)
+			size += lenFieldLen(n)
 		}
 	}
 	for i := range w.Frames {
 		f := &w.Frames[i]
-		size += 40 + len(f.Name) + len(f.Module)/4 + len(f.Name) + len(f.Signature)
+		// A location (<= 24 bytes with a 10-byte address), a function
+		// (<= 20 bytes with string indices below 1<<21), its strings (<=
+		// 4 bytes of key and length each beyond their bytes).
+		size += 24 + 20 + 12 + 2*len(f.Name) + len(f.Signature) + 1
+		if i == 0 || f.Module != w.Frames[i-1].Module {
+			size += len(f.Module) + 3
+		}
 	}
-	if cap(b)-len(b) < size {
-		b = append(make([]byte, 0, len(b)+size), b...)
+	size += len(w.title()) + len(noFrames) + len(w.PeriodType.Type) + len(w.PeriodType.Unit) + 120
+	for _, t := range w.Types {
+		size += len(t.Type) + len(t.Unit) + 6
 	}
+	for _, c := range w.Comments {
+		size += len(c) + 3 + 10 + 3
+	}
+	b = slices.Grow(b, size)
 
 	for _, t := range w.Types {
 		b = appendValueType(b, ppSampleType, strs.id(t.Type), strs.id(t.Unit))
 	}
 
 	// Samples: one per group and stack, locations leaf first, the group's
-	// thread label encoded once. Location i+1 is frame i; the empty
-	// stack's pseudo-location comes after the frames.
-	emptyID := uint64(nFrames + 1)
+	// thread label encoded once.
 	var label []byte
 	for gi := range w.Groups {
 		g := &w.Groups[gi]
 		label = label[:0]
-		if g.ThreadID != 0 {
+		if g.ThreadID != 0 && len(g.Samples) > 0 {
 			key := uint64(strs.id("thread"))
-			n := uintFieldLen(key) + uintFieldLen(g.ThreadID)
-			label = appendLenKey(label, ppSampleLabel, n)
+			label = appendLenKey(label, ppSampleLabel, uintFieldLen(key)+uintFieldLen(g.ThreadID))
 			label = appendUintField(label, ppLabelKey, key)
 			label = appendUintField(label, ppLabelNum, g.ThreadID)
 		}
 		for _, s := range g.Samples {
 			frames := w.Stacks[s.Stack].Frames
-			locs := 0
-			for _, f := range frames {
-				locs += varintLen(uint64(f) + 1)
-			}
+			locs := stackLocs[s.Stack]
+			n, vals := pprofSampleLen(locs, s.Values, len(label))
+			// The sample is written in place, after one check for room
+			// (the buffer was sized for it above).
+			i, m := len(b), 1+varintLen(uint64(n))+n
+			b = slices.Grow(b, m)[:i+m]
+			b[i] = ppSample<<3 | wireBytes
+			i = putUvarint(b, i+1, uint64(n))
+			b[i] = ppSampleLocationID<<3 | wireBytes
+			i = putUvarint(b, i+1, uint64(locs))
 			if len(frames) == 0 {
-				locs = varintLen(emptyID)
-			}
-			vals := 0
-			for _, v := range s.Values {
-				vals += varintLen(uint64(v))
-			}
-			n := lenFieldLen(locs) + len(label)
-			if len(s.Values) > 0 {
-				n += lenFieldLen(vals)
-			}
-			b = appendLenKey(b, ppSample, n)
-			b = appendLenKey(b, ppSampleLocationID, locs)
-			if len(frames) == 0 {
-				b = binary.AppendUvarint(b, emptyID)
+				i = putUvarint(b, i, emptyID)
 			}
 			for _, f := range frames {
-				b = binary.AppendUvarint(b, uint64(f)+1)
+				i = putUvarint(b, i, uint64(f)+1)
 			}
 			if len(s.Values) > 0 {
-				b = appendLenKey(b, ppSampleValue, vals)
+				b[i] = ppSampleValue<<3 | wireBytes
+				i = putUvarint(b, i+1, uint64(vals))
 				for _, v := range s.Values {
-					b = binary.AppendUvarint(b, uint64(v))
+					i = putUvarint(b, i, uint64(v))
 				}
 			}
-			b = append(b, label...)
+			copy(b[i:], label)
 		}
 	}
 
