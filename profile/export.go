@@ -122,7 +122,8 @@ func WritePprof(w io.Writer, wp *Weighted) error {
 // function and location per frame (the module as file name, the signature
 // in the system name), and one mapping named after the profile with
 // HasFunctions set, so pprof neither looks for a binary nor complains that
-// it has none.
+// it has none. WritePprof writes this profile, encoded directly without
+// building it (pprofenc.go); the tests hold the two to the same content.
 func (w *Weighted) Pprof() (*profile.Profile, error) {
 	pp := &profile.Profile{
 		PeriodType:    &profile.ValueType{Type: w.PeriodType.Type, Unit: w.PeriodType.Unit},

@@ -21,6 +21,14 @@ const storedGzipMax = 32 << 10
 // writer state to allocate and clear at gzip.BestSpeed). On the pprof
 // profile of the objver4 capture (161 KB) it writes 43.5 KB in about half
 // the time of compress/gzip's 39.4 KB at BestSpeed (go test -bench, n=5).
+// Once the protocol buffer is written directly, this compression is the
+// larger part of the pprof export (objver4: 0.43 ms against 0.28 ms of
+// encoding and 2.3 ms of decoding the trace), yet the cheapest valid
+// choice: klauspost's level 1 takes 0.60 ms and allocates 820 KB for
+// 44.1 KB; Huffman-only coding takes 0.37 ms but writes 114.8 KB (2.6
+// times; on counters-truncated 0.17 ms against 0.30 ms, for 41.0 KB
+// against 20.5 KB); stored blocks would write the 161 KB (GOMAXPROCS=1 go
+// test -bench).
 func writeGzip(w io.Writer, data []byte) error {
 	if len(data) > storedGzipMax {
 		zw, err := gzip.NewWriterLevel(w, gzip.StatelessCompression)
