@@ -23,7 +23,9 @@
 // It does not depend on CPU samples: Profile.Weighted gives it for each
 // measure (wall, cpu, alloc, contention, exceptions), and a heap snapshot
 // can give one too. Formats lists the formats (name, file suffix, whether
-// they need a timeline, writer): adding one is adding an entry there.
+// they need a timeline, writer): adding one is adding an entry there. A
+// conversion to one measure reads with Config.Measure set, so that the
+// events of the other measures cost nothing (the report needs them all).
 //
 // # Samples and time
 //
