@@ -1,13 +1,12 @@
 package profile
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -45,14 +44,10 @@ func (w *Weighted) title() string {
 // left out. Flame graph tools (flamegraph.pl, inferno, speedscope) read this
 // format.
 func WriteFolded(w io.Writer, wp *Weighted) error {
-	repl := strings.NewReplacer(";", ",", "\n", " ", "\r", " ")
-	names := make([]string, len(wp.Frames))
-	for i, f := range wp.Frames {
-		names[i] = repl.Replace(f.String())
-	}
 	// The lines are built in one buffer (no string per line), sorted by
 	// their bytes, and lines that came out the same (frames whose names
-	// differ only by the characters replaced) are merged.
+	// differ only by the characters replaced) are merged. Each frame's
+	// name is written once, when a line first needs it.
 	type line struct {
 		lo, hi int
 		v      int64
@@ -67,9 +62,10 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		frames := wp.Stacks[st].Frames
 		size += len(noFrames) + len(frames)
 		for _, f := range frames {
-			size += len(names[f])
+			size += foldedNameLen(wp.Frames[f])
 		}
 	}
+	names := foldedNames{frames: wp.Frames}
 	buf := make([]byte, 0, size)
 	lines := make([]line, 0, n)
 	for st, v := range merged {
@@ -82,7 +78,7 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 			buf = append(buf, noFrames...)
 		}
 		for i := len(frames) - 1; i >= 0; i-- {
-			buf = append(buf, names[frames[i]]...)
+			buf = append(buf, names.get(frames[i])...)
 			if i > 0 {
 				buf = append(buf, ';')
 			}
@@ -90,19 +86,73 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		lines = append(lines, line{lo, len(buf), v})
 	}
 	slices.SortFunc(lines, func(a, b line) int { return bytes.Compare(buf[a.lo:a.hi], buf[b.lo:b.hi]) })
-	bw := bufio.NewWriter(w)
-	var num []byte
+	out := make([]byte, 0, min(size+24*n, flushAt+4096))
 	for i := 0; i < len(lines); {
 		l := lines[i]
 		v := l.v
 		for i++; i < len(lines) && bytes.Equal(buf[lines[i].lo:lines[i].hi], buf[l.lo:l.hi]); i++ {
 			v += lines[i].v
 		}
-		bw.Write(buf[l.lo:l.hi])
-		num = append(strconv.AppendInt(append(num[:0], ' '), v, 10), '\n')
-		bw.Write(num)
+		out = append(out, buf[l.lo:l.hi]...)
+		out = append(appendInt(append(out, ' '), v), '\n')
+		if len(out) >= flushAt {
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			out = out[:0]
+		}
 	}
-	return bw.Flush()
+	if len(out) == 0 {
+		return nil
+	}
+	_, err := w.Write(out)
+	return err
+}
+
+// foldedNameLen is the length of a frame's name in folded stacks.
+func foldedNameLen(f Frame) int {
+	if f.Module == "" {
+		return len(f.Name)
+	}
+	return len(f.Module) + 1 + len(f.Name)
+}
+
+// foldedNames writes frames as folded stacks name them, Module!Name with
+// the characters that would break a line (';', '\n', '\r') replaced by ','
+// and spaces, each frame once.
+type foldedNames struct {
+	frames []Frame
+	enc    []byte
+	span   [][2]int32 // enc[lo:hi] of each frame; hi 0 until written
+}
+
+func (n *foldedNames) get(frame int) []byte {
+	if n.span == nil {
+		n.span = make([][2]int32, len(n.frames))
+	}
+	if sp := n.span[frame]; sp[1] > 0 {
+		return n.enc[sp[0]:sp[1]]
+	}
+	lo := len(n.enc)
+	f := &n.frames[frame]
+	if f.Module != "" {
+		n.enc = append(append(n.enc, f.Module...), '!')
+	}
+	n.enc = append(n.enc, f.Name...)
+	name := n.enc[lo:]
+	for i, c := range name {
+		switch c {
+		case ';':
+			name[i] = ','
+		case '\n', '\r':
+			name[i] = ' '
+		}
+	}
+	if len(name) == 0 {
+		return name // an empty name is written again each time
+	}
+	n.span[frame] = [2]int32{int32(lo), int32(len(n.enc))}
+	return name
 }
 
 // WritePprof writes the profile as a gzipped pprof protocol buffer, the
@@ -232,18 +282,22 @@ const SpeedscopeSchema = "https://www.speedscope.app/file-format-schema.json"
 // writer.
 const flushAt = 64 << 10
 
-// exportBuf returns the exporters' buffer: flushAt and some, or less for a
-// profile too small to fill it (a small profile does not pay for clearing
-// a large buffer, a large one does not grow it piecemeal).
-func exportBuf(wp *Weighted) []byte {
-	n := 4096 + 64*len(wp.Frames)
-	for _, g := range wp.Groups {
-		n += 32 * len(g.Samples)
-		if g.Runs != nil {
-			n += flushAt // a timeline: an event or a weight per run
-		}
+// exportBuf returns the exporters' buffer for an estimated output of
+// size bytes: flushAt and some, or less for an output too small to fill it
+// (a small profile does not pay for clearing a large buffer, a large one
+// does not grow it piecemeal).
+func exportBuf(size int) []byte {
+	return make([]byte, 0, min(size, flushAt+4096))
+}
+
+// flushFull hands b to w once it holds flushAt bytes, and returns it
+// emptied.
+func flushFull(w io.Writer, b []byte) ([]byte, error) {
+	if len(b) < flushAt {
+		return b, nil
 	}
-	return make([]byte, 0, min(n, flushAt+4096))
+	_, err := w.Write(b)
+	return b[:0], err
 }
 
 // speedscopeUnit maps a ValueType unit to one of speedscope's.
@@ -264,12 +318,6 @@ func speedscopeUnit(unit string) string {
 // view is then a timeline); without them each distinct stack appears once. activeProfileIndex points at the
 // busiest group, so speedscope opens on the thread that did the most work.
 func WriteSpeedscope(w io.Writer, wp *Weighted) error {
-	b := exportBuf(wp)
-	flush := func() error {
-		_, err := w.Write(b)
-		b = b[:0]
-		return err
-	}
 	unit := "none"
 	if wp.Default >= 0 && wp.Default < len(wp.Types) {
 		unit = speedscopeUnit(wp.Types[wp.Default].Unit)
@@ -278,7 +326,12 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	// The groups with weight get a profile, after "All threads".
 	var shown []int
 	active := 0
+	size := 512
 	for i, g := range wp.Groups {
+		size += 24 * len(g.Samples)
+		if g.Runs != nil {
+			size += flushAt // a timeline: a stack and a weight per run
+		}
 		for _, s := range g.Samples {
 			if s.Values[wp.Default] != 0 {
 				if i == wp.Active {
@@ -289,14 +342,20 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 			}
 		}
 	}
+	for i := range wp.Frames {
+		size += 24 + len(wp.Frames[i].Name) + len(wp.Frames[i].Module)
+	}
+	b := exportBuf(size)
 	b = append(b, `{"$schema":`...)
 	b = appendJSONString(b, SpeedscopeSchema)
 	b = append(b, `,"exporter":"clrdiag","name":`...)
 	b = appendJSONString(b, wp.title())
 	b = append(b, `,"activeProfileIndex":`...)
-	b = strconv.AppendInt(b, int64(active), 10)
+	b = appendInt(b, int64(active))
 	b = append(b, `,"shared":{"frames":[`...)
-	for i, fr := range wp.Frames {
+	var err error
+	for i := range wp.Frames {
+		fr := &wp.Frames[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -307,10 +366,8 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 			b = appendJSONString(b, fr.Module)
 		}
 		b = append(b, '}')
-		if len(b) >= flushAt {
-			if err := flush(); err != nil {
-				return err
-			}
+		if b, err = flushFull(w, b); err != nil {
+			return err
 		}
 	}
 	if len(wp.Frames) > 0 {
@@ -321,52 +378,42 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	b = append(b, `}]},"profiles":[`...)
 	// Each stack's JSON array is encoded once, when first needed.
 	stacks := stackArrays{frames: len(wp.Frames), stacks: wp.Stacks}
-	sep := false
-	// list appends a JSON list of n items, each written by item(i).
-	list := func(n int, item func(i int)) error {
-		sep = false
-		for i := range n {
-			if sep {
-				b = append(b, ',')
-			}
-			sep = true
-			item(i)
-			if len(b) >= flushAt {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	header := func(name string, start, end int64) {
-		b = append(b, `{"type":"sampled","name":`...)
-		b = appendJSONString(b, name)
-		b = append(b, `,"unit":"`...)
-		b = append(b, unit...)
-		b = append(b, `","startValue":`...)
-		b = strconv.AppendInt(b, start, 10)
-		b = append(b, `,"endValue":`...)
-		b = strconv.AppendInt(b, end, 10)
-		b = append(b, `,"samples":[`...)
-	}
+	var scratch []Run // the runs of a group without a timeline
 
 	// All threads: the distinct stacks with weight.
-	var order []int
 	var total int64
+	for _, v := range merged {
+		total += v
+	}
+	b = appendSampledHeader(b, "All threads", unit, 0, total)
+	sep := false
 	for st, v := range merged {
-		if v != 0 {
-			order = append(order, st)
-			total += v
+		if v == 0 {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, stacks.get(st)...)
+		if b, err = flushFull(w, b); err != nil {
+			return err
 		}
 	}
-	header("All threads", 0, total)
-	if err := list(len(order), func(i int) { b = append(b, stacks.get(order[i])...) }); err != nil {
-		return err
-	}
 	b = append(b, `],"weights":[`...)
-	if err := list(len(order), func(i int) { b = strconv.AppendInt(b, merged[order[i]], 10) }); err != nil {
-		return err
+	sep = false
+	for _, v := range merged {
+		if v == 0 {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = appendInt(b, v)
+		if b, err = flushFull(w, b); err != nil {
+			return err
+		}
 	}
 	b = append(b, "]}"...)
 
@@ -374,65 +421,113 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 		g := &wp.Groups[gi]
 		b = append(b, ',')
 		if g.Runs != nil && !wp.RunsPartial {
-			var start, end int64
-			first := true
-			for r := range g.Runs {
-				if first {
-					start, end, first = int64(r.Start), int64(r.Start), false
-				}
-				end += r.Count * wp.Period
+			if b, err = appendSpeedscopeRuns(w, b, g, unit, wp.Period, &stacks, &scratch); err != nil {
+				return err
 			}
-			header(g.Name, start, end)
-			sep = false
-			for r := range g.Runs {
-				if sep {
-					b = append(b, ',')
-				}
-				sep = true
-				b = append(b, stacks.get(r.Stack)...)
-				if len(b) >= flushAt {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
-			}
-			b = append(b, `],"weights":[`...)
-			sep = false
-			for r := range g.Runs {
-				if sep {
-					b = append(b, ',')
-				}
-				sep = true
-				b = strconv.AppendInt(b, r.Count*wp.Period, 10)
-				if len(b) >= flushAt {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
-			}
-			b = append(b, "]}"...)
 			continue
 		}
-		var kept []Sample
 		var end int64
 		for _, s := range g.Samples {
-			if v := s.Values[wp.Default]; v != 0 {
-				kept = append(kept, s)
-				end += v
+			end += s.Values[wp.Default]
+		}
+		b = appendSampledHeader(b, g.Name, unit, 0, end)
+		sep = false
+		for _, s := range g.Samples {
+			if s.Values[wp.Default] == 0 {
+				continue
+			}
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			b = append(b, stacks.get(s.Stack)...)
+			if b, err = flushFull(w, b); err != nil {
+				return err
 			}
 		}
-		header(g.Name, 0, end)
-		if err := list(len(kept), func(i int) { b = append(b, stacks.get(kept[i].Stack)...) }); err != nil {
-			return err
-		}
 		b = append(b, `],"weights":[`...)
-		if err := list(len(kept), func(i int) { b = strconv.AppendInt(b, kept[i].Values[wp.Default], 10) }); err != nil {
-			return err
+		sep = false
+		for _, s := range g.Samples {
+			v := s.Values[wp.Default]
+			if v == 0 {
+				continue
+			}
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			b = appendInt(b, v)
+			if b, err = flushFull(w, b); err != nil {
+				return err
+			}
 		}
 		b = append(b, "]}"...)
 	}
 	b = append(b, "]}\n"...)
-	return flush()
+	_, err = w.Write(b)
+	return err
+}
+
+// appendSampledHeader appends the start of a speedscope "sampled" profile,
+// up to its samples.
+func appendSampledHeader(b []byte, name, unit string, start, end int64) []byte {
+	b = append(b, `{"type":"sampled","name":`...)
+	b = appendJSONString(b, name)
+	b = append(b, `,"unit":"`...)
+	b = append(b, unit...)
+	b = append(b, `","startValue":`...)
+	b = appendInt(b, start)
+	b = append(b, `,"endValue":`...)
+	b = appendInt(b, end)
+	return append(b, `,"samples":[`...)
+}
+
+// appendSpeedscopeRuns appends the speedscope profile of a group's Runs,
+// each run a sample weighing Count × period.
+func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period int64, stacks *stackArrays, scratch *[]Run) ([]byte, error) {
+	runs := g.cursor(scratch)
+	var start, end int64
+	if r, ok := runs.next(); ok {
+		start, end = int64(r.Start), int64(r.Start)+r.Count*period
+	}
+	for r, ok := runs.next(); ok; r, ok = runs.next() {
+		end += r.Count * period
+	}
+	b = appendSampledHeader(b, g.Name, unit, start, end)
+	var err error
+	runs.rewind()
+	sep := false
+	for r, ok := runs.next(); ok; r, ok = runs.next() {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, stacks.get(r.Stack)...)
+		if b, err = flushFull(w, b); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `],"weights":[`...)
+	// Most runs weigh the same (one sample), so the last weight's digits
+	// are kept.
+	var digits [20]byte
+	last, n := int64(0), 0
+	sep = false
+	runs.rewind()
+	for r, ok := runs.next(); ok; r, ok = runs.next() {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		if v := r.Count * period; v != last || n == 0 {
+			last, n = v, len(appendInt(digits[:0], v))
+		}
+		b = append(b, digits[:n]...)
+		if b, err = flushFull(w, b); err != nil {
+			return b, err
+		}
+	}
+	return append(b, "]}"...), nil
 }
 
 // stackArrays encodes stacks as speedscope sample arrays (frame indexes,
@@ -456,10 +551,10 @@ func (s *stackArrays) get(stack int) []byte {
 	frames := s.stacks[stack].Frames
 	s.enc = append(s.enc, '[')
 	if len(frames) == 0 {
-		s.enc = strconv.AppendInt(s.enc, int64(s.frames), 10)
+		s.enc = appendInt(s.enc, int64(s.frames))
 	}
 	for i := len(frames) - 1; i >= 0; i-- {
-		s.enc = strconv.AppendInt(s.enc, int64(frames[i]), 10)
+		s.enc = appendInt(s.enc, int64(frames[i]))
 		if i > 0 {
 			s.enc = append(s.enc, ',')
 		}
@@ -481,37 +576,17 @@ func (s *stackArrays) get(stack int) []byte {
 // Config.Timeline) and returns ErrNoTimeline without them.
 func WriteChromium(w io.Writer, wp *Weighted) error {
 	hasRuns := false
+	size := 512
 	for _, g := range wp.Groups {
-		hasRuns = hasRuns || g.Runs != nil
+		if g.Runs != nil {
+			hasRuns = true
+			size += flushAt // B and E events per run
+		}
 	}
 	if !hasRuns && len(wp.Groups) > 0 {
 		return ErrNoTimeline
 	}
-	// Each frame's B and E events up to the timestamp are encoded once:
-	// enc[begin[i]:end[i]] opens frame i, enc[end[i]:begin[i+1]] closes it.
-	var enc []byte
-	begin := make([]int, len(wp.Frames)+1)
-	end := make([]int, len(wp.Frames))
-	for i, f := range wp.Frames {
-		cat := f.Module
-		if cat == "" {
-			cat = unknownModule
-		}
-		begin[i] = len(enc)
-		enc = append(enc, ",\n{\"ph\":\"B\",\"name\":"...)
-		enc = appendJSONString(enc, f.Name)
-		enc = append(enc, `,"cat":`...)
-		enc = appendJSONString(enc, cat)
-		enc = append(enc, `,"ts":`...)
-		end[i] = len(enc)
-		enc = append(enc, ",\n{\"ph\":\"E\",\"name\":"...)
-		enc = appendJSONString(enc, f.Name)
-		enc = append(enc, `,"cat":`...)
-		enc = appendJSONString(enc, cat)
-		enc = append(enc, `,"ts":`...)
-	}
-	begin[len(wp.Frames)] = len(enc)
-	b := exportBuf(wp)
+	b := exportBuf(size)
 	b = append(b, `{"displayTimeUnit":"ms","traceEvents":[`...)
 	pid := strconv.Itoa(wp.ProcessID)
 	b = append(b, `{"ph":"M","name":"process_name","pid":`...)
@@ -519,20 +594,25 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 	b = append(b, `,"tid":0,"args":{"name":`...)
 	b = appendJSONString(b, wp.title())
 	b = append(b, `}}`...)
+	if !hasRuns {
+		b = append(b, "]}\n"...)
+		_, err := w.Write(b)
+		return err
+	}
 	// Threads sort by work, the busiest first.
 	rank := make([]int, len(wp.Groups))
 	for i := range rank {
 		rank[i] = i
 	}
-	sort.SliceStable(rank, func(i, j int) bool { return wp.Groups[rank[i]].Work > wp.Groups[rank[j]].Work })
+	slices.SortStableFunc(rank, func(i, j int) int { return cmp.Compare(wp.Groups[j].Work, wp.Groups[i].Work) })
 	sortIndex := make([]int, len(wp.Groups))
 	for r, gi := range rank {
 		sortIndex[gi] = r
 	}
-	period := time.Duration(wp.Period)
-	var suffix, ts []byte // ,"pid":..,"tid":..} and the current timestamp
-	var open []int        // frames, root first
-	for gi, g := range wp.Groups {
+	cw := chromiumWriter{w: w, wp: wp, events: chromiumEvents{frames: wp.Frames}}
+	var err error
+	for gi := range wp.Groups {
+		g := &wp.Groups[gi]
 		if g.Runs == nil {
 			continue
 		}
@@ -551,67 +631,144 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 		b = append(b, `,"tid":`...)
 		b = append(b, tid...)
 		b = append(b, `,"args":{"sort_index":`...)
-		b = strconv.AppendInt(b, int64(sortIndex[gi]), 10)
+		b = appendInt(b, int64(sortIndex[gi]))
 		b = append(b, `}}`...)
-		suffix = append(append(append(append(suffix[:0], `,"pid":`...), pid...), `,"tid":`...), tid...)
-		suffix = append(suffix, '}')
-		open = open[:0]
-		openStack := -1 // the stack whose frames are open, -1 for none
-		var at time.Duration
-		// closeTo ends the open frames beyond the first n; ts is set.
-		closeTo := func(n int) {
-			for len(open) > n {
-				f := open[len(open)-1]
-				open = open[:len(open)-1]
-				b = append(b, enc[end[f]:begin[f+1]]...)
-				b = append(b, ts...)
-				b = append(b, suffix...)
-			}
-		}
-		for r := range g.Runs {
-			if len(b) >= flushAt {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
-			}
-			rs := max(r.Start, at) // keep each thread's timestamps monotonic
-			if rs > at+4*period || (wp.RunsApart && len(open) > 0) {
-				if len(open) > 0 {
-					ts = appendMicros(ts[:0], int64(at))
-					closeTo(0)
-				}
-				openStack = -1
-			}
-			at = rs + time.Duration(r.Count)*period
-			if r.Stack == openStack {
-				continue // no frame starts or ends
-			}
-			openStack = r.Stack
-			frames := wp.Stacks[r.Stack].Frames
-			common := 0
-			for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
-				common++
-			}
-			if len(open) == common && len(frames) == common {
-				continue
-			}
-			ts = appendMicros(ts[:0], int64(rs))
-			closeTo(common)
-			for i := len(frames) - 1 - common; i >= 0; i-- {
-				f := frames[i]
-				open = append(open, f)
-				b = append(b, enc[begin[f]:end[f]]...)
-				b = append(b, ts...)
-				b = append(b, suffix...)
-			}
-		}
-		if len(open) > 0 {
-			ts = appendMicros(ts[:0], int64(at))
-			closeTo(0)
+		cw.suffix = append(append(append(append(cw.suffix[:0], `,"pid":`...), pid...), `,"tid":`...), tid...)
+		cw.suffix = append(cw.suffix, '}')
+		if b, err = cw.appendRuns(b, g); err != nil {
+			return err
 		}
 	}
 	b = append(b, "]}\n"...)
-	_, err := w.Write(b)
+	_, err = w.Write(b)
 	return err
+}
+
+// chromiumEvents encodes each frame's B and E events up to their
+// timestamp, once, when first needed.
+type chromiumEvents struct {
+	frames []Frame
+	enc    []byte
+	// span[i]: enc[span[i][0]:span[i][1]] opens frame i,
+	// enc[span[i][1]:span[i][2]] closes it; all 0 until encoded.
+	span [][3]int32
+}
+
+// begin returns frame f's B event up to the timestamp.
+func (e *chromiumEvents) begin(f int) []byte {
+	sp := e.get(f)
+	return e.enc[sp[0]:sp[1]]
+}
+
+// end returns frame f's E event up to the timestamp.
+func (e *chromiumEvents) end(f int) []byte {
+	sp := e.get(f)
+	return e.enc[sp[1]:sp[2]]
+}
+
+func (e *chromiumEvents) get(f int) [3]int32 {
+	if e.span == nil {
+		e.span = make([][3]int32, len(e.frames))
+	}
+	if sp := e.span[f]; sp[2] > 0 {
+		return sp
+	}
+	fr := &e.frames[f]
+	cat := fr.Module
+	if cat == "" {
+		cat = unknownModule
+	}
+	begin := len(e.enc)
+	e.enc = append(e.enc, ",\n{\"ph\":\"B\",\"name\":"...)
+	e.enc = appendJSONString(e.enc, fr.Name)
+	e.enc = append(e.enc, `,"cat":`...)
+	e.enc = appendJSONString(e.enc, cat)
+	e.enc = append(e.enc, `,"ts":`...)
+	end := len(e.enc)
+	// The E event is the B event with another phase.
+	e.enc = append(e.enc, e.enc[begin:end]...)
+	e.enc[end+len(",\n{\"ph\":\"")] = 'E'
+	e.span[f] = [3]int32{int32(begin), int32(end), int32(len(e.enc))}
+	return e.span[f]
+}
+
+// chromiumWriter writes the B and E events of groups' Runs.
+type chromiumWriter struct {
+	w      io.Writer
+	wp     *Weighted
+	events chromiumEvents
+	suffix []byte // ,"pid":..,"tid":..} of the group
+	ts     []byte // the current timestamp
+	open   []int  // the frames open, root first
+	// scratch holds the runs of a group without a timeline.
+	scratch []Run
+}
+
+// appendRuns appends the events of a group's Runs: a frame opens when it
+// appears on the sampled stack and closes when it leaves it, after a gap
+// of more than four periods, or (RunsApart) at the end of its run.
+func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
+	wp := c.wp
+	period := time.Duration(wp.Period)
+	open, ts := c.open[:0], c.ts[:0]
+	openStack := -1 // the stack whose frames are open, -1 for none
+	var at time.Duration
+	runs := g.cursor(&c.scratch)
+	for r, ok := runs.next(); ok; r, ok = runs.next() {
+		if len(b) >= flushAt {
+			if _, err := c.w.Write(b); err != nil {
+				return b, err
+			}
+			b = b[:0]
+		}
+		rs := max(r.Start, at) // keep each thread's timestamps monotonic
+		if rs > at+4*period || (wp.RunsApart && len(open) > 0) {
+			if len(open) > 0 {
+				ts = appendMicros(ts[:0], int64(at))
+				b, open = c.closeTo(b, open, 0, ts)
+			}
+			openStack = -1
+		}
+		at = rs + time.Duration(r.Count)*period
+		if r.Stack == openStack {
+			continue // no frame starts or ends
+		}
+		openStack = r.Stack
+		frames := wp.Stacks[r.Stack].Frames
+		common := 0
+		for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
+			common++
+		}
+		if len(open) == common && len(frames) == common {
+			continue
+		}
+		ts = appendMicros(ts[:0], int64(rs))
+		b, open = c.closeTo(b, open, common, ts)
+		for i := len(frames) - 1 - common; i >= 0; i-- {
+			f := frames[i]
+			open = append(open, f)
+			b = append(b, c.events.begin(f)...)
+			b = append(b, ts...)
+			b = append(b, c.suffix...)
+		}
+	}
+	if len(open) > 0 {
+		ts = appendMicros(ts[:0], int64(at))
+		b, open = c.closeTo(b, open, 0, ts)
+	}
+	c.open, c.ts = open, ts
+	return b, nil
+}
+
+// closeTo appends the E events of the open frames beyond the first n, at
+// ts.
+func (c *chromiumWriter) closeTo(b []byte, open []int, n int, ts []byte) ([]byte, []int) {
+	for len(open) > n {
+		f := open[len(open)-1]
+		open = open[:len(open)-1]
+		b = append(b, c.events.end(f)...)
+		b = append(b, ts...)
+		b = append(b, c.suffix...)
+	}
+	return b, open
 }

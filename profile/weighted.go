@@ -68,11 +68,69 @@ type Group struct {
 	Samples []Sample
 	// Runs, when not nil, yields the group's samples in time order, each
 	// run weighing Count × Period; formats that draw time (Chromium,
-	// speedscope) need it.
+	// speedscope) need it. The Groups of Profile.Weighted also hold the
+	// Timeline their Runs iterate, and the exporters read it directly: to
+	// give one of them other runs, build a new Group rather than setting
+	// Runs (setting Runs to nil is fine).
 	Runs iter.Seq[Run]
 	// Work ranks groups for Active: higher means busier.
 	Work int64
+
+	// timeline is the Timeline that Runs iterates (its Managed runs only
+	// with managedRuns), nil when Runs is another sequence.
+	timeline    *Timeline
+	managedRuns bool
 }
+
+// runCursor reads a group's runs in order, as Runs yields them, without a
+// callback: the exporters' loops over runs stay plain loops.
+type runCursor struct {
+	chunks  [][]timelineRun
+	managed bool
+	runs    []Run // the runs of a Group without a timeline
+	generic bool
+	c, i    int
+}
+
+// cursor returns a cursor over the group's runs. A group without a
+// Timeline has its Runs collected into *scratch first.
+func (g *Group) cursor(scratch *[]Run) runCursor {
+	if g.timeline != nil {
+		return runCursor{chunks: g.timeline.chunks, managed: g.managedRuns}
+	}
+	runs := (*scratch)[:0]
+	for r := range g.Runs {
+		runs = append(runs, r)
+	}
+	*scratch = runs
+	return runCursor{runs: runs, generic: true}
+}
+
+// next returns the next run, false after the last.
+func (c *runCursor) next() (Run, bool) {
+	if c.generic {
+		if c.i < len(c.runs) {
+			c.i++
+			return c.runs[c.i-1], true
+		}
+		return Run{}, false
+	}
+	for c.c < len(c.chunks) {
+		chunk := c.chunks[c.c]
+		for c.i < len(chunk) {
+			r := &chunk[c.i]
+			c.i++
+			if !c.managed || r.stackKind&1 != 0 {
+				return r.run(), true
+			}
+		}
+		c.c, c.i = c.c+1, 0
+	}
+	return Run{}, false
+}
+
+// rewind returns the cursor to the first run.
+func (c *runCursor) rewind() { c.c, c.i = 0, 0 }
 
 // Sample is the values (one per Weighted.Types) of one stack.
 type Sample struct {
@@ -139,9 +197,9 @@ func (p *Profile) Weighted(measure string) (*Weighted, error) {
 			g.Samples[i] = Sample{Stack: s.Stack, Values: values[len(values)-3 : len(values) : len(values)]}
 		}
 		if t.Timeline.n > 0 {
-			g.Runs = t.Timeline.All()
+			g.Runs, g.timeline = t.Timeline.All(), &t.Timeline
 			if measure == MeasureCPU {
-				g.Runs = t.Timeline.managed()
+				g.Runs, g.managedRuns = t.Timeline.managed(), true
 			}
 		}
 		w.Groups = append(w.Groups, g)

@@ -1,0 +1,84 @@
+package profile
+
+import (
+	"math"
+	"strconv"
+	"testing"
+	"unicode/utf8"
+)
+
+// jsonStringByByte is appendJSONString as a plain loop over the bytes: what
+// the word-at-a-time version must write.
+func jsonStringByByte(s string) []byte {
+	const hex = "0123456789abcdef"
+	dst := []byte{'"'}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, `\n`...)
+		case c == '\r':
+			dst = append(dst, `\r`...)
+		case c == '\t':
+			dst = append(dst, `\t`...)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, s[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		i++
+	}
+	return append(dst, '"')
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", `q"uote\back`, "ctl\x00\x01\n\r\t\x1f", "List`1[System.Int32]",
+		"日本語😀", "bad\xffutf8", "System.Collections.Generic.Dictionary`2[System.__Canon,System.__Canon].TryInsert",
+		"abcdefg\"abcdefgh\\abcdefg\x7fabcdefg\x80", "0123456789abcdef\x1f0123456789abcdef "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := appendJSONString([]byte("x"), s), append([]byte("x"), jsonStringByByte(s)...); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func TestAppendInt(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345, 1e9, 1e18, math.MaxInt64, -1, -10, -100, math.MinInt64}
+	for p := int64(1); p > 0 && p < math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1, -p, 7*p+3)
+	}
+	for _, v := range vals {
+		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Errorf("appendInt(%d) = %s", v, got)
+		}
+		if v >= 0 {
+			if got, want := string(appendUint(nil, uint64(v)*2)), strconv.FormatUint(uint64(v)*2, 10); got != want {
+				t.Errorf("appendUint(%d) = %s", uint64(v)*2, got)
+			}
+		}
+	}
+	if got := string(appendUint(nil, math.MaxUint64)); got != strconv.FormatUint(math.MaxUint64, 10) {
+		t.Errorf("appendUint(MaxUint64) = %s", got)
+	}
+	for _, c := range []struct {
+		ns   int64
+		want string
+	}{{0, "0.000"}, {1234567, "1234.567"}, {-1500, "-1.500"}, {999, "0.999"}, {1_000_000_007, "1000000.007"}} {
+		if got := string(appendMicros(nil, c.ns)); got != c.want {
+			t.Errorf("appendMicros(%d) = %s, want %s", c.ns, got, c.want)
+		}
+	}
+}
