@@ -38,7 +38,7 @@ func (p *Profile) eventStacks(measure string) *EventStacks {
 // eventMethods weighs the methods by an event measure: exclusive is the
 // top method of each event's stack (the allocating, waiting or throwing
 // method), inclusive every method of the stack once.
-func (p *Profile) eventMethods(measure string) []MethodTime {
+func (p *Profile) eventMethods(measure string) []methodRank {
 	es := p.eventStacks(measure)
 	// excl[f+1] and incl[f+1] are frame f's (index 0: the empty stack);
 	// seen[f] is the number of the last sample that counted f inclusively.
@@ -60,28 +60,31 @@ func (p *Profile) eventMethods(measure string) []MethodTime {
 			}
 		}
 	}
-	pct := func(v int64) float64 {
-		if es.Value == 0 {
-			return 0
-		}
-		return 100 * float64(v) / float64(es.Value)
-	}
-	var out []MethodTime
+	var out []methodRank
 	for i, in := range incl {
-		if in == 0 && excl[i] == 0 {
-			continue
+		if in != 0 || excl[i] != 0 {
+			out = append(out, methodRank{frame: i - 1, excl: excl[i], incl: in})
 		}
-		ex := excl[i]
-		m := MethodTime{Method: noFrames, ExclusiveValue: ex, InclusiveValue: in, ExclusivePct: pct(ex), InclusivePct: pct(in), ManagedPct: -1}
-		if measure == MeasureContention {
-			m.Exclusive, m.Inclusive = time.Duration(ex), time.Duration(in)
-		}
-		if f := i - 1; f >= 0 {
-			m.Method, m.Module, m.Resolved = p.Frames[f].Name, p.Frames[f].Module, p.Frames[f].Resolved
-		}
-		out = append(out, m)
 	}
 	return out
+}
+
+// eventMethod is the MethodTime of a method ranked by eventMethods, but
+// for its names.
+func (p *Profile) eventMethod(measure string, mr methodRank) MethodTime {
+	total := p.eventStacks(measure).Value
+	pct := func(v int64) float64 {
+		if total == 0 {
+			return 0
+		}
+		return 100 * float64(v) / float64(total)
+	}
+	m := MethodTime{Method: noFrames, ExclusiveValue: mr.excl, InclusiveValue: mr.incl, ExclusivePct: pct(mr.excl),
+		InclusivePct: pct(mr.incl), ManagedPct: -1}
+	if measure == MeasureContention {
+		m.Exclusive, m.Inclusive = time.Duration(mr.excl), time.Duration(mr.incl)
+	}
+	return m
 }
 
 // formatValue prints a value of a unit for people: "12.3ms", "4.5MB",

@@ -173,9 +173,13 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	type acc struct{ excl, incl, exclManaged, exclAll, exclWaiting int64 }
 	// byFrame[f+1] is frame f's (byFrame[0] the empty stack's); seen[f] is
 	// the number of the last sample that counted f inclusively.
-	byFrame := make([]acc, len(p.Frames)+1)
+	var byFrame []acc
+	var seen []int
+	if !isEventMeasure(measure) {
+		byFrame = make([]acc, len(p.Frames)+1)
+		seen = make([]int, len(p.Frames))
+	}
 	get := func(f int) *acc { return &byFrame[f+1] }
-	seen := make([]int, len(p.Frames))
 	sampleNo := 0
 	var measured int64
 	for _, t := range p.Threads {
@@ -193,6 +197,9 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			}
 		}
 		r.Threads = append(r.Threads, tt)
+		if isEventMeasure(measure) {
+			continue // the methods weigh other events
+		}
 		for _, s := range t.Samples {
 			n := s.Count()
 			if measure == MeasureCPU {
@@ -237,42 +244,44 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		return 100 * float64(n) / float64(measured)
 	}
-	for i, a := range byFrame {
-		f := i - 1
-		if a.incl == 0 {
-			continue
+	// The methods are ranked as small values (frame and key), and only the
+	// top ones become MethodTimes.
+	var ranked []methodRank
+	if isEventMeasure(measure) {
+		ranked = p.eventMethods(measure)
+		r.Unit = eventUnit(measure)
+	} else {
+		for i := range byFrame {
+			a := &byFrame[i]
+			if a.incl != 0 {
+				d := int64(p.Period)
+				ranked = append(ranked, methodRank{frame: i - 1, excl: a.excl * d, incl: a.incl * d})
+			}
 		}
-		m := MethodTime{Method: noFrames, Exclusive: time.Duration(a.excl) * p.Period,
-			Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(a.excl), InclusivePct: pct(a.incl), ManagedPct: -1}
-		m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
-		if a.exclAll > 0 {
-			m.ManagedPct = 100 * float64(a.exclManaged) / float64(a.exclAll)
-			m.Waiting = a.exclWaiting*10 >= a.exclAll*9
+	}
+	sort.Sort(methodRanking{ranked: ranked, frames: p.Frames, inclusive: cfg.Inclusive})
+	ranked = ranked[:min(top, len(ranked))]
+	r.Methods = make([]MethodTime, 0, len(ranked))
+	for _, mr := range ranked {
+		f := mr.frame
+		var m MethodTime
+		if isEventMeasure(measure) {
+			m = p.eventMethod(measure, mr)
+		} else {
+			a := &byFrame[f+1]
+			m = MethodTime{Method: noFrames, Exclusive: time.Duration(a.excl) * p.Period,
+				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(a.excl), InclusivePct: pct(a.incl), ManagedPct: -1}
+			m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
+			if a.exclAll > 0 {
+				m.ManagedPct = 100 * float64(a.exclManaged) / float64(a.exclAll)
+				m.Waiting = a.exclWaiting*10 >= a.exclAll*9
+			}
 		}
 		if f >= 0 {
 			m.Method, m.Module, m.Resolved = p.Frames[f].Name, p.Frames[f].Module, p.Frames[f].Resolved
 		}
 		r.Methods = append(r.Methods, m)
 	}
-	if isEventMeasure(measure) {
-		r.Methods = p.eventMethods(measure)
-		r.Unit = eventUnit(measure)
-	}
-	sort.Slice(r.Methods, func(i, j int) bool {
-		a, b := r.Methods[i], r.Methods[j]
-		ka, kb := a.ExclusiveValue, b.ExclusiveValue
-		if cfg.Inclusive {
-			ka, kb = a.InclusiveValue, b.InclusiveValue
-		}
-		if ka != kb {
-			return ka > kb
-		}
-		if a.Method != b.Method {
-			return a.Method < b.Method
-		}
-		return a.Module < b.Module
-	})
-	r.Methods = r.Methods[:min(top, len(r.Methods))]
 
 	g := p.GC
 	r.GC = GCReport{Collections: g.Collections, Reasons: g.Reasons, Pauses: g.Pauses, PauseTotal: g.PauseTotal,
@@ -301,6 +310,49 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		r.Threads = []ThreadTotal{}
 	}
 	return r
+}
+
+// methodRank is what ranks a method of the report: its frame (-1 for the
+// empty stack) and its exclusive and inclusive values.
+type methodRank struct {
+	frame      int
+	excl, incl int64
+}
+
+// methodRanking orders methods by exclusive (or inclusive) value, most
+// first, then by name and module.
+type methodRanking struct {
+	ranked    []methodRank
+	frames    []Frame
+	inclusive bool
+}
+
+func (m methodRanking) Len() int      { return len(m.ranked) }
+func (m methodRanking) Swap(i, j int) { m.ranked[i], m.ranked[j] = m.ranked[j], m.ranked[i] }
+func (m methodRanking) Less(i, j int) bool {
+	a, b := &m.ranked[i], &m.ranked[j]
+	ka, kb := a.excl, b.excl
+	if m.inclusive {
+		ka, kb = a.incl, b.incl
+	}
+	if ka != kb {
+		return ka > kb
+	}
+	na, ma := m.name(a.frame)
+	nb, mb := m.name(b.frame)
+	if na != nb {
+		return na < nb
+	}
+	return ma < mb
+}
+
+// name returns the method and module names of a frame (-1: the empty
+// stack's).
+func (m methodRanking) name(f int) (method, module string) {
+	if f < 0 {
+		return noFrames, ""
+	}
+	return m.frames[f].Name, m.frames[f].Module
 }
 
 func (p *Profile) siteReports(sites []Site, top int) []SiteReport {
