@@ -113,27 +113,31 @@ func formatBytes(v int64) string {
 	return fmt.Sprintf("%dB", v)
 }
 
-// writeEventMethods writes the method table of an event measure.
-func (r *Report) writeEventMethods(p func(format string, a ...any)) {
+// appendEventMethods appends the method table of an event measure.
+func (r *Report) appendEventMethods(b []byte) []byte {
 	order := "exclusive"
 	if r.Inclusive {
 		order = "inclusive"
 	}
 	switch r.Measure {
 	case MeasureAlloc:
-		p("\nTop methods by %s allocated bytes (GCAllocationTick: one per ~100 KB allocated; exclusive: the allocating method)\n", order)
+		b = fmt.Appendf(b, "\nTop methods by %s allocated bytes (GCAllocationTick: one per ~100 KB allocated; exclusive: the allocating method)\n", order)
 	case MeasureContention:
-		p("\nTop methods by %s lock wait time (ContentionStart to ContentionStop; exclusive: the waiting method)\n", order)
+		b = fmt.Appendf(b, "\nTop methods by %s lock wait time (ContentionStart to ContentionStop; exclusive: the waiting method)\n", order)
 	default:
-		p("\nTop methods by %s exceptions thrown (exclusive: the throwing method)\n", order)
+		b = fmt.Appendf(b, "\nTop methods by %s exceptions thrown (exclusive: the throwing method)\n", order)
 	}
-	p("  Exclusive\t%%\tInclusive\t%%\tMethod\n")
+	b = append(b, "  Exclusive\t%\tInclusive\t%\tMethod\n"...)
 	for _, m := range r.Methods {
 		name := m.Method
 		if m.Module != "" {
 			name = m.Module + "!" + name
 		}
-		p("  %s\t%.1f\t%s\t%.1f\t%s\n", formatValue(m.ExclusiveValue, r.Unit), m.ExclusivePct,
-			formatValue(m.InclusiveValue, r.Unit), m.InclusivePct, termsafe.String(name))
+		b = append(append(b, "  "...), formatValue(m.ExclusiveValue, r.Unit)...)
+		b = appendFixed(append(b, '\t'), m.ExclusivePct, 1)
+		b = append(append(b, '\t'), formatValue(m.InclusiveValue, r.Unit)...)
+		b = appendFixed(append(b, '\t'), m.InclusivePct, 1)
+		b = append(append(append(b, '\t'), termsafe.String(name)...), '\n')
 	}
+	return b
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -376,37 +376,47 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes the report as aligned text.
 func (r *Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
-	p("Process %d", r.ProcessID)
+	// The text is built in one buffer (the rows without fmt) and aligned
+	// by one Write to the tabwriter.
+	b := make([]byte, 0, 2048+160*(len(r.Methods)+len(r.Threads)+len(r.GC.Allocations)))
+	p := func(format string, a ...any) { b = fmt.Appendf(b, format, a...) }
+	b = append(b, "Process "...)
+	b = appendInt(b, int64(r.ProcessID))
 	if r.ProcessName != "" {
-		p(" (%s)", termsafe.String(r.ProcessName))
+		b = append(append(append(b, " ("...), termsafe.String(r.ProcessName)...), ')')
 	}
 	switch {
 	case r.Runtime != "unknown":
-		p(", .NET %s", termsafe.String(r.Runtime))
+		b = append(append(b, ", .NET "...), termsafe.String(r.Runtime)...)
 		if r.RuntimeBuild != "" {
-			p(" (CLR build %s)", r.RuntimeBuild)
+			b = append(append(append(b, " (CLR build "...), r.RuntimeBuild...), ')')
 		}
 	case r.RuntimeBuild != "":
-		p(", .NET version unknown (CLR build %s)", r.RuntimeBuild)
+		b = append(append(append(b, ", .NET version unknown (CLR build "...), r.RuntimeBuild...), ')')
 	default:
-		p(", .NET version unknown (no RuntimeInformation or runtime path in the trace)")
+		b = append(b, ", .NET version unknown (no RuntimeInformation or runtime path in the trace)"...)
 	}
-	p("\nTrace: %s from %s", r.Duration.Round(time.Millisecond), r.Start.UTC().Format(time.RFC3339))
+	b = append(append(b, "\nTrace: "...), r.Duration.Round(time.Millisecond).String()...)
+	b = r.Start.UTC().AppendFormat(append(b, " from "...), time.RFC3339)
 	if r.DroppedEvents > 0 {
-		p(", %d events dropped by the runtime", r.DroppedEvents)
+		b = appendUint(append(b, ", "...), r.DroppedEvents)
+		b = append(b, " events dropped by the runtime"...)
 	} else {
-		p(", no events dropped")
+		b = append(b, ", no events dropped"...)
 	}
-	p("\nSamples: %d (%d managed, %d external), period %s", r.Samples, r.Managed, r.External, r.Period.Round(time.Microsecond))
+	b = appendInt(append(b, "\nSamples: "...), r.Samples)
+	b = appendInt(append(b, " ("...), r.Managed)
+	b = appendInt(append(b, " managed, "...), r.External)
+	b = append(append(b, " external), period "...), r.Period.Round(time.Microsecond).String()...)
 	if r.ManagedOnly {
-		p(", external samples dropped")
+		b = append(b, ", external samples dropped"...)
 	}
 	s := r.Symbols
-	p("\nSymbols: %d methods, %d modules", s.Methods, s.Modules)
+	b = appendInt(append(b, "\nSymbols: "...), int64(s.Methods))
+	b = appendInt(append(b, " methods, "...), int64(s.Modules))
+	b = append(b, " modules"...)
 	if !s.Rundown {
-		p(", no rundown in the trace")
+		b = append(b, ", no rundown in the trace"...)
 	}
 	if s.SampleFrames > 0 {
 		p("; %d of %d sample frames resolved (%.1f%%), %d unresolved", s.ResolvedSampleFrames, s.SampleFrames,
@@ -415,16 +425,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	if s.EventFrames > s.SampleFrames {
 		p("; %d of %d frames resolved over all stacks", s.ResolvedEventFrames, s.EventFrames)
 	}
-	p("\n")
+	b = append(b, '\n')
 	if r.DecodeErrors > 0 {
 		p("Decode errors: %d runtime events did not decode\n", r.DecodeErrors)
 	}
 
 	for _, n := range r.Notes {
-		p("Note: %s.\n", termsafe.String(n))
+		b = append(append(append(b, "Note: "...), termsafe.String(n)...), ".\n"...)
 	}
 	if len(r.Methods) > 0 && isEventMeasure(r.Measure) {
-		r.writeEventMethods(p)
+		b = r.appendEventMethods(b)
 	} else if len(r.Methods) > 0 {
 		order := "exclusive"
 		if r.Inclusive {
@@ -436,36 +446,51 @@ func (r *Report) WriteText(w io.Writer) error {
 		default:
 			p("\nTop methods by %s wall time (every sample: running, waiting, or in native code)\n", order)
 		}
-		p("  Exclusive\t%%\tInclusive\t%%\tManaged %%\tMethod\n")
+		b = append(b, "  Exclusive\t%\tInclusive\t%\tManaged %\tMethod\n"...)
 		waiting := false
 		for _, m := range r.Methods {
+			b = appendMs(append(b, "  "...), m.Exclusive)
+			b = appendFixed(append(b, '\t'), m.ExclusivePct, 1)
+			b = appendMs(append(b, '\t'), m.Inclusive)
+			b = appendFixed(append(b, '\t'), m.InclusivePct, 1)
+			b = append(b, '\t')
+			if m.ManagedPct >= 0 {
+				b = appendFixed(b, m.ManagedPct, 0)
+			} else {
+				b = append(b, '-')
+			}
+			b = append(b, '\t')
 			name := m.Method
 			if m.Module != "" {
 				name = m.Module + "!" + name
-			}
-			managed := "-"
-			if m.ManagedPct >= 0 {
-				managed = fmt.Sprintf("%.0f", m.ManagedPct)
 			}
 			if m.Waiting {
 				name += "  (waiting)"
 				waiting = true
 			}
-			p("  %s\t%.1f\t%s\t%.1f\t%s\t%s\n", ms(m.Exclusive), m.ExclusivePct, ms(m.Inclusive), m.InclusivePct, managed, termsafe.String(name))
+			b = append(append(b, termsafe.String(name)...), '\n')
 		}
 		if waiting && r.Measure != MeasureCPU {
-			p("  (waiting): the samples come from threads that waited there the whole trace: time blocked, not CPU.\n" +
-				"  --sample cpu ranks by Managed samples only.\n")
+			b = append(b, "  (waiting): the samples come from threads that waited there the whole trace: time blocked, not CPU.\n"+
+				"  --sample cpu ranks by Managed samples only.\n"...)
 		}
 	}
 	if len(r.Threads) > 0 {
-		p("\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %%\tStack changes\tState\n")
+		b = append(b, "\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %\tStack changes\tState\n"...)
 		for _, t := range r.Threads {
-			state := "ran"
+			b = appendUint(append(b, "  "...), t.ID)
+			b = appendMs(append(b, '\t'), t.Time)
+			b = appendInt(append(b, '\t'), t.Managed)
+			b = appendInt(append(b, '\t'), t.External)
+			b = appendFixed(append(b, '\t'), t.ManagedPct, 1)
+			b = appendInt(append(b, '\t'), t.StackChanges)
+			b = append(b, '\t')
 			if t.Waiting {
-				state = "waited in " + termsafe.String(t.WaitingIn)
+				b = append(append(b, "waited in "...), termsafe.String(t.WaitingIn)...)
+			} else {
+				b = append(b, "ran"...)
 			}
-			p("  %d\t%s\t%d\t%d\t%.1f\t%d\t%s\n", t.ID, ms(t.Time), t.Managed, t.External, t.ManagedPct, t.StackChanges, state)
+			b = append(b, '\n')
 		}
 	}
 
@@ -483,11 +508,14 @@ func (r *Report) WriteText(w io.Writer) error {
 				}
 				return reasons[i] < reasons[j]
 			})
-			parts := make([]string, len(reasons))
+			b = append(b, "  Reasons: "...)
 			for i, k := range reasons {
-				parts[i] = fmt.Sprintf("%s %d", termsafe.String(k), g.Reasons[k])
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = appendInt(append(append(b, termsafe.String(k)...), ' '), g.Reasons[k])
 			}
-			p("  Reasons: %s\n", strings.Join(parts, ", "))
+			b = append(b, '\n')
 		}
 		p("  Pauses: %d, total %s, mean %s, max %s\n", g.Pauses, ms(g.PauseTotal), ms(g.PauseMean), ms(g.PauseMax))
 		if g.OtherSuspensions > 0 {
@@ -499,26 +527,26 @@ func (r *Report) WriteText(w io.Writer) error {
 				objects = objects || a.Objects > 0
 			}
 			if objects {
-				p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tObjects (est.)\tType\n")
+				b = append(b, "  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tObjects (est.)\tType\n"...)
 			} else {
-				p("  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n")
+				b = append(b, "  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n"...)
 			}
 			for _, a := range g.Allocations {
+				b = appendUint(append(b, "    "...), a.Bytes)
+				b = appendInt(append(b, '\t'), a.Ticks)
 				if objects {
-					p("    %d\t%d\t%d\t%s\n", a.Bytes, a.Ticks, a.Objects, termsafe.String(a.Type))
-				} else {
-					p("    %d\t%d\t%s\n", a.Bytes, a.Ticks, termsafe.String(a.Type))
+					b = appendInt(append(b, '\t'), a.Objects)
 				}
+				b = append(append(append(b, '\t'), termsafe.String(a.Type)...), '\n')
 			}
 		}
 	}
 	if len(r.Exceptions) > 0 {
-		p("\nExceptions\n")
+		b = append(b, "\nExceptions\n"...)
 		for _, x := range r.Exceptions {
-			p("  %d\t%s\n", x.Count, termsafe.String(x.Type))
-			for _, s := range x.Sites {
-				p("    %d\tat %s\n", s.Count, termsafe.String(s.Site))
-			}
+			b = appendInt(append(b, "  "...), x.Count)
+			b = append(append(append(b, '\t'), termsafe.String(x.Type)...), '\n')
+			b = appendSites(b, x.Sites)
 		}
 	}
 	if c := r.Contention; c.Count > 0 {
@@ -526,12 +554,38 @@ func (r *Report) WriteText(w io.Writer) error {
 		if c.Unfinished > 0 {
 			p(" (%d unfinished at the end of the trace)", c.Unfinished)
 		}
-		p("\n")
-		for _, s := range c.Sites {
-			p("    %d\tat %s\n", s.Count, termsafe.String(s.Site))
-		}
+		b = append(b, '\n')
+		b = appendSites(b, c.Sites)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if _, err := tw.Write(b); err != nil {
+		return err
 	}
 	return tw.Flush()
+}
+
+// appendSites appends a report's lines of sites.
+func appendSites(b []byte, sites []SiteReport) []byte {
+	for _, s := range sites {
+		b = appendInt(append(b, "    "...), s.Count)
+		b = append(append(append(b, "\tat "...), termsafe.String(s.Site)...), '\n')
+	}
+	return b
+}
+
+// appendFixed appends v with prec decimals, as fmt's %.<prec>f does.
+func appendFixed(b []byte, v float64, prec int) []byte {
+	lo := len(b)
+	b = strconv.AppendFloat(b, v, 'f', prec, 64)
+	if b[lo] == '+' { // +Inf: fmt shows no sign
+		b = append(b[:lo], b[lo+1:]...)
+	}
+	return b
+}
+
+// appendMs appends a duration in milliseconds with one decimal, as ms.
+func appendMs(b []byte, d time.Duration) []byte {
+	return append(appendFixed(b, float64(d)/1e6, 1), "ms"...)
 }
 
 func ms(d time.Duration) string {
