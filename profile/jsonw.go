@@ -13,9 +13,11 @@ func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		// Eight plain bytes at a time: the names of frames and threads
 		// rarely need escaping.
-		if i+8 <= len(s) && plain8(s[i:i+8]) {
+		for i+8 <= len(s) && plain8(load8(s[i:])) {
 			i += 8
-			continue
+		}
+		if i == len(s) {
+			break
 		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
@@ -54,20 +56,23 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// plain8 reports whether the 8 bytes of s are all ASCII that a JSON string
-// holds as is: no control character, quote, backslash or byte of a
-// multi-byte character. It tests them at once, as one word.
-func plain8(s string) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+// load8 reads the first 8 bytes of s as a little-endian word.
+func load8(s string) uint64 {
 	_ = s[7]
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	// hasZero(v) is nonzero when a byte of v is 0; x-ones*0x20 sets a high
-	// bit for a byte below 0x20 (bytes with the high bit set are caught by
-	// x&highs first).
-	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
-	bad := x&highs | (x-ones*0x20)&^x&highs | hasZero(x^(ones*'"')) | hasZero(x^(ones*'\\'))
-	return bad == 0
+}
+
+// plain8 reports whether the 8 bytes of the word x are all ASCII that a
+// JSON string holds as is: no control character, quote, backslash or byte
+// of a multi-byte character.
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// A byte is 0 in v when (v-ones)&^v&highs has its high bit: v is x
+	// with '"' or '\\' xored out; x-ones*0x20 sets the high bit of a byte
+	// below 0x20 (a byte of 0x80 or more is caught by x&highs first).
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
 }
 
 // appendInt appends v in decimal, as strconv.AppendInt(dst, v, 10) does,
