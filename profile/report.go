@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
@@ -376,8 +375,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes the report as aligned text.
 func (r *Report) WriteText(w io.Writer) error {
-	// The text is built in one buffer (the rows without fmt) and aligned
-	// by one Write to the tabwriter.
+	// The text is built in one buffer (the rows without fmt), then
+	// aligned as a tabwriter would (writeAligned).
 	b := make([]byte, 0, 2048+160*(len(r.Methods)+len(r.Threads)+len(r.GC.Allocations)))
 	p := func(format string, a ...any) { b = fmt.Appendf(b, format, a...) }
 	b = append(b, "Process "...)
@@ -557,11 +556,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b = append(b, '\n')
 		b = appendSites(b, c.Sites)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if _, err := tw.Write(b); err != nil {
-		return err
-	}
-	return tw.Flush()
+	return writeAligned(w, b)
 }
 
 // appendSites appends a report's lines of sites.
