@@ -146,8 +146,9 @@ type Thread struct {
 	// almost none, a thread that works has many.
 	StackChanges int64
 	// Waiting is set for a thread that looks blocked for the whole trace:
-	// no Managed sample, and its stack changed in at most 1% of its
-	// samples (a thread in Console.ReadLine, Thread.Sleep or a lock wait).
+	// at most 1% of its samples Managed, and its stack changed in at most
+	// 1% of them (a thread in Console.ReadLine, Thread.Sleep or a lock
+	// wait).
 	// Its time is wall-clock time, not CPU time.
 	Waiting bool
 	// First and Last are offsets from Profile.Start.

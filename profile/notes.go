@@ -86,8 +86,8 @@ func (p *Profile) Notes() []string {
 		notes = append(notes, n)
 	}
 	if a.WaitingThreads > 0 {
-		notes = append(notes, fmt.Sprintf("%d of %d threads waited the whole trace (no Managed sample, a stack that "+
-			"never changed): their wall time is time spent blocked, not CPU time", a.WaitingThreads, len(p.Threads)))
+		notes = append(notes, fmt.Sprintf("%d of %d threads waited the whole trace (a stack that never changed, at most 1%% of "+
+			"samples Managed): their wall time is time spent blocked, not CPU time", a.WaitingThreads, len(p.Threads)))
 	}
 	notes = append(notes, p.commonNotes("samples")...)
 	return notes
