@@ -698,7 +698,7 @@ type chromiumWriter struct {
 	wp     *Weighted
 	events chromiumEvents
 	suffix []byte // ,"pid":..,"tid":..} of the group
-	ts     []byte // the current timestamp
+	ts     []byte // the current timestamp and suffix (stamp)
 	open   []int  // the frames open, root first
 	// scratch holds the runs of a group without a timeline.
 	scratch []Run
@@ -724,7 +724,7 @@ func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
 		rs := max(r.Start, at) // keep each thread's timestamps monotonic
 		if rs > at+4*period || (wp.RunsApart && len(open) > 0) {
 			if len(open) > 0 {
-				ts = appendMicros(ts[:0], int64(at))
+				ts = c.stamp(ts, at)
 				b, open = c.closeTo(b, open, 0, ts)
 			}
 			openStack = -1
@@ -742,33 +742,37 @@ func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
 		if len(open) == common && len(frames) == common {
 			continue
 		}
-		ts = appendMicros(ts[:0], int64(rs))
+		ts = c.stamp(ts, rs)
 		b, open = c.closeTo(b, open, common, ts)
 		for i := len(frames) - 1 - common; i >= 0; i-- {
 			f := frames[i]
 			open = append(open, f)
 			b = append(b, c.events.begin(f)...)
 			b = append(b, ts...)
-			b = append(b, c.suffix...)
 		}
 	}
 	if len(open) > 0 {
-		ts = appendMicros(ts[:0], int64(at))
+		ts = c.stamp(ts, at)
 		b, open = c.closeTo(b, open, 0, ts)
 	}
 	c.open, c.ts = open, ts
 	return b, nil
 }
 
-// closeTo appends the E events of the open frames beyond the first n, at
-// ts.
+// stamp returns ts set to the end of an event at t: its timestamp then
+// the group's suffix.
+func (c *chromiumWriter) stamp(ts []byte, t time.Duration) []byte {
+	return append(appendMicros(ts[:0], int64(t)), c.suffix...)
+}
+
+// closeTo appends the E events of the open frames beyond the first n,
+// ending each with ts (stamp).
 func (c *chromiumWriter) closeTo(b []byte, open []int, n int, ts []byte) ([]byte, []int) {
 	for len(open) > n {
 		f := open[len(open)-1]
 		open = open[:len(open)-1]
 		b = append(b, c.events.end(f)...)
 		b = append(b, ts...)
-		b = append(b, c.suffix...)
 	}
 	return b, open
 }
