@@ -170,6 +170,18 @@ func benchmarkCapture(b *testing.B, data []byte) {
 	})
 }
 
+// availableCaptures lists the captures of everyCapture that can be read
+// here: the committed ones, and the external ones with CLRDIAG_CAPTURES.
+func availableCaptures() []string {
+	var out []string
+	for _, rel := range everyCapture() {
+		if testcapture.Available(rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
 // everyCapture lists the captures of internal/testcapture, committed and
 // external.
 func everyCapture() []string {

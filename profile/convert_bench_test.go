@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,17 +28,7 @@ import (
 // threads, with 35 458 allocation ticks): the stand-in for the many-thread
 // web app.
 func BenchmarkConvert(b *testing.B) {
-	var rels []string
-	for rel := range testcapture.Committed {
-		if !strings.HasSuffix(rel, ".baseline.txt") {
-			rels = append(rels, rel)
-		}
-	}
-	for rel := range testcapture.External {
-		rels = append(rels, rel)
-	}
-	slices.Sort(rels)
-	for _, rel := range rels {
+	for _, rel := range everyCapture() {
 		name := benchName(rel)
 		b.Run(name, func(b *testing.B) {
 			data := testcapture.Load(b, rel)

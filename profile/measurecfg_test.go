@@ -17,16 +17,9 @@ import (
 
 // TestConfigMeasure checks that a profile built for one measure
 // (Config.Measure) exports what the full profile exports for it, in every
-// format, on every committed capture, and that it left the other measures'
-// events out.
+// format, on every capture (the external ones with CLRDIAG_CAPTURES), and
+// that it left the other measures' events out.
 func TestConfigMeasure(t *testing.T) {
-	var rels []string
-	for rel := range testcapture.Committed {
-		if !strings.HasSuffix(rel, ".baseline.txt") {
-			rels = append(rels, rel)
-		}
-	}
-	slices.Sort(rels)
 	read := func(data []byte, cfg Config) *Profile {
 		t.Helper()
 		p, err := Read(bytes.NewReader(data), cfg)
@@ -37,7 +30,7 @@ func TestConfigMeasure(t *testing.T) {
 		return p
 	}
 	tested := map[string]int{}
-	for _, rel := range rels {
+	for _, rel := range availableCaptures() {
 		data := testcapture.Load(t, rel)
 		full := read(data, Config{Timeline: true})
 		for _, m := range MeasureInfos() {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
 	pprofile "github.com/google/pprof/profile"
 )
@@ -114,19 +113,7 @@ func checkPprofEncoding(t *testing.T, name string, wp *Weighted) {
 // library's model on every capture BenchmarkConvert measures (the external
 // ones with CLRDIAG_CAPTURES) and every measure it has events of.
 func TestPprofEncodingCaptures(t *testing.T) {
-	var rels []string
-	for rel := range testcapture.Committed {
-		if !strings.HasSuffix(rel, ".baseline.txt") && testcapture.Available(rel) {
-			rels = append(rels, rel)
-		}
-	}
-	for rel := range testcapture.External {
-		if testcapture.Available(rel) {
-			rels = append(rels, rel)
-		}
-	}
-	slices.Sort(rels)
-	for _, rel := range rels {
+	for _, rel := range availableCaptures() {
 		t.Run(benchName(rel), func(t *testing.T) {
 			p, err := Read(bytes.NewReader(capture(t, rel)), Config{})
 			var fe *nettrace.FormatError
