@@ -53,6 +53,9 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		v      int64
 	}
 	merged := wp.merged()
+	// Every frame of a line with weight is named first (and sizes the
+	// buffer); the lines then copy the names.
+	names := foldedNames{frames: wp.Frames, span: make([][2]int32, len(wp.Frames))}
 	size, n := 0, 0
 	for st, v := range merged {
 		if v == 0 {
@@ -62,10 +65,13 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		frames := wp.Stacks[st].Frames
 		size += len(noFrames) + len(frames)
 		for _, f := range frames {
-			size += foldedNameLen(wp.Frames[f])
+			sp := names.span[f]
+			if sp[1] == 0 {
+				sp = names.encode(f)
+			}
+			size += int(sp[1] - 1 - sp[0])
 		}
 	}
-	names := foldedNames{frames: wp.Frames}
 	buf := make([]byte, 0, size)
 	lines := make([]line, 0, n)
 	for st, v := range merged {
@@ -78,7 +84,8 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 			buf = append(buf, noFrames...)
 		}
 		for i := len(frames) - 1; i >= 0; i-- {
-			buf = append(buf, names.get(frames[i])...)
+			sp := names.span[frames[i]]
+			buf = append(buf, names.enc[sp[0]:sp[1]-1]...)
 			if i > 0 {
 				buf = append(buf, ';')
 			}
@@ -109,30 +116,17 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 	return err
 }
 
-// foldedNameLen is the length of a frame's name in folded stacks.
-func foldedNameLen(f Frame) int {
-	if f.Module == "" {
-		return len(f.Name)
-	}
-	return len(f.Module) + 1 + len(f.Name)
-}
-
 // foldedNames writes frames as folded stacks name them, Module!Name with
 // the characters that would break a line (';', '\n', '\r') replaced by ','
 // and spaces, each frame once.
 type foldedNames struct {
 	frames []Frame
 	enc    []byte
-	span   [][2]int32 // enc[lo:hi] of each frame; hi 0 until written
+	span   [][2]int32 // enc[lo:hi-1] of each frame; hi 0 until written
 }
 
-func (n *foldedNames) get(frame int) []byte {
-	if n.span == nil {
-		n.span = make([][2]int32, len(n.frames))
-	}
-	if sp := n.span[frame]; sp[1] > 0 {
-		return n.enc[sp[0]:sp[1]]
-	}
+// encode writes a frame's name and returns its span.
+func (n *foldedNames) encode(frame int) [2]int32 {
 	lo := len(n.enc)
 	f := &n.frames[frame]
 	if f.Module != "" {
@@ -148,11 +142,8 @@ func (n *foldedNames) get(frame int) []byte {
 			name[i] = ' '
 		}
 	}
-	if len(name) == 0 {
-		return name // an empty name is written again each time
-	}
-	n.span[frame] = [2]int32{int32(lo), int32(len(n.enc))}
-	return name
+	n.span[frame] = [2]int32{int32(lo), int32(len(n.enc)) + 1}
+	return n.span[frame]
 }
 
 // WritePprof writes the profile as a gzipped pprof protocol buffer, the

@@ -75,8 +75,7 @@ func plain8(x uint64) bool {
 	return (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
 }
 
-// appendInt appends v in decimal, as strconv.AppendInt(dst, v, 10) does,
-// writing the digits in place.
+// appendInt appends v in decimal, as strconv.AppendInt(dst, v, 10) does.
 func appendInt(dst []byte, v int64) []byte {
 	if v < 0 {
 		return appendUint(append(dst, '-'), uint64(-v))
@@ -97,34 +96,28 @@ const digitPairs = "00010203040506070809" +
 	"90919293949596979899"
 
 // appendUint appends u in decimal, as strconv.AppendUint(dst, u, 10) does,
-// writing the digits in place two at a time.
+// two digits at a time.
 func appendUint(dst []byte, u uint64) []byte {
 	if u < 10 {
 		return append(dst, byte('0'+u))
 	}
-	n := 2
-	for t := u / 100; t > 0; t /= 10 {
-		n++
-	}
-	l := len(dst)
-	dst = append(dst, "00000000000000000000"[:n]...)
-	d := dst[l : l+n]
-	i := n
+	var buf [20]byte
+	i := len(buf)
 	for u >= 100 {
 		q := u / 100
 		r := u - q*100
 		i -= 2
-		d[i], d[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
 		u = q
 	}
 	if u >= 10 {
 		i -= 2
-		d[i], d[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
 	} else {
 		i--
-		d[i] = byte('0' + u)
+		buf[i] = byte('0' + u)
 	}
-	return dst
+	return append(dst, buf[i:]...)
 }
 
 // appendMicros appends a duration in nanoseconds as microseconds with
