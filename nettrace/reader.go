@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"math/bits"
-	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -346,15 +345,7 @@ func (r *Reader) readBlock(n int, what, what2 string) ([]byte, error) {
 	for len(buf) < n {
 		chunk := min(n-len(buf), max(len(buf), 1<<20))
 		if cap(buf)-len(buf) < chunk+fastMargin {
-			size := len(buf) + chunk + fastMargin
-			if len(buf) == 0 && n <= 2*cap(r.buf) {
-				// A block a little larger than the last ones: double, so
-				// that blocks of slowly growing sizes do not each
-				// reallocate (the extra is at most what earlier blocks
-				// held).
-				size = max(size, 2*cap(r.buf))
-			}
-			nb := make([]byte, len(buf), size)
+			nb := make([]byte, len(buf), len(buf)+chunk+fastMargin)
 			copy(nb, buf)
 			buf = nb
 		}
@@ -1657,10 +1648,6 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 		return r.errAt(off, nil, "more than %d bytes of stacks without a sequence point (ReaderConfig.MaxStackBytes)", r.cfg.MaxStackBytes)
 	}
 	r.ownStacks()
-	if len(r.arena)+len(b) > cap(r.arena) {
-		// Doubling (append grows a large slice by a quarter).
-		r.arena = slices.Grow(r.arena, max(len(b), cap(r.arena)))
-	}
 	r.arena = append(r.arena, b...)
 	blk := r.arena[base:]
 	contiguous := len(r.stacks) == 0 || first == r.stackBase+uint32(len(r.stacks))
