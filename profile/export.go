@@ -377,36 +377,9 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 		total += v
 	}
 	b = appendSampledHeader(b, "All threads", unit, 0, total)
-	sep := false
-	for st, v := range merged {
-		if v == 0 {
-			continue
-		}
-		if sep {
-			b = append(b, ',')
-		}
-		sep = true
-		b = append(b, stacks.get(st)...)
-		if b, err = flushFull(w, b); err != nil {
-			return err
-		}
+	if b, err = appendSampledBody(w, b, &stacks, len(merged), func(i int) (int, int64) { return i, merged[i] }); err != nil {
+		return err
 	}
-	b = append(b, `],"weights":[`...)
-	sep = false
-	for _, v := range merged {
-		if v == 0 {
-			continue
-		}
-		if sep {
-			b = append(b, ',')
-		}
-		sep = true
-		b = appendInt(b, v)
-		if b, err = flushFull(w, b); err != nil {
-			return err
-		}
-	}
-	b = append(b, "]}"...)
 
 	for _, gi := range shown {
 		g := &wp.Groups[gi]
@@ -422,41 +395,54 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 			end += s.Values[wp.Default]
 		}
 		b = appendSampledHeader(b, g.Name, unit, 0, end)
-		sep = false
-		for _, s := range g.Samples {
-			if s.Values[wp.Default] == 0 {
-				continue
-			}
-			if sep {
-				b = append(b, ',')
-			}
-			sep = true
-			b = append(b, stacks.get(s.Stack)...)
-			if b, err = flushFull(w, b); err != nil {
-				return err
-			}
+		if b, err = appendSampledBody(w, b, &stacks, len(g.Samples), func(i int) (int, int64) {
+			return g.Samples[i].Stack, g.Samples[i].Values[wp.Default]
+		}); err != nil {
+			return err
 		}
-		b = append(b, `],"weights":[`...)
-		sep = false
-		for _, s := range g.Samples {
-			v := s.Values[wp.Default]
-			if v == 0 {
-				continue
-			}
-			if sep {
-				b = append(b, ',')
-			}
-			sep = true
-			b = appendInt(b, v)
-			if b, err = flushFull(w, b); err != nil {
-				return err
-			}
-		}
-		b = append(b, "]}"...)
 	}
 	b = append(b, "]}\n"...)
 	_, err = w.Write(b)
 	return err
+}
+
+// appendSampledBody appends the samples (stacks' arrays) and weights of a
+// sampled profile of n stacks, at(i) giving the i-th stack and its weight
+// (those of weight 0 are left out), and closes the profile.
+func appendSampledBody(w io.Writer, b []byte, stacks *stackArrays, n int, at func(int) (int, int64)) ([]byte, error) {
+	var err error
+	sep := false
+	for i := range n {
+		st, v := at(i)
+		if v == 0 {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, stacks.get(st)...)
+		if b, err = flushFull(w, b); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `],"weights":[`...)
+	sep = false
+	for i := range n {
+		_, v := at(i)
+		if v == 0 {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = appendInt(b, v)
+		if b, err = flushFull(w, b); err != nil {
+			return b, err
+		}
+	}
+	return append(b, "]}"...), nil
 }
 
 // appendSampledHeader appends the start of a speedscope "sampled" profile,
