@@ -127,17 +127,6 @@ func start(t *testing.T, c *diag.Client) *eventpipe.Session {
 	return s
 }
 
-// stopsSent counts the StopTracing commands the fake runtime received.
-func stopsSent(srv *ipctest.Server) int {
-	n := 0
-	for _, r := range srv.Requests() {
-		if _, ok := r.Request.(*ipc.StopTracingRequest); ok {
-			n++
-		}
-	}
-	return n
-}
-
 // hellos decodes b and counts its events; it fails unless b is a complete
 // trace (or, with cut, a trace whose decoding stops with a truncation).
 func hellos(t *testing.T, b []byte, cut bool) int {
@@ -192,7 +181,7 @@ func TestDrainDurationThenRundown(t *testing.T) {
 	if n := hellos(t, buf.Bytes(), false); n != 8 {
 		t.Errorf("%d events, want 8", n)
 	}
-	if n := stopsSent(srv); n != 1 {
+	if n := ipctest.CountRequests[*ipc.StopTracingRequest](srv); n != 1 {
 		t.Errorf("%d StopTracing sent", n)
 	}
 	mu.Lock()
@@ -300,7 +289,7 @@ func TestDrainNotNettrace(t *testing.T) {
 	if buf.Len() != 0 {
 		t.Errorf("%d bytes written", buf.Len())
 	}
-	if stopsSent(srv) != 1 {
+	if ipctest.CountRequests[*ipc.StopTracingRequest](srv) != 1 {
 		t.Errorf("the session was not stopped")
 	}
 }
@@ -318,7 +307,7 @@ func TestDrainMaxBytes(t *testing.T) {
 	if buf.Len() != max || res.Bytes != max {
 		t.Errorf("%d bytes written (%d), want %d", buf.Len(), res.Bytes, max)
 	}
-	if stopsSent(srv) != 1 {
+	if ipctest.CountRequests[*ipc.StopTracingRequest](srv) != 1 {
 		t.Errorf("the session was not stopped")
 	}
 	if n := hellos(t, buf.Bytes(), true); n < 10 {
@@ -351,7 +340,7 @@ func TestDrainWriteError(t *testing.T) {
 	if !errors.As(err, &oe) || !errors.Is(err, syscall.ENOSPC) || res.Reason != eventpipe.StopWriteError || oe.Written != 1<<20 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if stopsSent(srv) != 1 {
+	if ipctest.CountRequests[*ipc.StopTracingRequest](srv) != 1 {
 		t.Errorf("the session was not stopped")
 	}
 }
@@ -408,7 +397,7 @@ func TestDrainCollectTimeout(t *testing.T) {
 	if n := hellos(t, buf.Bytes(), true); n != 3 {
 		t.Errorf("%d events kept, want 3 (and no rundown)", n)
 	}
-	if n := stopsSent(srv); n != 1 {
+	if n := ipctest.CountRequests[*ipc.StopTracingRequest](srv); n != 1 {
 		t.Errorf("%d StopTracing sent", n)
 	}
 }

@@ -160,16 +160,6 @@ func kinds(notes []gcdump.Note) []gcdump.NoteKind {
 	return k
 }
 
-func stopsSent(srv *ipctest.Server) int {
-	n := 0
-	for _, r := range srv.Requests() {
-		if _, ok := r.Request.(*ipc.StopTracingRequest); ok {
-			n++
-		}
-	}
-	return n
-}
-
 // The timeout during the walk names what was seen so far; the session is
 // abandoned (and stopped) without waiting for a rundown.
 func TestCollectTimeoutDuringWalk(t *testing.T) {
@@ -179,7 +169,7 @@ func TestCollectTimeoutDuringWalk(t *testing.T) {
 		!strings.Contains(err.Error(), "after 1s: the heap walk was still running (10 objects, 8 references so far)") {
 		t.Fatalf("%v", err)
 	}
-	if n := stopsSent(srv); n != 2 { // the flush session's and the heap session's
+	if n := ipctest.CountRequests[*ipc.StopTracingRequest](srv); n != 2 { // the flush session's and the heap session's
 		t.Errorf("%d StopTracing sent, want 2", n)
 	}
 	for _, n := range notes {
@@ -260,7 +250,7 @@ func TestCollectDamaged(t *testing.T) {
 	if !errors.As(err, &fe) || opOf(t, err) != "read the heap session" {
 		t.Fatalf("%v", err)
 	}
-	if n := stopsSent(srv); n != 2 {
+	if n := ipctest.CountRequests[*ipc.StopTracingRequest](srv); n != 2 {
 		t.Errorf("%d StopTracing sent, want 2", n)
 	}
 }

@@ -279,6 +279,18 @@ func (s *Server) Requests() []Received {
 	return append([]Received(nil), s.state.received...)
 }
 
+// CountRequests counts the requests of type T the server received, such
+// as CountRequests[*ipc.StopTracingRequest](srv).
+func CountRequests[T any](s *Server) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if _, ok := r.Request.(T); ok {
+			n++
+		}
+	}
+	return n
+}
+
 // Environment returns the imitated process's current environment.
 func (s *Server) Environment() []string {
 	s.mu.Lock()

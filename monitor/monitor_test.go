@@ -555,13 +555,7 @@ func TestTraceByteCap(t *testing.T) {
 	if end := resp.Trailer.Get("X-Clrdiag-Trace-End"); !strings.Contains(end, "size cap reached") {
 		t.Errorf("trailer %q", end)
 	}
-	stops := 0
-	for _, r := range f.Requests() {
-		if _, ok := r.Request.(*ipc.StopTracingRequest); ok {
-			stops++
-		}
-	}
-	if stops != 1 {
+	if stops := ipctest.CountRequests[*ipc.StopTracingRequest](f); stops != 1 {
 		t.Errorf("%d StopTracing sent, want 1", stops)
 	}
 }
