@@ -105,6 +105,10 @@ type eventAcc struct {
 	// turn. nil until the first name.
 	recent *[leafSlots]recentLeaf
 	next   int
+	// layout is that of the last allocation tick read through
+	// parseAllocTick (allocTick); its nameOff is 0 until then, and recent
+	// is set once it is not.
+	layout tickLayout
 }
 
 type recentLeaf struct {
@@ -323,27 +327,71 @@ func parseExceptionType(pl []byte, version uint8, ps int) (name []byte, ok bool)
 	return pl[:n], true
 }
 
-// allocTick reads a GCAllocationTick in place and returns the leaf of its
-// type: when the type id is one of the recent ones and the payload has its
-// name there, the name is compared, not scanned or decoded. ok is false
-// when the payload is not one parseAllocTick takes.
-func (a *eventAcc) allocTick(pl []byte, version uint8, ps int) (t allocTick, leaf int32, ok bool) {
-	if version >= 2 && (ps == 4 || ps == 8) && len(pl) >= 18+ps && a.recent != nil {
-		id, name := ptrAt(pl[18:], ps), pl[18+ps:]
+// tickLayout is where the fields of a GCAllocationTick of one version and
+// pointer size are: the type name starts at nameOff, and tail bytes follow
+// its NUL (HeapIndex u32, Address ptr from v3, ObjectSize u64 from v4),
+// ObjectSize at sizeOff of them (0: not in this version).
+type tickLayout struct {
+	version       uint8
+	ps            int
+	nameOff, tail int
+	sizeOff       int
+}
+
+// layoutOf returns the layout of a tick of version 2 or later with a
+// pointer size of 4 or 8.
+func layoutOf(version uint8, ps int) tickLayout {
+	l := tickLayout{version: version, ps: ps, nameOff: 18 + ps, tail: 4}
+	if version >= 3 {
+		l.tail += ps
+	}
+	if version >= 4 {
+		l.sizeOff = l.tail
+		l.tail += 8
+	}
+	return l
+}
+
+// allocTick reads a GCAllocationTick in place: its AllocationAmount, its
+// ObjectSize (0 before version 4) and the leaf of its type. When the type
+// id is one of the recent ones and the payload has its name there, the name
+// is compared, not scanned or decoded. ok is false when the payload is not
+// one parseAllocTick takes.
+//
+// The common case (a recent type, the layout of the previous tick) is
+// written to keep few values live across the name's comparison: it is most
+// of the cost of a tick, and the report reads every tick of a trace.
+func (a *eventAcc) allocTick(pl []byte, version uint8, ps int) (amount, size uint64, leaf int32, ok bool) {
+	l := &a.layout
+	if l.nameOff != 0 && l.version == version && l.ps == ps && len(pl) >= l.nameOff {
+		var id uint64
+		if ps == 8 {
+			id = le64(pl[18:])
+		} else {
+			id = uint64(le32(pl[18:]))
+		}
 		r := &a.recent[leafSlot(id)]
-		if n := len(r.raw); r.ok && r.id == id && id != 0 && len(name) >= n+2 && name[n] == 0 && name[n+1] == 0 &&
-			string(name[:n]) == r.raw {
-			// The cached name has no NUL: this one ends here too.
-			if t, ok = allocTickAt(pl, name, n, id, version, ps); !ok {
-				return t, 0, false
+		// The cached name has no NUL: one that matches ends here too.
+		if end := l.nameOff + len(r.raw); r.id == id && id != 0 && end+2+l.tail <= len(pl) && pl[end]|pl[end+1] == 0 {
+			amount = le64(pl[10:])
+			if l.sizeOff > 0 {
+				size = le64(pl[end+2+l.sizeOff:])
 			}
-			return t, r.leaf, true
+			if leaf = r.leaf; string(pl[l.nameOff:end]) == r.raw {
+				return amount, size, leaf, true
+			}
 		}
 	}
-	if t, ok = parseAllocTick(pl, version, ps); !ok {
-		return t, 0, false
+	t, ok := parseAllocTick(pl, version, ps)
+	if !ok {
+		return 0, 0, 0, false
 	}
-	return t, a.rawLeaf(t.typeID, t.name), true
+	if a.recent == nil || l.version != version || l.ps != ps {
+		// The fast path needs the cache and the layout: both set once (a
+		// trace has one pointer size, and its ticks one version).
+		*l = layoutOf(version, ps)
+	}
+	return t.amount, t.size, a.rawLeaf(t.typeID, t.name), true
 }
 
 // addAllocTick adds a GCAllocationTick. The payload is read in place: the
@@ -353,14 +401,14 @@ func (b *Builder) addAllocTick(ev *nettrace.Event, version uint8) {
 	if !b.kept(ev.ThreadID) {
 		return
 	}
-	t, leaf, ok := b.ev.allocs.allocTick(ev.Payload, version, b.hdr.PointerSize)
+	amount, size, leaf, ok := b.ev.allocs.allocTick(ev.Payload, version, b.hdr.PointerSize)
 	if !ok {
 		a, err := clrevents.DecodeGCAllocationTick(ev.Payload, version, b.hdr.PointerSize)
 		if err != nil {
 			b.decodeFailed(err)
 			return
 		}
-		t.amount, t.size = a.AllocationAmount, a.ObjectSize
+		amount, size = a.AllocationAmount, a.ObjectSize
 		name := a.TypeName
 		if name == "" {
 			name = typeNotReported
@@ -368,14 +416,15 @@ func (b *Builder) addAllocTick(ev *nettrace.Event, version uint8) {
 		leaf = b.ev.allocs.leaf(name)
 	}
 	b.ev.alloc.Ticks++
+	amount = min(amount, 1<<62)
 	var objects int64
-	if t.size > 0 {
+	if size > 0 {
 		b.ev.alloc.Sized++
 		// The tick stands for amount bytes of allocation, taken to be
 		// objects the size of the one that triggered it.
-		objects = int64(max(1, (min(t.amount, 1<<62)+t.size/2)/t.size))
+		objects = int64(max(1, (amount+size/2)/size))
 	}
-	b.ev.allocs.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, int64(min(t.amount, 1<<62)), objects)
+	b.ev.allocs.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, int64(amount), objects)
 }
 
 // addException adds an ExceptionThrown.
