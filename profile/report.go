@@ -258,8 +258,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			}
 		}
 	}
-	sort.Sort(methodRanking{ranked: ranked, frames: p.Frames, inclusive: cfg.Inclusive})
-	ranked = ranked[:min(top, len(ranked))]
+	ranked = methodRanking{ranked: ranked, frames: p.Frames, inclusive: cfg.Inclusive}.top(top)
 	r.Methods = make([]MethodTime, 0, len(ranked))
 	for _, mr := range ranked {
 		f := mr.frame
@@ -330,11 +329,7 @@ func (m methodRanking) Len() int      { return len(m.ranked) }
 func (m methodRanking) Swap(i, j int) { m.ranked[i], m.ranked[j] = m.ranked[j], m.ranked[i] }
 func (m methodRanking) Less(i, j int) bool {
 	a, b := &m.ranked[i], &m.ranked[j]
-	ka, kb := a.excl, b.excl
-	if m.inclusive {
-		ka, kb = a.incl, b.incl
-	}
-	if ka != kb {
+	if ka, kb := m.key(a), m.key(b); ka != kb {
 		return ka > kb
 	}
 	na, ma := m.name(a.frame)
@@ -343,6 +338,70 @@ func (m methodRanking) Less(i, j int) bool {
 		return na < nb
 	}
 	return ma < mb
+}
+
+// key is what ranks a method first: its exclusive or inclusive value.
+func (m methodRanking) key(r *methodRank) int64 {
+	if m.inclusive {
+		return r.incl
+	}
+	return r.excl
+}
+
+// top returns the first n methods in ranking order. Only the methods whose
+// key is at least the nth largest key are sorted (a trace has thousands of
+// methods, the report lists 20), unless two of them are ranked equal (same
+// value, name and module: overloads): which comes first then depends on
+// the sort and on every method given to it, so all are sorted as before,
+// and the report stays the same whatever the shortcut.
+func (m methodRanking) top(n int) []methodRank {
+	if n >= len(m.ranked) || len(m.ranked) <= 4*n {
+		sort.Sort(m)
+		return m.ranked[:min(n, len(m.ranked))]
+	}
+	// The n largest keys in a min-heap: least[0] is the nth largest.
+	least := make([]int64, 0, n)
+	for i := range m.ranked {
+		k := m.key(&m.ranked[i])
+		switch {
+		case len(least) < n:
+			least = append(least, k)
+			for j := len(least) - 1; j > 0 && least[(j-1)/2] > least[j]; j = (j - 1) / 2 {
+				least[j], least[(j-1)/2] = least[(j-1)/2], least[j]
+			}
+		case k > least[0]:
+			least[0] = k
+			for j := 0; ; {
+				c := 2*j + 1
+				if c >= n {
+					break
+				}
+				if c+1 < n && least[c+1] < least[c] {
+					c++
+				}
+				if least[j] <= least[c] {
+					break
+				}
+				least[j], least[c] = least[c], least[j]
+				j = c
+			}
+		}
+	}
+	var cand []methodRank
+	for i := range m.ranked {
+		if m.key(&m.ranked[i]) >= least[0] {
+			cand = append(cand, m.ranked[i])
+		}
+	}
+	c := methodRanking{ranked: cand, frames: m.frames, inclusive: m.inclusive}
+	sort.Sort(c)
+	for i := 1; i < len(cand); i++ {
+		if !c.Less(i-1, i) {
+			sort.Sort(m)
+			return m.ranked[:n]
+		}
+	}
+	return cand[:n]
 }
 
 // name returns the method and module names of a frame (-1: the empty
