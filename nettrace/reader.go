@@ -1044,7 +1044,9 @@ func (r *Reader) ReadEvent(ev *Event) error {
 	if ev.header != &r.hdr {
 		ev.header = &r.hdr
 	}
-	if stack != nil || ev.stack != nil {
+	// Consecutive events often share a stack (half of them in a trace of
+	// allocation ticks and samples): the same slice of r.stacks.
+	if len(stack) != len(ev.stack) || len(stack) > 0 && &stack[0] != &ev.stack[0] {
 		ev.stack = stack
 	}
 	ev.pointerSize = r.hdr.PointerSize
