@@ -76,12 +76,11 @@ type Builder struct {
 	order   []*threadAcc
 	keep    map[uint64]bool
 	kinds   map[*nettrace.Metadata]eventKind
-	// byID caches the kinds of metadata ids below maxDenseID (V6 traces
-	// may reuse an id for new metadata, hence the pointer).
-	byID []kindCache
-	// lastT is the thread of the last sample; tcache the recent threads
-	// (threads.go).
-	lastT   *threadAcc
+	// byIndex caches the kinds of the metadata records of the reader by
+	// Metadata.Index (unique per reader, unlike the ids V6 traces reuse),
+	// below maxDenseIndex; kindUnknown: not classified yet.
+	byIndex []eventKind
+	// tcache holds the recent threads (threads.go).
 	tcache  threadCache
 	symbols SymbolTable
 
@@ -285,13 +284,8 @@ func sampleKey(stack int, kind SampleKind) int64 {
 
 type eventKind uint8
 
-type kindCache struct {
-	md   *nettrace.Metadata
-	kind eventKind
-}
-
-// maxDenseID bounds the metadata ids cached in a slice.
-const maxDenseID = 4096
+// maxDenseIndex bounds the metadata indexes cached in a slice.
+const maxDenseIndex = 4096
 
 const (
 	kindUnknown eventKind = iota
@@ -351,8 +345,8 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 }
 
 func (b *Builder) classify(md *nettrace.Metadata) eventKind {
-	if md.ID < uint32(len(b.byID)) && b.byID[md.ID].md == md {
-		return b.byID[md.ID].kind
+	if i := md.Index(); i > 0 && i < len(b.byIndex) && b.byIndex[i] != kindUnknown {
+		return b.byIndex[i]
 	}
 	if k, ok := b.kinds[md]; ok {
 		return k
@@ -409,11 +403,11 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 		k = kindOther
 	}
 	b.kinds[md] = k
-	if md.ID < maxDenseID {
-		if int(md.ID) >= len(b.byID) {
-			b.byID = append(b.byID, make([]kindCache, int(md.ID)+1-len(b.byID))...)
+	if i := md.Index(); i > 0 && i < maxDenseIndex {
+		if i >= len(b.byIndex) {
+			b.byIndex = append(b.byIndex, make([]eventKind, i+1-len(b.byIndex))...)
 		}
-		b.byID[md.ID] = kindCache{md, k}
+		b.byIndex[i] = k
 	}
 	return k
 }
@@ -486,9 +480,10 @@ func (b *Builder) Add(ev *nettrace.Event) {
 		b.minTS = ts
 	}
 	var kind eventKind
-	if id := md.ID; id < uint32(len(b.byID)) && b.byID[id].md == md {
-		kind = b.byID[id].kind
-	} else {
+	if i := md.Index(); uint(i) < uint(len(b.byIndex)) {
+		kind = b.byIndex[i]
+	}
+	if kind == kindUnknown {
 		kind = b.classify(md)
 	}
 	switch kind {
@@ -562,13 +557,22 @@ func (b *Builder) Add(ev *nettrace.Event) {
 		b.gc.Collections[min(g.Depth, 2)]++
 		b.gc.Reasons[g.Reason.String()]++
 	case kindSuspendBegin:
-		s, err := clrevents.DecodeGCSuspendEEBegin(ev.Payload, version)
-		if err != nil {
-			b.decodeFailed(err)
-			return
+		// Only the Reason is needed: read in place when the payload has
+		// the 10 bytes of versions 1 and later (u32 Reason first), as the
+		// decoder would accept it.
+		var reason uint32
+		if pl := ev.Payload; version >= 1 && len(pl) >= 10 {
+			reason = le32(pl)
+		} else {
+			s, err := clrevents.DecodeGCSuspendEEBegin(pl, version)
+			if err != nil {
+				b.decodeFailed(err)
+				return
+			}
+			reason = s.Reason
 		}
 		b.suspending, b.suspendStart = true, ts
-		b.suspendForGC = s.Reason == 1 || s.Reason == 6
+		b.suspendForGC = reason == 1 || reason == 6
 	case kindRestartEnd:
 		if !b.suspending {
 			return
@@ -595,10 +599,13 @@ func (b *Builder) Add(ev *nettrace.Event) {
 }
 
 func (b *Builder) addSample(ev *nettrace.Event) {
-	t := b.lastT
-	if t == nil || t.id != ev.ThreadID {
-		t = b.thread(ev.ThreadID)
-		b.lastT = t
+	// The thread changes with nearly every sample: the cache is looked up
+	// here, and no pointer is stored per sample (a store runs the
+	// collector's write barrier while it marks).
+	id := ev.ThreadID
+	t := b.tcache[threadSlot(id)]
+	if t == nil || t.id != id {
+		t = b.thread(id)
 	}
 	if !t.kept {
 		return
