@@ -31,7 +31,19 @@ func unsafeRune(r rune) bool {
 // clean reports whether s needs no escaping; keep lists the C0 controls
 // allowed through.
 func clean(s string, keepNL bool) bool {
-	for i := 0; i < len(s); {
+	i := 0
+	// Eight bytes at a time while they are all printable ASCII (0x20-0x7e):
+	// a byte with its high bit set, one below 0x20 (subtracting 0x20
+	// borrows) or 0x7f (adding 1 reaches 0x80) sets a high bit of the
+	// test, and the loop below looks at those bytes one by one.
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if (w|(w-0x2020202020202020)|(w+0x0101010101010101))&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for i < len(s) {
 		c := s[i]
 		if c >= 0x20 && c < 0x7f {
 			i++

@@ -101,3 +101,60 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// cleanBytewise is clean without its eight-byte shortcut.
+func cleanBytewise(s string, keepNL bool) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			if keepNL && (c == '\n' || c == '\t') {
+				i++
+				continue
+			}
+			return false
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 || unsafeRune(r) {
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// Every byte value at every offset of printable text: clean's eight-byte
+// shortcut finds what the bytewise loop finds.
+func TestCleanEveryByte(t *testing.T) {
+	base := []byte("System.Private.CoreLib!Method~ ")
+	for n := range len(base) + 1 {
+		for at := range n {
+			for c := range 256 {
+				b := append([]byte(nil), base[:n]...)
+				b[at] = byte(c)
+				for _, keep := range []bool{false, true} {
+					if got, want := clean(string(b), keep), cleanBytewise(string(b), keep); got != want {
+						t.Fatalf("clean(%q, %v) = %v, want %v", b, keep, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func FuzzClean(f *testing.F) {
+	f.Add("Program.Main(System.String[])", "\u00e9")
+	f.Fuzz(func(t *testing.T, s, insert string) {
+		for i := range min(len(s), 24) + 1 {
+			x := s[:i] + insert + s[i:]
+			for _, keep := range []bool{false, true} {
+				if got, want := clean(x, keep), cleanBytewise(x, keep); got != want {
+					t.Fatalf("clean(%q, %v) = %v, want %v", x, keep, got, want)
+				}
+			}
+		}
+	})
+}
