@@ -21,7 +21,15 @@ func writeAligned(w io.Writer, text []byte) error {
 		}
 		return tw.Flush()
 	}
-	a := aligner{out: make([]byte, 0, len(text)+len(text)/2)}
+	tabs := bytes.Count(text, []byte{'\t'})
+	if tabs == 0 {
+		// One cell a line, no column: the tabwriter writes the text as is.
+		_, err := w.Write(text)
+		return err
+	}
+	lines := bytes.Count(text, []byte{'\n'}) + 1
+	a := aligner{out: make([]byte, 0, len(text)+len(text)/2), cells: make([][]byte, 0, tabs+lines),
+		lines: make([][2]int, 0, lines)}
 	// The lines, each its cells: the tab-terminated ones, then the one the
 	// newline ends; the text's last line (after its last newline) has its
 	// tab-terminated cells and the rest if not empty, as in the tabwriter.

@@ -549,6 +549,9 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 
 	fill := func(a *eventAcc) EventStacks {
 		es := EventStacks{Leaves: a.leaves}
+		if len(a.keys) == 0 {
+			return es
+		}
 		merged := make(map[eventKey]int, len(a.keys))
 		for i, k := range a.keys {
 			v := a.vals[i]
@@ -594,13 +597,17 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 		count, value, objects int64
 		stacks                map[int]int64
 	}
-	group := func(es EventStacks) []byLeaf {
+	// group sums the samples by leaf, and with sites their counts by stack.
+	group := func(es EventStacks, sites bool) []byLeaf {
 		out := make([]byLeaf, len(es.Leaves))
 		for _, s := range es.Samples {
 			l := &out[s.Leaf]
 			l.count += s.Count
 			l.value += s.Value
 			l.objects += s.Objects
+			if !sites {
+				continue
+			}
 			if l.stacks == nil {
 				l.stacks = make(map[int]int64)
 			}
@@ -608,36 +615,32 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 		}
 		return out
 	}
-	for i, l := range group(p.AllocStacks) {
+	// The leaves are distinct names: each sort has one order.
+	for i, l := range group(p.AllocStacks, false) {
 		if l.count > 0 {
 			p.GC.Allocations = append(p.GC.Allocations, TypeAllocation{Type: p.AllocStacks.Leaves[i], Bytes: uint64(l.value), Ticks: l.count, Objects: l.objects})
 		}
 	}
-	sort.Slice(p.GC.Allocations, func(i, j int) bool {
-		a, c := p.GC.Allocations[i], p.GC.Allocations[j]
-		if a.Bytes != c.Bytes {
-			return a.Bytes > c.Bytes
-		}
-		return a.Type < c.Type
+	slices.SortFunc(p.GC.Allocations, func(a, c TypeAllocation) int {
+		return cmp.Or(cmp.Compare(c.Bytes, a.Bytes), cmp.Compare(a.Type, c.Type))
 	})
-	for i, l := range group(p.ExceptionStacks) {
+	for i, l := range group(p.ExceptionStacks, true) {
 		if l.count > 0 {
 			p.Exceptions = append(p.Exceptions, ExceptionStats{Type: p.ExceptionStacks.Leaves[i], Count: l.count, Sites: p.sites(l.stacks)})
 		}
 	}
-	sort.Slice(p.Exceptions, func(i, j int) bool {
-		a, c := p.Exceptions[i], p.Exceptions[j]
-		if a.Count != c.Count {
-			return a.Count > c.Count
-		}
-		return a.Type < c.Type
+	slices.SortFunc(p.Exceptions, func(a, c ExceptionStats) int {
+		return cmp.Or(cmp.Compare(c.Count, a.Count), cmp.Compare(a.Type, c.Type))
 	})
 	p.Contention = b.contention
-	sites := make(map[int]int64)
-	for _, s := range p.ContentionStacks.Samples {
-		sites[s.Stack] += s.Count
+	p.Contention.Sites = []Site{}
+	if len(p.ContentionStacks.Samples) > 0 {
+		sites := make(map[int]int64)
+		for _, s := range p.ContentionStacks.Samples {
+			sites[s.Stack] += s.Count
+		}
+		p.Contention.Sites = p.sites(sites)
 	}
-	p.Contention.Sites = p.sites(sites)
 
 	if b.cfg.Timeline {
 		for _, t := range b.ev.contOrder {

@@ -1,9 +1,11 @@
 package profile
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -231,11 +233,8 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 	}
 	r.Samples = r.Managed + r.External
-	sort.Slice(r.Threads, func(i, j int) bool {
-		if r.Threads[i].Time != r.Threads[j].Time {
-			return r.Threads[i].Time > r.Threads[j].Time
-		}
-		return r.Threads[i].ID < r.Threads[j].ID
+	slices.SortFunc(r.Threads, func(a, b ThreadTotal) int { // thread ids are distinct: one order
+		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.ID, b.ID))
 	})
 	pct := func(n int64) float64 {
 		if measured == 0 {
@@ -434,10 +433,14 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes the report as aligned text.
 func (r *Report) WriteText(w io.Writer) error {
-	// The text is built in one buffer (the rows without fmt), then
-	// aligned as a tabwriter would (writeAligned).
-	b := make([]byte, 0, 2048+160*(len(r.Methods)+len(r.Threads)+len(r.GC.Allocations)))
-	p := func(format string, a ...any) { b = fmt.Appendf(b, format, a...) }
+	// The text is built in one buffer without fmt (most of a small
+	// report's cost otherwise), then aligned as a tabwriter would
+	// (writeAligned).
+	size := 640 + 160*(len(r.Methods)+len(r.Threads)+len(r.GC.Allocations))
+	for _, n := range r.Notes {
+		size += len(n) + 8
+	}
+	b := make([]byte, 0, size)
 	b = append(b, "Process "...)
 	b = appendInt(b, int64(r.ProcessID))
 	if r.ProcessName != "" {
@@ -477,15 +480,21 @@ func (r *Report) WriteText(w io.Writer) error {
 		b = append(b, ", no rundown in the trace"...)
 	}
 	if s.SampleFrames > 0 {
-		p("; %d of %d sample frames resolved (%.1f%%), %d unresolved", s.ResolvedSampleFrames, s.SampleFrames,
-			100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames), s.UnresolvedSampleFrames())
+		b = appendInt(append(b, "; "...), s.ResolvedSampleFrames)
+		b = appendInt(append(b, " of "...), s.SampleFrames)
+		b = appendFixed(append(b, " sample frames resolved ("...), 100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames), 1)
+		b = appendInt(append(b, "%), "...), s.UnresolvedSampleFrames())
+		b = append(b, " unresolved"...)
 	}
 	if s.EventFrames > s.SampleFrames {
-		p("; %d of %d frames resolved over all stacks", s.ResolvedEventFrames, s.EventFrames)
+		b = appendInt(append(b, "; "...), s.ResolvedEventFrames)
+		b = appendInt(append(b, " of "...), s.EventFrames)
+		b = append(b, " frames resolved over all stacks"...)
 	}
 	b = append(b, '\n')
 	if r.DecodeErrors > 0 {
-		p("Decode errors: %d runtime events did not decode\n", r.DecodeErrors)
+		b = appendInt(append(b, "Decode errors: "...), int64(r.DecodeErrors))
+		b = append(b, " runtime events did not decode\n"...)
 	}
 
 	for _, n := range r.Notes {
@@ -500,9 +509,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		switch r.Measure {
 		case MeasureCPU:
-			p("\nTop methods by %s cpu time (Managed samples only: running managed code)\n", order)
+			b = append(append(append(b, "\nTop methods by "...), order...), " cpu time (Managed samples only: running managed code)\n"...)
 		default:
-			p("\nTop methods by %s wall time (every sample: running, waiting, or in native code)\n", order)
+			b = append(append(append(b, "\nTop methods by "...), order...), " wall time (every sample: running, waiting, or in native code)\n"...)
 		}
 		b = append(b, "  Exclusive\t%\tInclusive\t%\tManaged %\tMethod\n"...)
 		waiting := false
@@ -554,17 +563,18 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	g := r.GC
 	if n := g.Collections[0] + g.Collections[1] + g.Collections[2]; n > 0 || g.Pauses > 0 || len(g.Allocations) > 0 {
-		p("\nGC\n  Collections: %d (gen0 %d, gen1 %d, gen2 %d)\n", n, g.Collections[0], g.Collections[1], g.Collections[2])
+		b = appendInt(append(b, "\nGC\n  Collections: "...), n)
+		b = appendInt(append(b, " (gen0 "...), g.Collections[0])
+		b = appendInt(append(b, ", gen1 "...), g.Collections[1])
+		b = appendInt(append(b, ", gen2 "...), g.Collections[2])
+		b = append(b, ")\n"...)
 		if len(g.Reasons) > 0 {
 			reasons := make([]string, 0, len(g.Reasons))
 			for k := range g.Reasons {
 				reasons = append(reasons, k)
 			}
-			sort.Slice(reasons, func(i, j int) bool {
-				if g.Reasons[reasons[i]] != g.Reasons[reasons[j]] {
-					return g.Reasons[reasons[i]] > g.Reasons[reasons[j]]
-				}
-				return reasons[i] < reasons[j]
+			slices.SortFunc(reasons, func(a, b string) int {
+				return cmp.Or(cmp.Compare(g.Reasons[b], g.Reasons[a]), cmp.Compare(a, b))
 			})
 			b = append(b, "  Reasons: "...)
 			for i, k := range reasons {
@@ -575,9 +585,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			b = append(b, '\n')
 		}
-		p("  Pauses: %d, total %s, mean %s, max %s\n", g.Pauses, ms(g.PauseTotal), ms(g.PauseMean), ms(g.PauseMax))
+		b = appendInt(append(b, "  Pauses: "...), g.Pauses)
+		b = appendMs(append(b, ", total "...), g.PauseTotal)
+		b = appendMs(append(b, ", mean "...), g.PauseMean)
+		b = appendMs(append(b, ", max "...), g.PauseMax)
+		b = append(b, '\n')
 		if g.OtherSuspensions > 0 {
-			p("  Other runtime suspensions: %d, total %s\n", g.OtherSuspensions, ms(g.OtherSuspensionTotal))
+			b = appendInt(append(b, "  Other runtime suspensions: "...), g.OtherSuspensions)
+			b = append(appendMs(append(b, ", total "...), g.OtherSuspensionTotal), '\n')
 		}
 		if len(g.Allocations) > 0 {
 			objects := false
@@ -608,9 +623,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	if c := r.Contention; c.Count > 0 {
-		p("\nLock contention: %d waits, total %s, max %s", c.Count, ms(c.Total), ms(c.Max))
+		b = appendInt(append(b, "\nLock contention: "...), c.Count)
+		b = appendMs(append(b, " waits, total "...), c.Total)
+		b = appendMs(append(b, ", max "...), c.Max)
 		if c.Unfinished > 0 {
-			p(" (%d unfinished at the end of the trace)", c.Unfinished)
+			b = appendInt(append(b, " ("...), c.Unfinished)
+			b = append(b, " unfinished at the end of the trace)"...)
 		}
 		b = append(b, '\n')
 		b = appendSites(b, c.Sites)
