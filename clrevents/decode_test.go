@@ -294,6 +294,30 @@ func TestMethodLoadVerboseAllocs(t *testing.T) {
 	}
 }
 
+func TestAppendMethodNames(t *testing.T) {
+	full := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
+		str("System.Collections.Generic.List`1[System.Int32]").str("Add").str("void  (!0)").u16(9).u64(0)
+	noNS := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
+		str("").str("Main").str("Ünïcödé 日本語 😀").u16(9)
+	for _, tt := range []struct {
+		payload []byte
+		version uint8
+	}{
+		{full.b, 2}, {full.b, 1}, {full.b, 0}, {full.b[:len(full.b)-1], 2}, {full.b[:40], 0},
+		{noNS.b, 1}, {noNS.b, 2}, {noNS.b[:30], 0},
+	} {
+		checkMethodNames(t, tt.payload, tt.version)
+	}
+	out, n, err := AppendMethodNames(nil, full.b, 2)
+	if err != nil || string(out[:n]) != "System.Collections.Generic.List`1[System.Int32].Add" || string(out[n:]) != "void  (!0)" {
+		t.Errorf("AppendMethodNames = %q, %d, %v", out, n, err)
+	}
+	buf := make([]byte, 0, 256)
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = AppendMethodNames(buf, full.b, 2) }); allocs != 0 {
+		t.Errorf("AppendMethodNames into a large enough buffer: %v allocations", allocs)
+	}
+}
+
 func TestGCStartVersion0(t *testing.T) {
 	p := (&payload{}).u32(7).u32(1)
 	e, err := DecodeGCStart(p.b, 0)

@@ -49,5 +49,26 @@ func FuzzDecode(f *testing.F) {
 		if errFields == nil && errTyped != nil && !errors.Is(errTyped, ErrUnknownEvent) {
 			t.Fatalf("DecodeFields succeeded but Decode failed: %v", errTyped)
 		}
+		checkMethodNames(t, payload, version)
 	})
+}
+
+// checkMethodNames checks that AppendMethodNames gives what
+// DecodeMethodLoadVerbose gives, or the same error.
+func checkMethodNames(t *testing.T, payload []byte, version uint8) {
+	t.Helper()
+	m, err := DecodeMethodLoadVerbose(payload, version)
+	out, n, err2 := AppendMethodNames([]byte("pre"), payload, version)
+	if (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) {
+		t.Fatalf("AppendMethodNames error %v, DecodeMethodLoadVerbose %v", err2, err)
+	}
+	if err != nil {
+		if string(out) != "pre" {
+			t.Fatalf("AppendMethodNames failed and appended %q", out[3:])
+		}
+		return
+	}
+	if got, want := string(out), "pre"+m.FullName()+m.MethodSignature; got != want || n != len(m.FullName()) {
+		t.Fatalf("AppendMethodNames = %q (name %d bytes), want %q (%d)", got, n, want, len(m.FullName()))
+	}
 }

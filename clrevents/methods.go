@@ -1,6 +1,11 @@
 package clrevents
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
+)
 
 //go:generate go run ./internal/gen -o events_gen.go
 
@@ -82,6 +87,50 @@ func DecodeMethodRange(payload []byte, version uint8) (MethodRange, error) {
 	return MethodRange{MethodID: le.Uint64(payload), ModuleID: le.Uint64(payload[8:]),
 		MethodStartAddress: le.Uint64(payload[16:]), MethodSize: le.Uint32(payload[24:]),
 		MethodToken: le.Uint32(payload[28:]), MethodFlags: le.Uint32(payload[32:])}, nil
+}
+
+// AppendMethodNames appends to dst what DecodeMethodLoadVerbose on the same
+// payload gives as FullName and then as MethodSignature, and returns the
+// length of the FullName part: a symboliser keeps the names of many methods
+// in one buffer instead of four strings each. It fails exactly when
+// DecodeMethodLoadVerbose does, with the same error, and then returns dst
+// unchanged.
+func AppendMethodNames(dst, payload []byte, version uint8) (out []byte, fullNameLen int, err error) {
+	const fixed = 36 // MethodID to MethodFlags
+	n := len(dst)
+	if len(payload) >= fixed {
+		// Every name ASCII: half the bytes of the strings.
+		dst = slices.Grow(dst, (len(payload)-fixed)/2)
+		rest := payload[fixed:]
+		var used, nsLen int
+		ok := true
+		if dst, used, ok = wire.AppendUTF16Z(dst, rest); ok {
+			rest = rest[used:]
+			if nsLen = len(dst) - n; nsLen > 0 {
+				dst = append(dst, '.')
+			}
+			dst, used, ok = wire.AppendUTF16Z(dst, rest)
+			rest = rest[used:]
+			fullNameLen = len(dst) - n
+		}
+		if ok {
+			dst, used, ok = wire.AppendUTF16Z(dst, rest)
+			rest = rest[used:]
+		}
+		trailer := 0 // ClrInstanceID from version 1, ReJITID from 2
+		if version >= 1 {
+			trailer += 2
+		}
+		if version >= 2 {
+			trailer += 8
+		}
+		if ok && len(rest) >= trailer {
+			return dst, fullNameLen, nil
+		}
+	}
+	// The decoder names the field that does not fit.
+	_, err = DecodeMethodLoadVerbose(payload, version)
+	return dst[:n], 0, err
 }
 
 func itoa(v uint64) string {

@@ -1,9 +1,11 @@
 package profile
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"hash/maphash"
 	"io"
 	"math"
 	"math/bits"
@@ -935,11 +937,14 @@ func (b *Builder) Finish() *Profile {
 // resolved frames of each of p.Stacks.
 func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	nStacks := b.st.stacks()
-	// frameOf[i] is 1 + the frame of address b.st.addrs[i] (0: not yet).
+	// frameOf[i] is 1 + the frame of address b.st.addrs[i] (0: not yet),
+	// methodFrame[i] the same for method i of the symbol table: every
+	// return address in a method is one frame.
 	frameOf := make([]int32, len(b.st.addrs))
-	// Resolved frames merge by module and name (every return address in a
-	// method is one frame); an unresolved address is a frame of its own.
-	frameByName := make(map[[2]string]int)
+	methodFrame := make([]int32, b.symbols.Methods())
+	// Resolved frames merge by module and name; an unresolved address is a
+	// frame of its own.
+	var names frameNamer
 	// slots finds the symbolised stacks by their frames: index+1 in
 	// p.Stacks per slot (0: empty), at most half full.
 	slots := make([]int32, max(2, 1<<bits.Len(uint(2*nStacks))))
@@ -952,43 +957,30 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	stackResolved = make([]int, 0, nStacks)
 	arena := make([]int, 0, len(b.st.frames)+1)
 	var frames []int // of the raw stack being resolved, reused
-	// hex holds the names of the unresolved frames ("0x" and the address),
-	// hexEnds where each ends.
-	var hex []byte
-	var hexEnds []hexEnd
 	for i := range nStacks {
 		frames = frames[:0]
 		if i == b.overCap {
-			fi, ok := frameByName[[2]string{"", OverCapFrame}]
-			if !ok {
-				fi = len(p.Frames)
-				frameByName[[2]string{"", OverCapFrame}] = fi
-				p.Frames = append(p.Frames, Frame{Name: OverCapFrame})
-			}
-			frames = append(frames, fi)
+			lo := len(names.buf)
+			names.buf = append(names.buf, OverCapFrame...)
+			frames = append(frames, names.merge(p, Frame{}, lo, len(names.buf)))
 		}
 		for _, addr := range b.st.stack(i) {
 			ai := b.st.addrIndex(addr)
 			fi := int(frameOf[ai]) - 1
 			if fi < 0 {
 				p.Symbols.Addresses++
-				sym, found := b.symbols.Lookup(addr)
-				if found {
+				if mi := b.symbols.index(addr); mi >= 0 {
 					p.Symbols.ResolvedAddresses++
-					key := [2]string{sym.Module, sym.Name}
-					var ok bool
-					if fi, ok = frameByName[key]; !ok {
-						fi = len(p.Frames)
-						frameByName[key] = fi
-						p.Frames = append(p.Frames, Frame{Name: sym.Name, Module: sym.Module, Signature: sym.Signature,
-							Resolved: true, Address: sym.Start})
+					if fi = int(methodFrame[mi]) - 1; fi < 0 {
+						lo := len(names.buf)
+						var n int
+						names.buf, n = b.symbols.appendNames(names.buf, mi)
+						start, module := b.symbols.method(mi)
+						fi = names.merge(p, Frame{Module: module, Resolved: true, Address: start}, lo, lo+n)
+						methodFrame[mi] = int32(fi + 1)
 					}
 				} else {
-					// Named below, every unresolved name in one string.
-					fi = len(p.Frames)
-					p.Frames = append(p.Frames, Frame{Address: addr})
-					hex = strconv.AppendUint(append(hex, "0x"...), addr, 16)
-					hexEnds = append(hexEnds, hexEnd{int32(fi), int32(len(hex))})
+					fi = names.unresolved(p, addr)
 				}
 				frameOf[ai] = int32(fi + 1)
 			}
@@ -1020,17 +1012,97 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		}
 		symOf[i] = si
 	}
-	names, lo := string(hex), 0
-	for _, h := range hexEnds {
-		p.Frames[h.frame].Name = names[lo:h.end]
-		lo = int(h.end)
-	}
+	names.name(p)
 	return symOf, stackResolved
 }
 
-// hexEnd is where the name of an unresolved frame ends in symbolise's
-// buffer of names.
-type hexEnd struct{ frame, end int32 }
+// frameNamer holds the names of the frames symbolise makes: every name and
+// signature is appended to one buffer, which becomes one string when all
+// are known (rather than four strings per method), and the frames that
+// merge by module and name are found through a hash table over the buffer.
+type frameNamer struct {
+	buf   []byte
+	spans []nameSpan
+	// slots finds the mergeable frames: spans index+1 per slot (0:
+	// empty), at most half full.
+	slots []int32
+	n     int
+	seed  maphash.Seed
+}
+
+// nameSpan is where a frame's name (buf[start:nameEnd]) and signature
+// (buf[nameEnd:sigEnd]) are in frameNamer.buf; keyed frames are in the
+// hash table.
+type nameSpan struct {
+	frame, start, nameEnd, sigEnd int
+	keyed                         bool
+}
+
+// merge returns the frame of f's module whose name is buf[start:nameEnd]
+// (and whose signature follows, to the end of buf), adding f when there is
+// none; the buffer is cut back to start when there is.
+func (fn *frameNamer) merge(p *Profile, f Frame, start, nameEnd int) int {
+	if 2*(fn.n+1) > len(fn.slots) {
+		if fn.slots == nil {
+			fn.seed = maphash.MakeSeed()
+		}
+		fn.slots = make([]int32, max(64, 2*len(fn.slots)))
+		for k, sp := range fn.spans {
+			if sp.keyed {
+				fn.slots[fn.slot(p, p.Frames[sp.frame].Module, fn.buf[sp.start:sp.nameEnd])] = int32(k + 1)
+			}
+		}
+	}
+	j := fn.slot(p, f.Module, fn.buf[start:nameEnd])
+	if v := fn.slots[j]; v != 0 {
+		fn.buf = fn.buf[:start]
+		return fn.spans[v-1].frame
+	}
+	fi := len(p.Frames)
+	p.Frames = append(p.Frames, f)
+	fn.spans = append(fn.spans, nameSpan{fi, start, nameEnd, len(fn.buf), true})
+	fn.slots[j] = int32(len(fn.spans))
+	fn.n++
+	return fi
+}
+
+// slot returns the slot of the frame of module and name: the one holding
+// it, or the empty one where it would go.
+func (fn *frameNamer) slot(p *Profile, module string, name []byte) uint64 {
+	mask := uint64(len(fn.slots) - 1)
+	for j := maphash.Bytes(fn.seed, name) & mask; ; j = (j + 1) & mask {
+		v := fn.slots[j]
+		if v == 0 {
+			return j
+		}
+		if sp := &fn.spans[v-1]; bytes.Equal(fn.buf[sp.start:sp.nameEnd], name) && p.Frames[sp.frame].Module == module {
+			return j
+		}
+	}
+}
+
+// unresolved adds the frame of an address no method holds, named by the
+// address in hex.
+func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
+	fi := len(p.Frames)
+	p.Frames = append(p.Frames, Frame{Address: addr})
+	start := len(fn.buf)
+	fn.buf = strconv.AppendUint(append(fn.buf, "0x"...), addr, 16)
+	fn.spans = append(fn.spans, nameSpan{fi, start, len(fn.buf), len(fn.buf), false})
+	return fi
+}
+
+// name sets the names and signatures of the frames, all in one string.
+func (fn *frameNamer) name(p *Profile) {
+	names := string(fn.buf)
+	for _, sp := range fn.spans {
+		f := &p.Frames[sp.frame]
+		f.Name = names[sp.start:sp.nameEnd]
+		if sp.sigEnd > sp.nameEnd {
+			f.Signature = names[sp.nameEnd:sp.sigEnd]
+		}
+	}
+}
 
 // sites groups stack counts by the top resolved frame of each stack.
 func (p *Profile) sites(stacks map[int]int64) []Site {

@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/clrdiag/clrdiag/clrevents"
@@ -37,5 +39,66 @@ func TestSymbolTable(t *testing.T) {
 	st.AddMethod(&clrevents.MethodLoadVerbose{MethodStartAddress: 0x2000, MethodSize: 0x20, ModuleID: 2, MethodName: "Main2"})
 	if s, ok := st.Lookup(0x201f); !ok || s.Name != "Main2" || st.Methods() != 2 {
 		t.Errorf("after redefinition: %+v %v, %d methods", s, ok, st.Methods())
+	}
+}
+
+// TestSymbolTablePayloads checks the methods added by AddMethodPayload:
+// names decoded on first use, identical through Lookup and appendNames, a
+// later payload for the same start replacing the earlier one whatever its
+// size, and the payload buffer bounded by the methods it holds.
+func TestSymbolTablePayloads(t *testing.T) {
+	var st SymbolTable
+	st.AddModule(&clrevents.ModuleLoad{ModuleID: 1, ModuleILPath: "/app/App.dll"})
+	const n = 300
+	for round := range 20 {
+		for i := range n {
+			ns := fmt.Sprintf("App.Type%d", i)
+			if round%2 == 1 {
+				ns += strings.Repeat("x", round) // another size: not written in place
+			}
+			if err := st.AddMethodPayload(methodPayload(0x10000+uint64(i)*0x100, 0x80, 1, ns, "Run"), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st.Methods() != n {
+			t.Fatalf("round %d: %d methods, want %d", round, st.Methods(), n)
+		}
+		if live := n * len(methodPayload(0, 0, 0, "App.Type100"+strings.Repeat("x", 19), "Run")); len(st.raw) > 2*live+1<<16 {
+			t.Fatalf("round %d: %d payload bytes kept for %d live", round, len(st.raw), live)
+		}
+	}
+	// Version 2 wants a ReJITID: without it the names do not decode and
+	// the method is named by its address.
+	short := methodPayload(0x90000, 0x10, 1, "App.Short", "Cut")
+	if err := st.AddMethodPayload(short[:len(short)-8], 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		addr      uint64
+		name, sig string
+	}{
+		{0x10000, "App.Type0xxxxxxxxxxxxxxxxxxx.Run", "void  ()"},
+		{0x10000 + 299*0x100 + 0x80, "App.Type299xxxxxxxxxxxxxxxxxxx.Run", "void  ()"},
+		{0x90008, "App.Short.method_0x90000", "void  ()"},
+	} {
+		i := st.index(tt.addr)
+		if i < 0 {
+			t.Fatalf("index(%#x) = -1", tt.addr)
+		}
+		buf, n := st.appendNames([]byte("pre"), i)
+		s, ok := st.Lookup(tt.addr)
+		if !ok || s.Name != tt.name || s.Signature != tt.sig || s.Module != "App" {
+			t.Errorf("Lookup(%#x) = %+v, %v; want %q %q", tt.addr, s, ok, tt.name, tt.sig)
+		}
+		if got := string(buf); got != "pre"+s.Name+s.Signature || n != len(s.Name) {
+			t.Errorf("appendNames(%#x) = %q, %d; Lookup %q %q", tt.addr, got, n, s.Name, s.Signature)
+		}
+		// Once Lookup decoded the names, appendNames gives them.
+		if buf, _ := st.appendNames(nil, i); string(buf) != s.Name+s.Signature {
+			t.Errorf("appendNames(%#x) after Lookup = %q", tt.addr, buf)
+		}
+	}
+	if _, ok := st.Lookup(0x10000 + 0x81); ok {
+		t.Error("an address past a method's end resolved")
 	}
 }

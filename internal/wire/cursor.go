@@ -194,8 +194,14 @@ func (c *Cursor) Count(field string, n uint64, elemSize int) int {
 // UTF16Z reads a UTF-16LE string terminated by a 16-bit NUL and converts it
 // with one allocation (none for the empty string).
 func (c *Cursor) UTF16Z(field string) string {
+	return DecodeUTF16(c.UTF16ZBytes(field))
+}
+
+// UTF16ZBytes is UTF16Z without the conversion: it returns the string's
+// UTF-16LE bytes (without the terminator), a part of the cursor's data.
+func (c *Cursor) UTF16ZBytes(field string) []byte {
 	if c.err != nil {
-		return ""
+		return nil
 	}
 	rest := c.b[c.off:]
 	// The terminator is a zero unit: skip four units at a time while none
@@ -210,11 +216,11 @@ func (c *Cursor) UTF16Z(field string) string {
 	for ; i+1 < len(rest); i += 2 {
 		if rest[i] == 0 && rest[i+1] == 0 {
 			c.off += i + 2
-			return DecodeUTF16(rest[:i])
+			return rest[:i:i]
 		}
 	}
 	c.Fail(field, ErrUnterminated)
-	return ""
+	return nil
 }
 
 // UTF16N reads n UTF-16LE code units (checked against what is left before

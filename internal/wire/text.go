@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -74,6 +75,73 @@ func DecodeUTF16(p []byte) string {
 		sb.WriteRune(u)
 	}
 	return sb.String()
+}
+
+// AppendDecodeUTF16 appends the conversion of DecodeUTF16 to dst, for a
+// caller that keeps many strings in one buffer.
+func AppendDecodeUTF16(dst, p []byte) []byte {
+	p = p[:len(p)&^1]
+	dst = slices.Grow(dst, len(p)/2)
+	for len(p) >= 8 {
+		v := binary.LittleEndian.Uint64(p)
+		if v&0xFF80FF80FF80FF80 != 0 {
+			break
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, packASCII16(v))
+		p = p[8:]
+	}
+	for i := 0; i < len(p); i += 2 {
+		u := rune(binary.LittleEndian.Uint16(p[i:]))
+		switch {
+		case u < utf8.RuneSelf:
+			dst = append(dst, byte(u))
+			continue
+		case utf16.IsSurrogate(u):
+			if i+3 < len(p) {
+				if r := utf16.DecodeRune(u, rune(binary.LittleEndian.Uint16(p[i+2:]))); r != utf8.RuneError {
+					dst = utf8.AppendRune(dst, r)
+					i += 2
+					continue
+				}
+			}
+			u = utf8.RuneError
+		}
+		dst = utf8.AppendRune(dst, u)
+	}
+	return dst
+}
+
+// AppendUTF16Z is Cursor.UTF16Z for a caller that keeps many strings in one
+// buffer: it appends the conversion of the NUL-terminated UTF-16LE string
+// at the start of p to dst and returns the number of bytes of p the string
+// and its terminator take. Without a terminator it returns dst unchanged
+// and ok false.
+func AppendUTF16Z(dst, p []byte) (out []byte, used int, ok bool) {
+	n := len(dst)
+	// Four ASCII units at a time (method, type and module names), until
+	// a word has another unit or a zero one; then the terminator is
+	// looked for and the rest converted by AppendDecodeUTF16.
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		v := binary.LittleEndian.Uint64(p[i:])
+		if v&0xFF80FF80FF80FF80 != 0 || (v-0x0001000100010001)&^v&0x8000800080008000 != 0 {
+			break
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, packASCII16(v))
+	}
+	for j := i; j+1 < len(p); j += 2 {
+		if p[j] == 0 && p[j+1] == 0 {
+			return AppendDecodeUTF16(dst, p[i:j]), j + 2, true
+		}
+	}
+	return dst[:n], 0, false
+}
+
+// packASCII16 packs the low bytes of the four UTF-16LE units of v (ASCII
+// characters) into 32 bits, in order.
+func packASCII16(v uint64) uint32 {
+	v = (v | v>>8) & 0x0000FFFF0000FFFF
+	return uint32(v | v>>16)
 }
 
 // isASCII16 reports whether every UTF-16LE unit of p (of even length) is

@@ -91,6 +91,12 @@ func TestUTF16(t *testing.T) {
 		if got := c.UTF16Z("s"); got != s || c.U8("after") != 7 {
 			t.Errorf("UTF16Z %q = %q (%v)", s, got, c.Err())
 		}
+		if out, used, ok := AppendUTF16Z([]byte("pre"), append(append(enc, 0, 0), 7)); string(out) != "pre"+s || used != len(enc)+2 || !ok {
+			t.Errorf("AppendUTF16Z %q = %q, %d, %v", s, out, used, ok)
+		}
+		if out, used, ok := AppendUTF16Z([]byte("pre"), enc); string(out) != "pre" || used != 0 || ok {
+			t.Errorf("AppendUTF16Z %q without terminator = %q, %d, %v", s, out, used, ok)
+		}
 		c = NewCursor(append(enc, 0, 0))
 		if got := c.UTF16N("s", uint64(UTF16Len(s)+1)); got != s || c.Remaining() != 0 {
 			t.Errorf("UTF16N %q = %q (%v)", s, got, c.Err())
@@ -155,6 +161,14 @@ func FuzzCursor(f *testing.F) {
 		if got := DecodeUTF16(AppendUTF16(nil, s)); got != s {
 			t.Fatalf("round trip %q = %q", s, got)
 		}
+		c = NewCursor(b)
+		want := c.UTF16Z("z")
+		if out, used, ok := AppendUTF16Z(nil, b); string(out) != want || ok != !c.Failed() || used != c.Offset() {
+			t.Fatalf("AppendUTF16Z = %q, %d, %v; UTF16Z %q, offset %d, %v", out, used, ok, want, c.Offset(), c.Err())
+		}
+		if got, want := string(AppendDecodeUTF16(nil, b)), DecodeUTF16(b); got != want {
+			t.Fatalf("AppendDecodeUTF16 %q, DecodeUTF16 %q", got, want)
+		}
 	})
 }
 
@@ -177,6 +191,12 @@ func TestDecodeUTF16Oracle(t *testing.T) {
 		if got, want := DecodeUTF16(p), oracle(p); got != want {
 			t.Fatalf("ASCII, %d units: %q, want %q", n, got, want)
 		}
+		if got, want := string(AppendDecodeUTF16([]byte("pre"), p)), "pre"+oracle(p); got != want {
+			t.Fatalf("AppendDecodeUTF16, ASCII, %d units: %q, want %q", n, got, want)
+		}
+		if got, used, _ := AppendUTF16Z([]byte("pre"), append(slices.Clone(p), 0, 0, 'z', 0)); string(got) != "pre"+oracle(p) || used != len(p)+2 {
+			t.Fatalf("AppendUTF16Z, ASCII, %d units: %q (%d bytes), want %q", n, got, used, oracle(p))
+		}
 		for _, bad := range [][2]byte{{0x80, 0}, {'a', 1}, {0xE9, 0}, {0x00, 0xD8}} {
 			for j := range n {
 				q := slices.Clone(p)
@@ -184,10 +204,19 @@ func TestDecodeUTF16Oracle(t *testing.T) {
 				if got, want := DecodeUTF16(q), oracle(q); got != want {
 					t.Fatalf("%d units, %x at %d: %q, want %q", n, bad, j, got, want)
 				}
+				if got, want := string(AppendDecodeUTF16([]byte("pre"), q)), "pre"+oracle(q); got != want {
+					t.Fatalf("AppendDecodeUTF16, %d units, %x at %d: %q, want %q", n, bad, j, got, want)
+				}
+				if got, used, _ := AppendUTF16Z([]byte("pre"), append(q, 0, 0, 'z', 0)); string(got) != "pre"+oracle(q) || used != len(q)+2 {
+					t.Fatalf("AppendUTF16Z, %d units, %x at %d: %q (%d bytes), want %q", n, bad, j, got, used, oracle(q))
+				}
 			}
 		}
 		if got, want := DecodeUTF16(append(p, 'x')), oracle(p); got != want {
 			t.Fatalf("%d units and an odd byte: %q, want %q", n, got, want)
+		}
+		if got, want := string(AppendDecodeUTF16(nil, append(p, 'x'))), oracle(p); got != want {
+			t.Fatalf("AppendDecodeUTF16, %d units and an odd byte: %q, want %q", n, got, want)
 		}
 	}
 }
