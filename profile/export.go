@@ -586,7 +586,8 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 	for r, gi := range rank {
 		sortIndex[gi] = r
 	}
-	cw := chromiumWriter{w: w, wp: wp, events: chromiumEvents{frames: wp.Frames}}
+	cw := chromiumWriter{w: w, wp: wp, period: time.Duration(wp.Period),
+		events: chromiumEvents{frames: wp.Frames, span: make([][3]int32, len(wp.Frames))}}
 	var err error
 	for gi := range wp.Groups {
 		g := &wp.Groups[gi]
@@ -610,8 +611,7 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 		b = append(b, `,"args":{"sort_index":`...)
 		b = appendInt(b, int64(sortIndex[gi]))
 		b = append(b, `}}`...)
-		cw.suffix = append(append(append(append(cw.suffix[:0], `,"pid":`...), pid...), `,"tid":`...), tid...)
-		cw.suffix = append(cw.suffix, '}')
+		cw.setSuffix(pid, tid)
 		if b, err = cw.appendRuns(b, g); err != nil {
 			return err
 		}
@@ -627,29 +627,14 @@ type chromiumEvents struct {
 	frames []Frame
 	enc    []byte
 	// span[i]: enc[span[i][0]:span[i][1]] opens frame i,
-	// enc[span[i][1]:span[i][2]] closes it; all 0 until encoded.
+	// enc[span[i][1]:span[i][2]] closes it; all 0 until encoded (encode).
+	// It has one entry per frame from the start: the loops that write
+	// the events read it inline, a load and a test per event.
 	span [][3]int32
 }
 
-// begin returns frame f's B event up to the timestamp.
-func (e *chromiumEvents) begin(f int) []byte {
-	sp := e.get(f)
-	return e.enc[sp[0]:sp[1]]
-}
-
-// end returns frame f's E event up to the timestamp.
-func (e *chromiumEvents) end(f int) []byte {
-	sp := e.get(f)
-	return e.enc[sp[1]:sp[2]]
-}
-
-func (e *chromiumEvents) get(f int) [3]int32 {
-	if e.span == nil {
-		e.span = make([][3]int32, len(e.frames))
-	}
-	if sp := e.span[f]; sp[2] > 0 {
-		return sp
-	}
+// encode writes frame f's events and returns their span.
+func (e *chromiumEvents) encode(f int) [3]int32 {
 	fr := &e.frames[f]
 	cat := fr.Module
 	if cat == "" {
@@ -673,83 +658,136 @@ func (e *chromiumEvents) get(f int) [3]int32 {
 type chromiumWriter struct {
 	w      io.Writer
 	wp     *Weighted
+	period time.Duration
 	events chromiumEvents
-	suffix []byte // ,"pid":..,"tid":..} of the group
-	ts     []byte // the current timestamp and suffix (stamp)
-	open   []int  // the frames open, root first
+	// stampBuf holds the current timestamp right-aligned in its first
+	// microsLen bytes, then the group's suffix (,"pid":..,"tid":..}); ts
+	// is the timestamp and the suffix, what ends every event at that time.
+	stampBuf []byte
+	ts       []byte
+	// The state of the group being written: open is the stack whose
+	// frames are open (leaf first; nil for none; all of a stack's frames
+	// are open once its run is written), openStack its index (-1 for
+	// none), at the end of the last run.
+	open      []int
+	openStack int
+	at        time.Duration
 	// scratch holds the runs of a group without a timeline.
 	scratch []Run
+}
+
+// setSuffix sets the end of every event of the next group.
+func (c *chromiumWriter) setSuffix(pid, tid string) {
+	c.stampBuf = append(append(append(append(append(c.stampBuf[:0], make([]byte, microsLen)...),
+		`,"pid":`...), pid...), `,"tid":`...), tid...)
+	c.stampBuf = append(c.stampBuf, '}')
 }
 
 // appendRuns appends the events of a group's Runs: a frame opens when it
 // appears on the sampled stack and closes when it leaves it, after a gap
 // of more than four periods, or (RunsApart) at the end of its run.
 func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
-	wp := c.wp
-	period := time.Duration(wp.Period)
-	open, ts := c.open[:0], c.ts[:0]
-	openStack := -1 // the stack whose frames are open, -1 for none
-	var at time.Duration
-	runs := g.cursor(&c.scratch)
-	for r, ok := runs.next(); ok; r, ok = runs.next() {
-		if len(b) >= flushAt {
-			if _, err := c.w.Write(b); err != nil {
+	c.open, c.openStack, c.at = nil, -1, 0
+	var err error
+	// The runs of a timeline are read in place (a loop over its chunks
+	// rather than a call per run).
+	if tl := g.timeline; tl != nil {
+		for _, chunk := range tl.chunks {
+			for i := range chunk {
+				r := &chunk[i]
+				if g.managedRuns && r.stackKind&1 == 0 {
+					continue
+				}
+				if b, err = c.run(b, int(r.stackKind>>1), time.Duration(r.start), int64(r.count)); err != nil {
+					return b, err
+				}
+			}
+		}
+	} else {
+		c.scratch = c.scratch[:0]
+		for r := range g.Runs {
+			c.scratch = append(c.scratch, r)
+		}
+		for _, r := range c.scratch {
+			if b, err = c.run(b, r.Stack, r.Start, r.Count); err != nil {
 				return b, err
 			}
-			b = b[:0]
-		}
-		rs := max(r.Start, at) // keep each thread's timestamps monotonic
-		if rs > at+4*period || (wp.RunsApart && len(open) > 0) {
-			if len(open) > 0 {
-				ts = c.stamp(ts, at)
-				b, open = c.closeTo(b, open, 0, ts)
-			}
-			openStack = -1
-		}
-		at = rs + time.Duration(r.Count)*period
-		if r.Stack == openStack {
-			continue // no frame starts or ends
-		}
-		openStack = r.Stack
-		frames := wp.Stacks[r.Stack].Frames
-		common := 0
-		for common < len(open) && common < len(frames) && open[common] == frames[len(frames)-1-common] {
-			common++
-		}
-		if len(open) == common && len(frames) == common {
-			continue
-		}
-		ts = c.stamp(ts, rs)
-		b, open = c.closeTo(b, open, common, ts)
-		for i := len(frames) - 1 - common; i >= 0; i-- {
-			f := frames[i]
-			open = append(open, f)
-			b = append(b, c.events.begin(f)...)
-			b = append(b, ts...)
 		}
 	}
-	if len(open) > 0 {
-		ts = c.stamp(ts, at)
-		b, open = c.closeTo(b, open, 0, ts)
+	if len(c.open) > 0 {
+		c.stamp(c.at)
+		b = c.closeTo(b, 0)
 	}
-	c.open, c.ts = open, ts
 	return b, nil
 }
 
-// stamp returns ts set to the end of an event at t: its timestamp then
-// the group's suffix.
-func (c *chromiumWriter) stamp(ts []byte, t time.Duration) []byte {
-	return append(appendMicros(ts[:0], int64(t)), c.suffix...)
-}
-
-// closeTo appends the E events of the open frames beyond the first n,
-// ending each with ts (stamp).
-func (c *chromiumWriter) closeTo(b []byte, open []int, n int, ts []byte) ([]byte, []int) {
-	for len(open) > n {
-		f := open[len(open)-1]
-		open = open[:len(open)-1]
-		b = append(b, c.events.end(f)...)
+// run appends the events of one run of count samples of stack from start.
+func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int64) ([]byte, error) {
+	if len(b) >= flushAt {
+		if _, err := c.w.Write(b); err != nil {
+			return b, err
+		}
+		b = b[:0]
+	}
+	rs := max(start, c.at) // keep each thread's timestamps monotonic
+	if rs > c.at+4*c.period || (c.wp.RunsApart && len(c.open) > 0) {
+		if len(c.open) > 0 {
+			c.stamp(c.at)
+			b = c.closeTo(b, 0)
+		}
+		c.openStack = -1
+	}
+	c.at = rs + time.Duration(count)*c.period
+	if stack == c.openStack {
+		return b, nil // no frame starts or ends
+	}
+	c.openStack = stack
+	frames := c.wp.Stacks[stack].Frames
+	// The frames both stacks start with (from the root) stay open.
+	open := c.open
+	i, j := len(open)-1, len(frames)-1
+	for i >= 0 && j >= 0 && open[i] == frames[j] {
+		i, j = i-1, j-1
+	}
+	common := len(frames) - 1 - j
+	if len(open) == common && len(frames) == common {
+		c.open = frames
+		return b, nil
+	}
+	c.stamp(rs)
+	b = c.closeTo(b, common)
+	ts, ev := c.ts, &c.events
+	for ; j >= 0; j-- {
+		sp := ev.span[frames[j]]
+		if sp[2] == 0 {
+			sp = ev.encode(frames[j])
+		}
+		b = append(b, ev.enc[sp[0]:sp[1]]...)
 		b = append(b, ts...)
 	}
-	return b, open
+	c.open = frames
+	return b, nil
+}
+
+// stamp sets ts to the end of an event at t: its timestamp then the
+// group's suffix.
+func (c *chromiumWriter) stamp(t time.Duration) {
+	lo := putMicros((*[microsLen]byte)(c.stampBuf), int64(t))
+	c.ts = c.stampBuf[lo:]
+}
+
+// closeTo appends the E events of the open frames beyond the first n from
+// the root, leaf first, ending each with ts (stamp), and leaves none open.
+func (c *chromiumWriter) closeTo(b []byte, n int) []byte {
+	open, ts, ev := c.open, c.ts, &c.events
+	for _, f := range open[:len(open)-n] {
+		sp := ev.span[f]
+		if sp[2] == 0 {
+			sp = ev.encode(f)
+		}
+		b = append(b, ev.enc[sp[1]:sp[2]]...)
+		b = append(b, ts...)
+	}
+	c.open = nil
+	return b
 }

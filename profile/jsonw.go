@@ -123,11 +123,44 @@ func appendUint(dst []byte, u uint64) []byte {
 // appendMicros appends a duration in nanoseconds as microseconds with
 // three decimals.
 func appendMicros(dst []byte, ns int64) []byte {
+	var buf [microsLen]byte
+	return append(dst, buf[putMicros(&buf, ns):]...)
+}
+
+// microsLen is room for any int64 of nanoseconds as microseconds
+// (putMicros): a sign, 16 digits, the point and three decimals.
+const microsLen = 24
+
+// putMicros writes a duration in nanoseconds as microseconds with three
+// decimals at the end of buf, and returns where it starts. The exporters
+// keep what follows a timestamp after it in the same buffer, so that a
+// timestamp is written without copying either.
+func putMicros(buf *[microsLen]byte, ns int64) int {
+	u := uint64(ns)
 	if ns < 0 {
-		dst = append(dst, '-')
-		ns = -ns
+		u = -u
 	}
-	dst = appendUint(dst, uint64(ns/1000))
-	frac := ns % 1000
-	return append(dst, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	us, frac := u/1000, u%1000
+	i := microsLen - 4
+	r := frac % 100
+	buf[i], buf[i+1], buf[i+2], buf[i+3] = '.', byte('0'+frac/100), digitPairs[2*r], digitPairs[2*r+1]
+	for us >= 100 {
+		q := us / 100
+		r := us - q*100
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		us = q
+	}
+	if us >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*us], digitPairs[2*us+1]
+	} else {
+		i--
+		buf[i] = byte('0' + us)
+	}
+	if ns < 0 {
+		i--
+		buf[i] = '-'
+	}
+	return i
 }
