@@ -368,7 +368,7 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	b = appendJSONString(b, noFrames)
 	b = append(b, `}]},"profiles":[`...)
 	// Each stack's JSON array is encoded once, when first needed.
-	stacks := stackArrays{frames: len(wp.Frames), stacks: wp.Stacks}
+	stacks := newStackArrays(len(wp.Frames), wp.Stacks)
 	var scratch []Run // the runs of a group without a timeline
 
 	// All threads: the distinct stacks with weight.
@@ -462,19 +462,52 @@ func appendSampledHeader(b []byte, name, unit string, start, end int64) []byte {
 // appendSpeedscopeRuns appends the speedscope profile of a group's Runs,
 // each run a sample weighing Count × period.
 func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period int64, stacks *stackArrays, scratch *[]Run) ([]byte, error) {
-	runs := g.cursor(scratch)
-	var start, end int64
-	if r, ok := runs.next(); ok {
-		start, end = int64(r.Start), int64(r.Start)+r.Count*period
+	runs := g.runList(scratch)
+	first := true
+	var start, count int64
+	for _, chunk := range runs.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			if runs.skip(r) {
+				continue
+			}
+			if first {
+				start, first = r.start, false
+			}
+			count += int64(r.count)
+		}
 	}
-	for r, ok := runs.next(); ok; r, ok = runs.next() {
-		end += r.Count * period
+	for _, r := range runs.runs {
+		if first {
+			start, first = int64(r.Start), false
+		}
+		count += r.Count
 	}
-	b = appendSampledHeader(b, g.Name, unit, start, end)
+	b = appendSampledHeader(b, g.Name, unit, start, start+count*period)
 	var err error
-	runs.rewind()
 	sep := false
-	for r, ok := runs.next(); ok; r, ok = runs.next() {
+	for _, chunk := range runs.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			if runs.skip(r) {
+				continue
+			}
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			// stacks.get, inline
+			sp := stacks.span[r.stackKind>>1]
+			if sp == 0 {
+				sp = stacks.encode(int(r.stackKind >> 1))
+			}
+			b = append(b, stacks.enc[sp>>32:uint32(sp)]...)
+			if b, err = flushFull(w, b); err != nil {
+				return b, err
+			}
+		}
+	}
+	for _, r := range runs.runs {
 		if sep {
 			b = append(b, ',')
 		}
@@ -486,25 +519,64 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 	}
 	b = append(b, `],"weights":[`...)
 	// Most runs weigh the same (one sample), so the last weight's digits
-	// are kept.
-	var digits [20]byte
-	last, n := int64(0), 0
-	sep = false
-	runs.rewind()
-	for r, ok := runs.next(); ok; r, ok = runs.next() {
-		if sep {
-			b = append(b, ',')
+	// are kept, after a comma for every weight but the first.
+	wt := newWeightText(period)
+	for _, chunk := range runs.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			if runs.skip(r) {
+				continue
+			}
+			// wt.text, inline
+			if c := int64(r.count); c != wt.count {
+				wt.set(c)
+			}
+			b = append(b, wt.buf[wt.lo:wt.n]...)
+			wt.lo = 0
+			if b, err = flushFull(w, b); err != nil {
+				return b, err
+			}
 		}
-		sep = true
-		if v := r.Count * period; v != last || n == 0 {
-			last, n = v, len(appendInt(digits[:0], v))
-		}
-		b = append(b, digits[:n]...)
+	}
+	for _, r := range runs.runs {
+		b = append(b, wt.text(r.Count)...)
 		if b, err = flushFull(w, b); err != nil {
 			return b, err
 		}
 	}
 	return append(b, "]}"...), nil
+}
+
+// weightText writes the weights of runs, count × period, as the elements
+// of a JSON list, keeping the text of the last one.
+type weightText struct {
+	period, count int64
+	// buf[lo:n] is the next element: a comma (lo 0; 1 for the first
+	// element), then count × period.
+	lo, n int
+	buf   [21]byte
+}
+
+// newWeightText returns a weightText whose next element is the first,
+// holding the text of count 0 ("0" for any period).
+func newWeightText(period int64) weightText {
+	return weightText{period: period, lo: 1, n: 2, buf: [21]byte{',', '0'}}
+}
+
+// text returns the next element: count × period, after a comma unless it
+// is the first.
+func (t *weightText) text(count int64) []byte {
+	if count != t.count {
+		t.set(count)
+	}
+	s := t.buf[t.lo:t.n]
+	t.lo = 0
+	return s
+}
+
+// set writes the text of count × period.
+func (t *weightText) set(count int64) {
+	t.count, t.n = count, len(appendInt(t.buf[:1], count*t.period))
 }
 
 // stackArrays encodes stacks as speedscope sample arrays (frame indexes,
@@ -514,16 +586,27 @@ type stackArrays struct {
 	frames int
 	stacks []Stack
 	enc    []byte
-	span   [][2]int32 // enc[lo:hi] of each stack; hi 0 until encoded
+	// span[i] is enc[lo:hi] of stack i as lo<<32 | hi, 0 until encoded;
+	// one entry per stack from the start, so that get, called for every
+	// sample, inlines to a load and a test.
+	span []uint64 // lo<<32 | hi
 }
 
+func newStackArrays(frames int, stacks []Stack) stackArrays {
+	return stackArrays{frames: frames, stacks: stacks, span: make([]uint64, len(stacks))}
+}
+
+// get returns the array of a stack.
 func (s *stackArrays) get(stack int) []byte {
-	if s.span == nil {
-		s.span = make([][2]int32, len(s.stacks))
+	sp := s.span[stack]
+	if sp == 0 {
+		sp = s.encode(stack)
 	}
-	if sp := s.span[stack]; sp[1] > 0 {
-		return s.enc[sp[0]:sp[1]]
-	}
+	return s.enc[sp>>32 : uint32(sp)]
+}
+
+// encode writes the array of a stack and returns its span.
+func (s *stackArrays) encode(stack int) uint64 {
 	lo := len(s.enc)
 	frames := s.stacks[stack].Frames
 	s.enc = append(s.enc, '[')
@@ -537,8 +620,8 @@ func (s *stackArrays) get(stack int) []byte {
 		}
 	}
 	s.enc = append(s.enc, ']')
-	s.span[stack] = [2]int32{int32(lo), int32(len(s.enc))}
-	return s.enc[lo:]
+	s.span[stack] = uint64(lo)<<32 | uint64(len(s.enc))
+	return s.span[stack]
 }
 
 // WriteChromium writes the groups' Runs as Chromium trace-event JSON, which
@@ -689,29 +772,21 @@ func (c *chromiumWriter) setSuffix(pid, tid string) {
 func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
 	c.open, c.openStack, c.at = nil, -1, 0
 	var err error
-	// The runs of a timeline are read in place (a loop over its chunks
-	// rather than a call per run).
-	if tl := g.timeline; tl != nil {
-		for _, chunk := range tl.chunks {
-			for i := range chunk {
-				r := &chunk[i]
-				if g.managedRuns && r.stackKind&1 == 0 {
-					continue
-				}
-				if b, err = c.run(b, int(r.stackKind>>1), time.Duration(r.start), int64(r.count)); err != nil {
-					return b, err
-				}
+	runs := g.runList(&c.scratch)
+	for _, chunk := range runs.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			if runs.skip(r) {
+				continue
 			}
-		}
-	} else {
-		c.scratch = c.scratch[:0]
-		for r := range g.Runs {
-			c.scratch = append(c.scratch, r)
-		}
-		for _, r := range c.scratch {
-			if b, err = c.run(b, r.Stack, r.Start, r.Count); err != nil {
+			if b, err = c.run(b, int(r.stackKind>>1), time.Duration(r.start), int64(r.count)); err != nil {
 				return b, err
 			}
+		}
+	}
+	for _, r := range runs.runs {
+		if b, err = c.run(b, r.Stack, r.Start, r.Count); err != nil {
+			return b, err
 		}
 	}
 	if len(c.open) > 0 {

@@ -96,10 +96,20 @@ const digitPairs = "00010203040506070809" +
 	"90919293949596979899"
 
 // appendUint appends u in decimal, as strconv.AppendUint(dst, u, 10) does,
-// two digits at a time.
+// two digits at a time. Numbers below 10 000 (frame and stack indexes,
+// most counts) are appended as bytes, without copying from a buffer.
 func appendUint(dst []byte, u uint64) []byte {
-	if u < 10 {
+	switch {
+	case u < 10:
 		return append(dst, byte('0'+u))
+	case u < 100:
+		return append(dst, digitPairs[2*u], digitPairs[2*u+1])
+	case u < 10000:
+		q, r := u/100, u%100
+		if q < 10 {
+			return append(dst, byte('0'+q), digitPairs[2*r], digitPairs[2*r+1])
+		}
+		return append(dst, digitPairs[2*q], digitPairs[2*q+1], digitPairs[2*r], digitPairs[2*r+1])
 	}
 	var buf [20]byte
 	i := len(buf)

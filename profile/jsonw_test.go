@@ -70,6 +70,12 @@ func TestAppendInt(t *testing.T) {
 			}
 		}
 	}
+	// Every number up to past the small-number cases, each after a prefix.
+	for u := uint64(0); u <= 20000; u++ {
+		if got, want := string(appendUint([]byte("x"), u)), "x"+strconv.FormatUint(u, 10); got != want {
+			t.Fatalf("appendUint(%d) = %s", u, got)
+		}
+	}
 	if got := string(appendUint(nil, math.MaxUint64)); got != strconv.FormatUint(math.MaxUint64, 10) {
 		t.Errorf("appendUint(MaxUint64) = %s", got)
 	}
@@ -79,6 +85,20 @@ func TestAppendInt(t *testing.T) {
 	}{{0, "0.000"}, {1234567, "1234.567"}, {-1500, "-1.500"}, {999, "0.999"}, {1_000_000_007, "1000000.007"}} {
 		if got := string(appendMicros(nil, c.ns)); got != c.want {
 			t.Errorf("appendMicros(%d) = %s, want %s", c.ns, got, c.want)
+		}
+	}
+	// Every digit count, both signs, against strconv.
+	for _, v := range vals {
+		for _, ns := range []int64{v, -v} {
+			u := uint64(ns)
+			sign := ""
+			if ns < 0 {
+				u, sign = -u, "-"
+			}
+			want := sign + strconv.FormatUint(u/1000, 10) + "." + strconv.FormatUint(1000+u%1000, 10)[1:]
+			if got := string(appendMicros([]byte("x"), ns)); got != "x"+want {
+				t.Errorf("appendMicros(%d) = %s, want x%s", ns, got, want)
+			}
 		}
 	}
 }

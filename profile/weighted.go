@@ -82,55 +82,34 @@ type Group struct {
 	managedRuns bool
 }
 
-// runCursor reads a group's runs in order, as Runs yields them, without a
-// callback: the exporters' loops over runs stay plain loops.
-type runCursor struct {
+// runList is a group's runs as the exporters read them: a timeline's
+// chunks in place (only the runs of Managed samples with managed), or the
+// runs of a group without a timeline, collected. The exporters loop over
+// either directly (a loop over a chunk costs a few instructions a run, a
+// call per run several times that).
+type runList struct {
 	chunks  [][]timelineRun
 	managed bool
-	runs    []Run // the runs of a Group without a timeline
-	generic bool
-	c, i    int
+	runs    []Run
 }
 
-// cursor returns a cursor over the group's runs. A group without a
-// Timeline has its Runs collected into *scratch first.
-func (g *Group) cursor(scratch *[]Run) runCursor {
+// runList returns the group's runs. Those of a group without a Timeline
+// are collected into *scratch first.
+func (g *Group) runList(scratch *[]Run) runList {
 	if g.timeline != nil {
-		return runCursor{chunks: g.timeline.chunks, managed: g.managedRuns}
+		return runList{chunks: g.timeline.chunks, managed: g.managedRuns}
 	}
 	runs := (*scratch)[:0]
 	for r := range g.Runs {
 		runs = append(runs, r)
 	}
 	*scratch = runs
-	return runCursor{runs: runs, generic: true}
+	return runList{runs: runs}
 }
 
-// next returns the next run, false after the last.
-func (c *runCursor) next() (Run, bool) {
-	if c.generic {
-		if c.i < len(c.runs) {
-			c.i++
-			return c.runs[c.i-1], true
-		}
-		return Run{}, false
-	}
-	for c.c < len(c.chunks) {
-		chunk := c.chunks[c.c]
-		for c.i < len(chunk) {
-			r := &chunk[c.i]
-			c.i++
-			if !c.managed || r.stackKind&1 != 0 {
-				return r.run(), true
-			}
-		}
-		c.c, c.i = c.c+1, 0
-	}
-	return Run{}, false
-}
-
-// rewind returns the cursor to the first run.
-func (c *runCursor) rewind() { c.c, c.i = 0, 0 }
+// skip reports whether the list leaves r out (a run of External samples
+// of a list of Managed runs).
+func (l *runList) skip(r *timelineRun) bool { return l.managed && r.stackKind&1 == 0 }
 
 // Sample is the values (one per Weighted.Types) of one stack.
 type Sample struct {
