@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 )
 
@@ -197,10 +198,31 @@ func (e *Event) Frame(i int) uint64 {
 
 // AppendStack appends the stack's addresses (leaf first) to dst.
 func (e *Event) AppendStack(dst []uint64) []uint64 {
-	for i, n := 0, e.StackLen(); i < n; i++ {
-		dst = append(dst, e.Frame(i))
+	n := e.StackLen()
+	if n == 0 {
+		return dst
 	}
-	return dst
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
+	// A loop per pointer size, the bytes consumed as they are read (no
+	// call, no per-frame bounds check beyond the slice's).
+	switch s := e.stack; e.pointerSize {
+	case 8:
+		for i := range out {
+			out[i] = binary.LittleEndian.Uint64(s)
+			s = s[8:]
+		}
+	case 4:
+		for i := range out {
+			out[i] = uint64(binary.LittleEndian.Uint32(s))
+			s = s[4:]
+		}
+	default:
+		for i := range out {
+			out[i] = e.Frame(i)
+		}
+	}
+	return dst[:len(dst)+n]
 }
 
 // Stack returns the stack's addresses, leaf first, in a new slice (nil when
