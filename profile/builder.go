@@ -3,7 +3,6 @@ package profile
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"io"
@@ -612,64 +611,75 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if !t.kept {
 		return
 	}
-	var s clrevents.ThreadSample
-	if len(ev.Payload) == 4 { // the whole payload: a u32 Type
-		s.Type = SampleKind(binary.LittleEndian.Uint32(ev.Payload))
+	var typ SampleKind
+	if pl := ev.Payload; len(pl) == 4 { // the whole payload: a u32 Type
+		typ = SampleKind(le32(pl))
 	} else {
-		var err error
-		if s, err = clrevents.DecodeThreadSample(ev.Payload, uint8(min(ev.Metadata.Version, 255))); err != nil {
+		s, err := clrevents.DecodeThreadSample(pl, uint8(min(ev.Metadata.Version, 255)))
+		if err != nil {
 			b.decodeFailed(err)
 			return
 		}
+		typ = s.Type
 	}
 	if !t.sampled {
 		t.sampled = true
 		b.order = append(b.order, t)
 	}
+	ts := ev.Timestamp
 	t.all++
-	t.first, t.last = min(t.first, ev.Timestamp), max(t.last, ev.Timestamp)
-	kind := s.Type
-	if kind != clrevents.SampleManaged {
-		kind = clrevents.SampleExternal
+	// Branches rather than min and max: samples come nearly in time
+	// order, so the stores are rare.
+	if ts < t.first {
+		t.first = ts
 	}
-	if kind == clrevents.SampleExternal && b.cfg.ManagedOnly {
+	if ts > t.last {
+		t.last = ts
+	}
+	managed := typ == clrevents.SampleManaged
+	if !managed && b.cfg.ManagedOnly {
 		return
 	}
 	var slot int
 	if ev.StackID != 0 {
-		stack := b.stackOf(ev)
+		stack, ok := b.knownStack(ev)
+		if !ok {
+			stack = b.stackOfSlow(ev)
+		}
 		if slot = t.recentStack(stack); slot < 0 {
 			slot = t.remember(stack)
 		}
 	} else if slot = b.recentSlot(t, ev); slot < 0 {
 		slot = t.remember(b.intern(ev))
 	}
-	if slot != t.hot && t.managed+t.external > 0 {
+	// firstStack is set from the first sample counted on: a change is a
+	// stack other than the previous counted sample's.
+	if slot != t.hot && t.firstStack >= 0 {
 		t.changes++
 	}
 	t.hot = slot
-	stack := t.recent[slot].stack
-	if kind == clrevents.SampleManaged {
-		t.recent[slot].pend[1]++
-	} else {
-		t.recent[slot].pend[0]++
-	}
-	if t.firstStack < 0 || ev.Timestamp < t.firstTS {
-		t.firstStack, t.firstKind, t.firstTS = stack, kind, ev.Timestamp
-	}
-	if kind == clrevents.SampleManaged {
+	r := &t.recent[slot]
+	stack := r.stack
+	kind := clrevents.SampleExternal
+	if managed {
+		kind = clrevents.SampleManaged
+		r.pend[1]++
 		t.managed++
 	} else {
+		r.pend[0]++
 		t.external++
+	}
+	if ts < t.firstTS || t.firstStack < 0 {
+		t.firstStack, t.firstKind, t.firstTS = stack, kind, ts
 	}
 	if !b.cfg.Timeline || b.truncated {
 		return
 	}
 	sk := uint32(sampleKey(stack, kind))
-	if r := t.timeline.last(); r != nil && r.stackKind == sk && r.count < math.MaxUint32 &&
-		ev.Timestamp-t.runLast <= b.gapTicks && ev.Timestamp >= t.runLast {
-		t.runLast = ev.Timestamp
-		r.count++
+	if run := t.timeline.last(); run != nil && run.stackKind == sk && run.count < math.MaxUint32 &&
+		ts-t.runLast <= b.gapTicks && ts >= t.runLast {
+		t.runLast = ts
+		run.count++
 		return
 	}
 	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>1 {
@@ -677,8 +687,8 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	b.runs++
-	t.runLast = ev.Timestamp
-	t.timeline.add(timelineRun{stackKind: sk, count: 1, start: ev.Timestamp})
+	t.runLast = ts
+	t.timeline.add(timelineRun{stackKind: sk, count: 1, start: ts})
 }
 
 // sameStack reports whether the event's stack, of n frames, is the raw
@@ -716,6 +726,26 @@ const maxIDStacks = 1 << 16
 // a stack id seen before in the same stack region gets the stack interned
 // then, without its frames being read.
 func (b *Builder) stackOf(ev *nettrace.Event) int {
+	if s, ok := b.knownStack(ev); ok {
+		return s
+	}
+	return b.stackOfSlow(ev)
+}
+
+// knownStack is stackOf's common case, small enough to be inlined: a stack
+// id seen before in the region. Id 0 never has an entry: below idBase it
+// wraps around past idStacks, and at idBase 0 its entry stays 0.
+func (b *Builder) knownStack(ev *nettrace.Event) (int, bool) {
+	if i := ev.StackID - b.idBase; i < uint32(len(b.idStacks)) && ev.StackRegion == b.idRegion {
+		if s := b.idStacks[i]; s != 0 {
+			return s - 1, true
+		}
+	}
+	return 0, false
+}
+
+// stackOfSlow is stackOf for the stacks knownStack does not know.
+func (b *Builder) stackOfSlow(ev *nettrace.Event) int {
 	id := ev.StackID
 	if id == 0 { // no stack, or NetPerf's inline stacks
 		return b.intern(ev)
@@ -752,18 +782,14 @@ func (b *Builder) stackOf(ev *nettrace.Event) int {
 
 // stackKey puts the event's stack in b.keyBuf.
 func (b *Builder) stackKey(ev *nettrace.Event) {
-	n := ev.StackLen()
-	buf := slices.Grow(b.keyBuf[:0], n)[:n]
-	for i := range buf {
-		buf[i] = ev.Frame(i)
-	}
-	b.keyBuf = buf
+	b.keyBuf = ev.AppendStack(b.keyBuf[:0])
 }
 
 // internKey interns the stack in b.keyBuf. A stack that would go over
 // Config.MaxStacks or Config.MaxAddresses gets the over-the-cap stack.
 func (b *Builder) internKey() int {
-	if i := b.st.find(b.keyBuf); i >= 0 {
+	h := stackHash(b.keyBuf)
+	if i := b.st.find(b.keyBuf, h); i >= 0 {
 		return i
 	}
 	if b.st.stacks()-min(b.overCap+1, 1) >= b.cfg.MaxStacks {
@@ -785,6 +811,7 @@ func (b *Builder) internKey() int {
 			return b.overCapStack()
 		}
 	}
+	b.st.reserveAddrs(fresh)
 	for _, a := range b.keyBuf {
 		if fresh == 0 {
 			break
@@ -794,7 +821,7 @@ func (b *Builder) internKey() int {
 			fresh--
 		}
 	}
-	return b.st.add(b.keyBuf, true)
+	return b.st.add(b.keyBuf, h, true)
 }
 
 // overCapStack returns the over-the-cap stack, interned on first use: a
@@ -803,7 +830,7 @@ func (b *Builder) internKey() int {
 // remembered.
 func (b *Builder) overCapStack() int {
 	if b.overCap < 0 {
-		b.overCap = b.st.add(nil, false)
+		b.overCap = b.st.add(nil, 0, false)
 	}
 	return b.overCap
 }
@@ -851,6 +878,8 @@ func (b *Builder) Finish() *Profile {
 	// pos[stack] is 1 + the index of the stack in the thread's Samples (0:
 	// not yet), reset after each thread.
 	pos := make([]int32, len(p.Stacks))
+	var keys []uint64     // sortSamples' scratch
+	var tmp []StackSample // sortSamples' scratch
 	for _, t := range b.order {
 		t.flush()
 		if t.managed+t.external == 0 {
@@ -894,7 +923,6 @@ func (b *Builder) Finish() *Profile {
 			}
 		}
 		for _, s := range th.Samples {
-			pos[s.Stack] = 0
 			n := s.Count()
 			frames := int64(len(p.Stacks[s.Stack].Frames))
 			p.Symbols.SampleFrames += n * frames
@@ -902,12 +930,10 @@ func (b *Builder) Finish() *Profile {
 			p.Symbols.EventFrames += n * frames
 			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s.Stack])
 		}
-		slices.SortFunc(th.Samples, func(a, c StackSample) int {
-			if a.Count() != c.Count() {
-				return cmp.Compare(c.Count(), a.Count())
-			}
-			return cmp.Compare(a.Stack, c.Stack)
-		})
+		keys, tmp = sortSamples(th.Samples, pos, keys, tmp)
+		for _, s := range th.Samples {
+			pos[s.Stack] = 0
+		}
 		th.Timeline = t.timeline
 		for _, c := range th.Timeline.chunks {
 			for i := range c {
@@ -929,6 +955,34 @@ func (b *Builder) Finish() *Profile {
 	p.GC = b.gc
 	b.finishEvents(p, symOf, stackResolved)
 	return p
+}
+
+// sortSamples orders a thread's samples by count, largest first, then by
+// stack. It sorts a uint64 per sample (the count's complement above the
+// stack) rather than calling a comparison per pair, then places the samples
+// by their stack's pos (1 + the sample's index). keys and tmp are scratch,
+// returned for reuse.
+func sortSamples(samples []StackSample, pos []int32, keys []uint64, tmp []StackSample) ([]uint64, []StackSample) {
+	keys = keys[:0]
+	for _, s := range samples {
+		c := s.Count()
+		if c >= 1<<32 || uint64(s.Stack) >= 1<<32 { // never seen; sorted all the same
+			slices.SortFunc(samples, func(a, c StackSample) int {
+				if a.Count() != c.Count() {
+					return cmp.Compare(c.Count(), a.Count())
+				}
+				return cmp.Compare(a.Stack, c.Stack)
+			})
+			return keys, tmp
+		}
+		keys = append(keys, uint64(1<<32-1-c)<<32|uint64(s.Stack))
+	}
+	slices.Sort(keys)
+	tmp = append(tmp[:0], samples...)
+	for i, k := range keys {
+		samples[i] = tmp[pos[uint32(k)]-1]
+	}
+	return keys, tmp
 }
 
 // symbolise resolves every distinct address once and turns the raw stacks

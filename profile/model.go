@@ -266,7 +266,12 @@ func (tl *Timeline) add(r timelineRun) {
 		tl.chunks = append(tl.chunks, make([]timelineRun, 0, size))
 		k++
 	}
-	tl.chunks[k] = append(tl.chunks[k], r)
+	// Resliced in place rather than appended to: only the length is
+	// stored, not the chunk's pointer (a store the collector's write
+	// barrier would see while it marks).
+	n := len(tl.chunks[k])
+	tl.chunks[k] = tl.chunks[k][:n+1]
+	tl.chunks[k][n] = r
 	tl.n++
 }
 

@@ -13,6 +13,10 @@ type stackStore struct {
 	// frames[off[i]:off[i+1]].
 	frames []uint64
 	off    []int32
+	// hashes holds each stack's hash (the high half of hashStack), so that
+	// neither a lookup's probes nor the growth of slots hash stored stacks
+	// again.
+	hashes []uint32
 	// slots finds stacks: stack+1 per slot (0: empty), at most half full;
 	// inSlots counts them.
 	slots   []int32
@@ -33,6 +37,9 @@ func hashStack(frames []uint64) uint64 {
 	return h
 }
 
+// stackHash is the part of hashStack a stackStore keeps.
+func stackHash(frames []uint64) uint32 { return uint32(hashStack(frames) >> 32) }
+
 // hashAddr hashes an address (Fibonacci hashing, the high bits used).
 func hashAddr(a uint64) uint64 { return (a ^ a>>31) * 0x9E3779B97F4A7C15 }
 
@@ -42,57 +49,62 @@ func (s *stackStore) stacks() int { return max(len(s.off)-1, 0) }
 // stack returns the addresses of stack i.
 func (s *stackStore) stack(i int) []uint64 { return s.frames[s.off[i]:s.off[i+1]] }
 
-// find returns the stack with these addresses, -1 when there is none.
-func (s *stackStore) find(frames []uint64) int {
+// find returns the stack with these addresses and hash (stackHash), -1
+// when there is none.
+func (s *stackStore) find(frames []uint64, h uint32) int {
 	if len(s.slots) == 0 {
 		return -1
 	}
 	mask := uint64(len(s.slots) - 1)
-	for i := hashStack(frames) >> 32 & mask; ; i = (i + 1) & mask {
+	for i := uint64(h) & mask; ; i = (i + 1) & mask {
 		v := s.slots[i]
 		if v == 0 {
 			return -1
 		}
-		if slices.Equal(s.stack(int(v-1)), frames) {
+		if s.hashes[v-1] == h && slices.Equal(s.stack(int(v-1)), frames) {
 			return int(v - 1)
 		}
 	}
 }
 
-// add interns a stack that find did not find and returns its index. With
-// lookup false the stack is only stored (the over-the-cap placeholder):
-// find never returns it.
-func (s *stackStore) add(frames []uint64, lookup bool) int {
+// add interns a stack of hash h that find did not find and returns its
+// index. With lookup false the stack is only stored (the over-the-cap
+// placeholder): find never returns it.
+func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	if len(s.off) == 0 {
 		s.off = append(s.off, 0)
 	}
 	i := len(s.off) - 1
-	if need := len(s.frames) + len(frames); need > cap(s.frames) {
+	n := len(s.frames)
+	if need := n + len(frames); need > cap(s.frames) {
 		// Doubling: append grows a large slice by a quarter, which
 		// allocates about five times the final size in all.
-		s.frames = slices.Grow(s.frames, max(need, 2*cap(s.frames), 1024)-len(s.frames))
+		s.frames = slices.Grow(s.frames, max(need, 2*cap(s.frames), 1024)-n)
 	}
-	s.frames = append(s.frames, frames...)
+	// Resliced in place: no pointer is stored (see Timeline.add).
+	s.frames = s.frames[:n+len(frames)]
+	copy(s.frames[n:], frames)
 	s.off = append(s.off, int32(len(s.frames)))
+	s.hashes = append(s.hashes, h)
 	if lookup {
 		if 2*(s.inSlots+1) > len(s.slots) {
 			old := s.slots
 			s.slots = make([]int32, max(64, 2*len(old)))
 			for _, v := range old {
 				if v != 0 {
-					s.place(s.stack(int(v-1)), v)
+					s.place(s.hashes[v-1], v)
 				}
 			}
 		}
-		s.place(frames, int32(i+1))
+		s.place(h, int32(i+1))
 		s.inSlots++
 	}
 	return i
 }
 
-func (s *stackStore) place(frames []uint64, v int32) {
+func (s *stackStore) place(h uint32, v int32) {
 	mask := uint64(len(s.slots) - 1)
-	i := hashStack(frames) >> 32 & mask
+	i := uint64(h) & mask
 	for s.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -118,23 +130,39 @@ func (s *stackStore) hasAddr(a uint64) bool {
 	return len(s.addrSlots) > 0 && s.addrSlots[s.addrSlot(a)] != 0
 }
 
-// addAddr adds address a and reports whether it is new.
-func (s *stackStore) addAddr(a uint64) bool {
-	if 2*(len(s.addrs)+1) > len(s.addrSlots) {
+// reserveAddrs makes room for n more addresses: addAddr then neither
+// grows addrSlots nor reallocates addrs.
+func (s *stackStore) reserveAddrs(n int) {
+	if need := 2 * (len(s.addrs) + n); need > len(s.addrSlots) {
 		old := s.addrSlots
-		s.addrSlots = make([]int32, max(256, 2*len(old)))
+		size := max(256, len(old))
+		for size < need {
+			size *= 2
+		}
+		s.addrSlots = make([]int32, size)
 		for _, v := range old {
 			if v != 0 {
 				s.addrSlots[s.addrSlot(s.addrs[v-1])] = v
 			}
 		}
 	}
+	if cap(s.addrs)-len(s.addrs) < n {
+		s.addrs = slices.Grow(s.addrs, n)
+	}
+}
+
+// addAddr adds address a and reports whether it is new. reserveAddrs must
+// have made room for it.
+func (s *stackStore) addAddr(a uint64) bool {
 	i := s.addrSlot(a)
 	if s.addrSlots[i] != 0 {
 		return false
 	}
-	s.addrs = append(s.addrs, a)
-	s.addrSlots[i] = int32(len(s.addrs))
+	// Resliced in place: no pointer is stored (see Timeline.add).
+	n := len(s.addrs)
+	s.addrs = s.addrs[:n+1]
+	s.addrs[n] = a
+	s.addrSlots[i] = int32(n + 1)
 	return true
 }
 
