@@ -757,6 +757,20 @@ func (b *Builder) stackOfSlow(ev *nettrace.Event) int {
 		b.idRegion, b.idBase = ev.StackRegion, id
 	}
 	i := id - b.idBase // ids below idBase wrap around to idMap
+	if id < b.idBase {
+		// A region's first event need not have its lowest id: idStacks
+		// moves its base down, by at least its length (so that descending
+		// ids cost amortised constant time), while it spans at most
+		// maxIDStacks ids. The stacks of ids put in idMap before are found
+		// again by intern if their id now falls in idStacks.
+		gap := b.idBase - id
+		room := min(max(gap, uint32(len(b.idStacks))), b.idBase, maxIDStacks-uint32(len(b.idStacks)))
+		if room >= gap {
+			b.idStacks = slices.Insert(b.idStacks, 0, make([]int, room)...)
+			b.idBase -= room
+			i = id - b.idBase
+		}
+	}
 	if i < uint32(len(b.idStacks)) {
 		if s := b.idStacks[i]; s != 0 {
 			return s - 1
