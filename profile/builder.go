@@ -1004,27 +1004,30 @@ func sortSamples(samples []StackSample, pos []int32, keys []uint64, tmp []StackS
 // frames. It returns the p.Stacks index of each raw stack and the number of
 // resolved frames of each of p.Stacks.
 func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
-	nStacks := b.st.stacks()
-	// frameOf[i] is 1 + the frame of address b.st.addrs[i] (0: not yet),
-	// methodFrame[i] the same for method i of the symbol table: every
-	// return address in a method is one frame.
-	frameOf := make([]int32, len(b.st.addrs))
-	methodFrame := make([]int32, b.symbols.Methods())
+	nStacks, nAddrs := b.st.stacks(), len(b.st.addrs)
+	// Sized once (a frame per address at most, a stack per raw stack at
+	// most, every stack's frames in one array), and the tables of int32 in
+	// one allocation:
+	//   - frameOf[i] is 1 + the frame of address b.st.addrs[i] (0: not
+	//     yet), methodFrame[i] the same for method i of the symbol table:
+	//     every return address in a method is one frame;
+	//   - slots finds the symbolised stacks by their frames: index+1 in
+	//     p.Stacks per slot (0: empty), at most half full.
+	nSlots := max(2, 1<<bits.Len(uint(2*nStacks)))
+	tables := make([]int32, nAddrs+b.symbols.Methods()+nSlots)
+	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
+	mask := uint64(nSlots - 1)
+	ints := make([]int, 2*nStacks)
+	symOf, stackResolved = ints[:nStacks:nStacks], ints[nStacks:nStacks]
+	overCap := min(b.overCap+1, 1) // the over-the-cap frame
+	p.Frames = make([]Frame, 0, nAddrs+overCap)
+	p.Stacks = make([]Stack, 0, nStacks)
+	arena := make([]int, 0, len(b.st.frames)+overCap)
 	// Resolved frames merge by module and name; an unresolved address is a
 	// frame of its own.
-	var names frameNamer
-	// slots finds the symbolised stacks by their frames: index+1 in
-	// p.Stacks per slot (0: empty), at most half full.
-	slots := make([]int32, max(2, 1<<bits.Len(uint(2*nStacks))))
-	mask := uint64(len(slots) - 1)
-	symOf = make([]int, nStacks)
-	// Sized once: a frame per address (at most), a stack per raw stack (at
-	// most), and every stack's frames in one array.
-	p.Frames = make([]Frame, 0, len(b.st.addrs)+1)
-	p.Stacks = make([]Stack, 0, nStacks)
-	stackResolved = make([]int, 0, nStacks)
-	arena := make([]int, 0, len(b.st.frames)+1)
-	var frames []int // of the raw stack being resolved, reused
+	names := frameNamer{spans: make([]nameSpan, 0, nAddrs+overCap), buf: make([]byte, 0, 24*nAddrs)}
+	var frameBuf [64]int
+	frames := frameBuf[:0] // of the raw stack being resolved, reused
 	for i := range nStacks {
 		frames = frames[:0]
 		if i == b.overCap {
@@ -1155,9 +1158,35 @@ func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
 	fi := len(p.Frames)
 	p.Frames = append(p.Frames, Frame{Address: addr})
 	start := len(fn.buf)
-	fn.buf = strconv.AppendUint(append(fn.buf, "0x"...), addr, 16)
+	fn.buf = appendHex(fn.buf, addr)
 	fn.spans = append(fn.spans, nameSpan{fi, start, len(fn.buf), len(fn.buf), false})
 	return fi
+}
+
+// appendHex appends "0x" and v in lower-case hex, as
+// strconv.AppendUint(append(b, "0x"...), v, 16) does, without a loop per
+// digit (an unresolved frame is named so for each address): all 16 digits
+// are made eight at a time, then the leading zeros skipped.
+func appendHex(b []byte, v uint64) []byte {
+	var buf [18]byte
+	binary.BigEndian.PutUint64(buf[2:], hexDigits8(uint32(v>>32)))
+	binary.BigEndian.PutUint64(buf[10:], hexDigits8(uint32(v)))
+	i := 16 - max(1, (bits.Len64(v)+3)/4) // the first digit is buf[i+2]
+	buf[i], buf[i+1] = '0', 'x'
+	return append(b, buf[i:]...)
+}
+
+// hexDigits8 returns the eight hex digits of x, the least significant in
+// the low byte: each nibble spread into a byte of its own, then 0-9 offset
+// to '0'-'9' and 10-15 to 'a'-'f' (n+6 carries into bit 4 exactly when
+// n >= 10; no byte overflows into the next).
+func hexDigits8(x uint32) uint64 {
+	y := uint64(x)
+	y = (y | y<<16) & 0x0000FFFF0000FFFF
+	y = (y | y<<8) & 0x00FF00FF00FF00FF
+	y = (y | y<<4) & 0x0F0F0F0F0F0F0F0F
+	letters := (y + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return y + 0x3030303030303030 + letters*('a'-'0'-10)
 }
 
 // name sets the names and signatures of the frames, all in one string.

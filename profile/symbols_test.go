@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,5 +101,17 @@ func TestSymbolTablePayloads(t *testing.T) {
 	}
 	if _, ok := st.Lookup(0x10000 + 0x81); ok {
 		t.Error("an address past a method's end resolved")
+	}
+}
+
+func TestAppendHex(t *testing.T) {
+	vals := []uint64{0, 1, 9, 0xa, 0xf, 0x10, 0xff, 0x100, 0x7ff6a1b2c3d4, 1<<63 - 1, 1 << 63, ^uint64(0)}
+	for i := range 64 {
+		vals = append(vals, 1<<i, 1<<i-1, 0x9E3779B97F4A7C15>>i)
+	}
+	for _, v := range vals {
+		if got, want := string(appendHex([]byte("pre"), v)), "pre0x"+strconv.FormatUint(v, 16); got != want {
+			t.Errorf("appendHex(%d) = %q, want %q", v, got, want)
+		}
 	}
 }
