@@ -3,6 +3,7 @@ package profile
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"io"
