@@ -368,7 +368,7 @@ func WriteSpeedscope(w io.Writer, wp *Weighted) error {
 	b = appendJSONString(b, noFrames)
 	b = append(b, `}]},"profiles":[`...)
 	// Each stack's JSON array is encoded once, when first needed.
-	stacks := newStackArrays(len(wp.Frames), wp.Stacks)
+	stacks := newStackArrays(len(wp.Frames), wp.Stacks, merged)
 	var scratch []Run // the runs of a group without a timeline
 
 	// All threads: the distinct stacks with weight.
@@ -592,8 +592,18 @@ type stackArrays struct {
 	span []uint64 // lo<<32 | hi
 }
 
-func newStackArrays(frames int, stacks []Stack) stackArrays {
-	return stackArrays{frames: frames, stacks: stacks, span: make([]uint64, len(stacks))}
+// newStackArrays returns the arrays of stacks, with room for those whose
+// weight is not 0 (the stacks of the All threads profile).
+func newStackArrays(frames int, stacks []Stack, weights []int64) stackArrays {
+	// Each frame index takes at most as many digits as the largest.
+	digits := len(appendInt(nil, int64(frames)))
+	size := 0
+	for st, v := range weights {
+		if v != 0 {
+			size += 2 + max(len(stacks[st].Frames), 1)*(digits+1)
+		}
+	}
+	return stackArrays{frames: frames, stacks: stacks, enc: make([]byte, 0, size), span: make([]uint64, len(stacks))}
 }
 
 // get returns the array of a stack.
@@ -670,7 +680,7 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 		sortIndex[gi] = r
 	}
 	cw := chromiumWriter{w: w, wp: wp, period: time.Duration(wp.Period),
-		events: chromiumEvents{frames: wp.Frames, span: make([][3]int32, len(wp.Frames))}}
+		events: newChromiumEvents(wp.Frames)}
 	var err error
 	for gi := range wp.Groups {
 		g := &wp.Groups[gi]
@@ -714,6 +724,17 @@ type chromiumEvents struct {
 	// It has one entry per frame from the start: the loops that write
 	// the events read it inline, a load and a test per event.
 	span [][3]int32
+}
+
+func newChromiumEvents(frames []Frame) chromiumEvents {
+	// Room for the events of every frame, unless a name needs escaping:
+	// appending frame by frame would allocate about as much again.
+	size := 0
+	for i := range frames {
+		size += len(frames[i].Name) + max(len(frames[i].Module), len(unknownModule))
+	}
+	size = 2 * (size + len(frames)*len(",\n{\"ph\":\"B\",\"name\":\"\",\"cat\":\"\",\"ts\":"))
+	return chromiumEvents{frames: frames, enc: make([]byte, 0, size), span: make([][3]int32, len(frames))}
 }
 
 // encode writes frame f's events and returns their span.
