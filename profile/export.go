@@ -150,11 +150,11 @@ func (n *foldedNames) encode(frame int) [2]int32 {
 // profile Weighted.Pprof builds, encoded directly (see pprofenc.go): stored
 // up to 32 KB, compressed without state beyond (writeGzip).
 func WritePprof(w io.Writer, wp *Weighted) error {
-	raw, err := wp.appendPprof(nil)
+	raw, err := wp.appendPprof(make([]byte, gzipHeadRoom))
 	if err != nil {
 		return err
 	}
-	return writeGzip(w, raw)
+	return writeGzipAfter(w, raw)
 }
 
 // Pprof converts the profile to a github.com/google/pprof/profile value:
@@ -264,6 +264,19 @@ func systemName(f Frame) string {
 		return f.Signature[:i+1] + f.Name + f.Signature[i+2:]
 	}
 	return f.Name + " " + f.Signature
+}
+
+// writeSystemName writes systemName(f) of a frame with a signature.
+func writeSystemName(b *strings.Builder, f *Frame) {
+	if i := strings.Index(f.Signature, "  ("); i >= 0 {
+		b.WriteString(f.Signature[:i+1])
+		b.WriteString(f.Name)
+		b.WriteString(f.Signature[i+2:])
+		return
+	}
+	b.WriteString(f.Name)
+	b.WriteByte(' ')
+	b.WriteString(f.Signature)
 }
 
 // SpeedscopeSchema is the $schema value of speedscope files.

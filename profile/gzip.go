@@ -43,6 +43,29 @@ func writeGzip(w io.Writer, data []byte) error {
 	return writeStoredGzip(w, data)
 }
 
+// gzipHeadRoom is the room writeGzipAfter needs in front of the data: a
+// gzip header and the header of one stored block.
+const gzipHeadRoom = 10 + 5
+
+// writeGzipAfter writes buf[gzipHeadRoom:] as writeGzip does. Up to
+// storedGzipMax (one stored block) it fills the headers into the room in
+// front and appends the trailer, in place of copying the data into a
+// stream of its own: 8 bytes of spare capacity spare an allocation.
+func writeGzipAfter(w io.Writer, buf []byte) error {
+	data := buf[gzipHeadRoom:]
+	if len(data) > storedGzipMax {
+		return writeGzip(w, data)
+	}
+	// As writeStoredGzip writes it: the RFC 1952 header, then the block
+	// marked last, its size and the size's complement.
+	n := uint16(len(data))
+	copy(buf, []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255, 1, byte(n), byte(n >> 8), ^byte(n), ^byte(n >> 8)})
+	buf = binary.LittleEndian.AppendUint32(buf, crc32.ChecksumIEEE(data))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(data)))
+	_, err := w.Write(buf)
+	return err
+}
+
 // writeStoredGzip writes data as a gzip stream of stored blocks.
 func writeStoredGzip(w io.Writer, data []byte) error {
 	// RFC 1952 header: magic, deflate, no flags, no time, no extra flags,

@@ -31,5 +31,17 @@ func TestWriteGzip(t *testing.T) {
 				t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
 			}
 		}
+		// writeGzipAfter writes the same bytes as writeGzip, the data
+		// after room for the headers.
+		var want, got bytes.Buffer
+		if err := writeGzip(&want, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeGzipAfter(&got, append(make([]byte, gzipHeadRoom), data...)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%d bytes: writeGzipAfter wrote %d bytes unlike writeGzip's %d", n, got.Len(), want.Len())
+		}
 	}
 }

@@ -3,8 +3,10 @@ package profile
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // This file writes the pprof protocol buffer (github.com/google/pprof's
@@ -77,15 +79,24 @@ const (
 const pprofMappingID = 1
 
 // pprofStrings is a pprof string table: strings in order of first use,
-// "" first (index 0, as the format requires).
+// "" first (index 0, as the format requires). Its index is a table of its
+// own (open addressing, linear probing) rather than a map: a string is
+// hashed and compared once or twice, and the index takes 4 bytes a slot
+// (a map[string]int64 takes more than 24 bytes an entry, allocated anew
+// for every profile written).
 type pprofStrings struct {
 	list  []string
-	index map[string]int64
+	slots []int32 // list indexes; 0 (the index of "") for an empty slot
+	seed  maphash.Seed
 }
 
+// newPprofStrings returns a table with room for n strings without growing.
 func newPprofStrings(n int) *pprofStrings {
-	t := &pprofStrings{list: make([]string, 1, n+1), index: make(map[string]int64, n)}
-	return t
+	slots := 16
+	for slots < 2*n {
+		slots *= 2
+	}
+	return &pprofStrings{list: make([]string, 1, n+1), slots: make([]int32, slots), seed: maphash.MakeSeed()}
 }
 
 // id returns the index of s, adding it at the end the first time.
@@ -93,13 +104,33 @@ func (t *pprofStrings) id(s string) int64 {
 	if s == "" {
 		return 0
 	}
-	if i, ok := t.index[s]; ok {
-		return i
+	mask := uint64(len(t.slots) - 1)
+	i := maphash.String(t.seed, s) & mask
+	for ; t.slots[i] != 0; i = (i + 1) & mask {
+		if k := t.slots[i]; t.list[k] == s {
+			return int64(k)
+		}
 	}
-	i := int64(len(t.list))
+	k := len(t.list)
 	t.list = append(t.list, s)
-	t.index[s] = i
-	return i
+	t.slots[i] = int32(k)
+	if 2*k >= len(t.slots) {
+		t.grow()
+	}
+	return int64(k)
+}
+
+// grow doubles the slots (at most half of them are in use).
+func (t *pprofStrings) grow() {
+	t.slots = make([]int32, 2*len(t.slots))
+	mask := uint64(len(t.slots) - 1)
+	for k := 1; k < len(t.list); k++ {
+		i := maphash.String(t.seed, t.list[k]) & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = int32(k)
+	}
 }
 
 // varintLen is the encoded size of x as a varint.
@@ -186,8 +217,32 @@ func appendValueType(b []byte, field int, typ, unit int64) []byte {
 // a panic for a stack or frame index out of range.
 func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 	nFrames := len(w.Frames)
-	// Most frames have no signature: their system name is their name.
-	strs := newPprofStrings(nFrames + len(w.Comments) + 2*len(w.Types) + 8)
+	// The frames' part of the output and of the string table: at most a
+	// name, a system name and a module per frame, but most frames have no
+	// signature (their system name is their name) and share their module
+	// with the frame before.
+	frameSize, frameStrings, sysSize := 0, 0, 0
+	for i := range w.Frames {
+		f := &w.Frames[i]
+		// A location (<= 24 bytes with a 10-byte address), a function
+		// (<= 20 bytes with string indices below 1<<21), its strings (<=
+		// 4 bytes of key and length each beyond their bytes): the name,
+		// and the system name when the frame has a signature (the name
+		// and the signature).
+		frameSize += 24 + 20 + 4 + len(f.Name)
+		frameStrings++
+		if f.Signature != "" {
+			sysSize += len(f.Name) + len(f.Signature) + 1
+			frameSize += 4
+			frameStrings++
+		}
+		if i == 0 || f.Module != w.Frames[i-1].Module {
+			frameSize += len(f.Module) + 4
+			frameStrings++
+		}
+	}
+	frameSize += sysSize
+	strs := newPprofStrings(frameStrings + len(w.Comments) + 2*len(w.Types) + 8)
 
 	for _, t := range w.Types {
 		strs.id(t.Type)
@@ -237,24 +292,17 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 			size += lenFieldLen(n)
 		}
 	}
-	for i := range w.Frames {
-		f := &w.Frames[i]
-		// A location (<= 24 bytes with a 10-byte address), a function
-		// (<= 20 bytes with string indices below 1<<21), its strings (<=
-		// 4 bytes of key and length each beyond their bytes).
-		size += 24 + 20 + 12 + 2*len(f.Name) + len(f.Signature) + 1
-		if i == 0 || f.Module != w.Frames[i-1].Module {
-			size += len(f.Module) + 3
-		}
-	}
-	size += len(w.title()) + len(noFrames) + len(w.PeriodType.Type) + len(w.PeriodType.Unit) + 120
+	size += frameSize
+	title := w.title() // "process <pid>" is built by concatenation
+	size += len(title) + len(noFrames) + len(w.PeriodType.Type) + len(w.PeriodType.Unit) + 120
 	for _, t := range w.Types {
 		size += len(t.Type) + len(t.Unit) + 6
 	}
 	for _, c := range w.Comments {
 		size += len(c) + 3 + 10 + 3
 	}
-	b = slices.Grow(b, size)
+	// 8 bytes more for the gzip trailer of a small profile (WritePprof).
+	b = slices.Grow(b, size+8)
 
 	for _, t := range w.Types {
 		b = appendValueType(b, ppSampleType, strs.id(t.Type), strs.id(t.Unit))
@@ -308,7 +356,7 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 	for i := range w.Frames {
 		limit = max(limit, w.Frames[i].Address+1)
 	}
-	file := uint64(strs.id(w.title()))
+	file := uint64(strs.id(title))
 	n := uintFieldLen(pprofMappingID) + uintFieldLen(limit) + uintFieldLen(file) + uintFieldLen(1)
 	b = appendLenKey(b, ppMapping, n)
 	b = appendUintField(b, ppMappingID, pprofMappingID)
@@ -324,7 +372,20 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		b = appendPprofLocation(b, emptyID, 0)
 	}
 
-	// Functions: the name, the name with the signature, the module.
+	// Functions: the name, the name with the signature, the module. The
+	// system names are built in one string (a string each would be an
+	// allocation each), sysNames[sysEnds[k-1]:sysEnds[k]] that of the
+	// k-th frame with a signature.
+	var sysBuf strings.Builder
+	sysBuf.Grow(sysSize)
+	var sysEnds []int
+	for i := range w.Frames {
+		if f := &w.Frames[i]; f.Signature != "" {
+			writeSystemName(&sysBuf, f)
+			sysEnds = append(sysEnds, sysBuf.Len())
+		}
+	}
+	sysNames, sysLo := sysBuf.String(), 0
 	var lastModule string
 	var lastModuleID int64
 	for i := range w.Frames {
@@ -332,7 +393,8 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		name := strs.id(f.Name)
 		sys := name
 		if f.Signature != "" {
-			sys = strs.id(systemName(*f))
+			sys = strs.id(sysNames[sysLo:sysEnds[0]])
+			sysLo, sysEnds = sysEnds[0], sysEnds[1:]
 		}
 		if f.Module != lastModule || lastModuleID == 0 {
 			lastModule, lastModuleID = f.Module, strs.id(f.Module)
@@ -380,25 +442,49 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 }
 
 // appendPprofLocation appends a Location of the main mapping with one Line
-// of function id (the function of location id has the same ID).
+// of function id (the function of location id has the same ID), written
+// in place after one check for room.
 func appendPprofLocation(b []byte, id, address uint64) []byte {
 	line := uintFieldLen(id)
 	n := uintFieldLen(id) + uintFieldLen(pprofMappingID) + uintFieldLen(address) + lenFieldLen(line)
-	b = appendLenKey(b, ppLocation, n)
-	b = appendUintField(b, ppLocationID, id)
-	b = appendUintField(b, ppLocationMappingID, pprofMappingID)
-	b = appendUintField(b, ppLocationAddress, address)
-	b = appendLenKey(b, ppLocationLine, line)
-	return appendUintField(b, ppLineFunctionID, id)
+	i, m := len(b), lenFieldLen(n)
+	b = slices.Grow(b, m)[:i+m]
+	i = putLenKey(b, i, ppLocation, n)
+	i = putUintField(b, i, ppLocationID, id)
+	i = putUintField(b, i, ppLocationMappingID, pprofMappingID)
+	i = putUintField(b, i, ppLocationAddress, address)
+	i = putLenKey(b, i, ppLocationLine, line)
+	putUintField(b, i, ppLineFunctionID, id)
+	return b
 }
 
 // appendPprofFunction appends a Function; name, sys and file index the
-// string table.
+// string table. It is written in place after one check for room.
 func appendPprofFunction(b []byte, id uint64, name, sys, file int64) []byte {
 	n := uintFieldLen(id) + uintFieldLen(uint64(name)) + uintFieldLen(uint64(sys)) + uintFieldLen(uint64(file))
-	b = appendLenKey(b, ppFunction, n)
-	b = appendUintField(b, ppFunctionID, id)
-	b = appendUintField(b, ppFunctionName, uint64(name))
-	b = appendUintField(b, ppFunctionSystemName, uint64(sys))
-	return appendUintField(b, ppFunctionFilename, uint64(file))
+	i, m := len(b), lenFieldLen(n)
+	b = slices.Grow(b, m)[:i+m]
+	i = putLenKey(b, i, ppFunction, n)
+	i = putUintField(b, i, ppFunctionID, id)
+	i = putUintField(b, i, ppFunctionName, uint64(name))
+	i = putUintField(b, i, ppFunctionSystemName, uint64(sys))
+	putUintField(b, i, ppFunctionFilename, uint64(file))
+	return b
+}
+
+// putUintField writes a varint field at b[i:] as appendUintField appends
+// it (nothing when x is 0), returning the index past it.
+func putUintField(b []byte, i, field int, x uint64) int {
+	if x == 0 {
+		return i
+	}
+	b[i] = byte(field<<3 | wireVarint)
+	return putUvarint(b, i+1, x)
+}
+
+// putLenKey writes the key and length of a length-delimited field at
+// b[i:], returning the index past them.
+func putLenKey(b []byte, i, field, n int) int {
+	b[i] = byte(field<<3 | wireBytes)
+	return putUvarint(b, i+1, uint64(n))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -369,4 +370,60 @@ func BenchmarkPprofEncoding(b *testing.B) {
 		b.ReportMetric(float64(len(raw)), "raw-bytes")
 		b.ReportMetric(float64(out.Len()), "gzip-bytes")
 	})
+}
+
+// writeSystemName, which WritePprof uses, writes what systemName, which
+// Pprof uses, returns: the runtime's signature with the name where it left
+// two spaces, or the name then the signature.
+func TestAppendSystemName(t *testing.T) {
+	for _, c := range []struct {
+		f    Frame
+		want string
+	}{
+		{Frame{Name: "App.Type.Method", Signature: "instance void  (int32)"}, "instance void App.Type.Method(int32)"},
+		{Frame{Name: "App.Type.Method", Signature: "(int32)"}, "App.Type.Method (int32)"},
+		{Frame{Name: "M", Signature: "  ("}, " M("},
+	} {
+		if got := systemName(c.f); got != c.want {
+			t.Errorf("systemName(%+v) = %q, want %q", c.f, got, c.want)
+		}
+		var b strings.Builder
+		b.WriteString("x")
+		writeSystemName(&b, &c.f)
+		if got := b.String(); got != "x"+c.want {
+			t.Errorf("writeSystemName(%+v) = %q, want x%q", c.f, got, c.want)
+		}
+	}
+}
+
+// pprofStrings gives each string one index, in order of first use, "" 0,
+// also after growing past the room it was made with.
+func TestPprofStrings(t *testing.T) {
+	tab := newPprofStrings(2)
+	want := map[string]int64{"": 0}
+	for round := range 3 {
+		for i := range 1000 {
+			s := strconv.Itoa(i * 7 % 1000)
+			id := tab.id(s)
+			if w, ok := want[s]; ok && w != id {
+				t.Fatalf("round %d: %q has index %d, earlier %d", round, s, id, w)
+			} else if !ok {
+				if id != int64(len(want)) {
+					t.Fatalf("%q: index %d for the string number %d", s, id, len(want))
+				}
+				want[s] = id
+			}
+		}
+		if tab.id("") != 0 {
+			t.Fatal(`"" is not 0`)
+		}
+	}
+	if len(tab.list) != len(want) {
+		t.Fatalf("%d strings listed, want %d", len(tab.list), len(want))
+	}
+	for s, id := range want {
+		if tab.list[id] != s {
+			t.Errorf("list[%d] = %q, want %q", id, tab.list[id], s)
+		}
+	}
 }
