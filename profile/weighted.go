@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 )
 
@@ -167,10 +168,15 @@ func (p *Profile) Weighted(measure string) (*Weighted, error) {
 	for _, t := range p.Threads {
 		n += len(t.Samples)
 	}
-	values := make([]int64, 0, 3*n) // one allocation for every sample's values
+	// One allocation for every sample's values, one for the samples (each
+	// group's slice capped at its own).
+	values := make([]int64, 0, 3*n)
+	samples := make([]Sample, n)
+	w.Groups = make([]Group, 0, len(p.Threads))
 	for _, t := range p.Threads {
-		g := Group{Name: fmt.Sprintf("Thread %d", t.ID), ThreadID: t.ID, Work: t.Work(),
-			Samples: make([]Sample, len(t.Samples))}
+		g := Group{Name: "Thread " + strconv.FormatUint(t.ID, 10), ThreadID: t.ID, Work: t.Work(),
+			Samples: samples[:len(t.Samples):len(t.Samples)]}
+		samples = samples[len(t.Samples):]
 		for i, s := range t.Samples {
 			values = append(values, s.Count(), s.Count()*period, s.Managed*period)
 			g.Samples[i] = Sample{Stack: s.Stack, Values: values[len(values)-3 : len(values) : len(values)]}
