@@ -20,10 +20,16 @@ func threadSlot(id uint64) int {
 	return int((id * 0x9E3779B97F4A7C15) >> (64 - threadBits))
 }
 
-// thread returns the accumulator of an OS thread, made on first use.
+// thread returns the accumulator of an OS thread, made on first use. A
+// thread's slot in the cache is threadSlot, or the other slot of its pair
+// when two threads of a trace share one (two of 15 threads do in a real
+// trace), so that neither goes through the map at each of its samples.
 func (b *Builder) thread(id uint64) *threadAcc {
 	i := threadSlot(id)
 	if t := b.tcache[i]; t != nil && t.id == id {
+		return t
+	}
+	if t := b.tcache[i^1]; t != nil && t.id == id {
 		return t
 	}
 	t := b.threads[id]
@@ -31,6 +37,9 @@ func (b *Builder) thread(id uint64) *threadAcc {
 		t = &threadAcc{id: id, kept: b.keep == nil || b.keep[id],
 			first: math.MaxInt64, last: math.MinInt64, firstStack: -1}
 		b.threads[id] = t
+	}
+	if b.tcache[i] != nil && b.tcache[i^1] == nil {
+		i ^= 1
 	}
 	b.tcache[i] = t
 	return t
