@@ -257,21 +257,30 @@ func (tl *Timeline) last() *timelineRun {
 
 // add appends a run.
 func (tl *Timeline) add(r timelineRun) {
-	k := len(tl.chunks) - 1
-	if k < 0 || len(tl.chunks[k]) == cap(tl.chunks[k]) {
-		size := minTimelineChunk
-		if k >= 0 {
-			size = min(2*cap(tl.chunks[k]), maxTimelineChunk)
+	if k := len(tl.chunks) - 1; k >= 0 {
+		c := &tl.chunks[k]
+		if n := len(*c); n < cap(*c) {
+			// Resliced in place rather than appended to: only the length
+			// is stored, not the chunk's pointer (a store the collector's
+			// write barrier would see while it marks).
+			*c = (*c)[:n+1]
+			(*c)[n] = r
+			tl.n++
+			return
 		}
-		tl.chunks = append(tl.chunks, make([]timelineRun, 0, size))
-		k++
 	}
-	// Resliced in place rather than appended to: only the length is
-	// stored, not the chunk's pointer (a store the collector's write
-	// barrier would see while it marks).
-	n := len(tl.chunks[k])
-	tl.chunks[k] = tl.chunks[k][:n+1]
-	tl.chunks[k][n] = r
+	tl.addChunk(r)
+}
+
+// addChunk appends a run in a new chunk.
+func (tl *Timeline) addChunk(r timelineRun) {
+	size := minTimelineChunk
+	if k := len(tl.chunks) - 1; k >= 0 {
+		size = min(2*cap(tl.chunks[k]), maxTimelineChunk)
+	}
+	c := make([]timelineRun, 1, size)
+	c[0] = r
+	tl.chunks = append(tl.chunks, c)
 	tl.n++
 }
 
