@@ -19,30 +19,47 @@ type SymbolTable struct {
 	// slots finds a method by its start address: methods index+1 per slot
 	// (0: empty), at most half full.
 	slots []int32
-	// raw holds the payloads of the methods added by AddMethodPayload
-	// whose names are not decoded yet, one after the other (one allocation
-	// per doubling instead of one per method); rawDead counts the bytes
-	// that no method refers to any more (replaced or decoded).
-	raw     []byte
-	rawDead int
-	modules map[uint64]string
+	// chunks hold the payloads of the methods added by AddMethodPayload
+	// whose names are not decoded yet, one after the other in chunks of at
+	// most rawChunk bytes (filled, never grown or copied; a chunk per
+	// allocation instead of one per method); rawLive and rawDead count the
+	// payload bytes methods refer to and those they no longer do (replaced
+	// or decoded).
+	chunks           [][]byte
+	rawLive, rawDead int
+	// names are the decoded names of methods (method.names); freeNames
+	// are the indexes+1 of those of replaced methods, for reuse.
+	names     []methodNames
+	freeNames []int32
+	modules   map[uint64]string
 	// starts are the methods' start addresses in order, made by the first
 	// lookup after an addition (slots finds the methods).
 	starts []uint64
 	sorted bool
 }
 
+// method is a method's code range and where its names are; it holds no
+// pointer, so that a table of 100 000 methods costs the collector nothing.
 type method struct {
 	start, end uint64
 	moduleID   uint64
-	name       string // Namespace.Type.Method
-	signature  string
-	// raw[rawOff:rawOff+rawLen] of the table is the undecoded payload of
-	// a method added by AddMethodPayload (rawLen 0 once its names are
-	// decoded).
-	rawOff, rawLen uint32
-	version        uint8
+	// The undecoded payload is chunks[chunk][off:off+n] (n 0: none);
+	// names-1 is the index of the decoded names in SymbolTable.names (0:
+	// not decoded).
+	chunk, off, n uint32
+	names         int32
+	version       uint8
 }
+
+// methodNames are a method's decoded names.
+type methodNames struct {
+	name      string // Namespace.Type.Method
+	signature string
+}
+
+// rawChunk is the size of the chunks that hold method payloads (the
+// first ones smaller, for a trace with few methods).
+const rawChunk = 16 << 10
 
 // AddMethod records a method's code range. A later event for the same start
 // address replaces the earlier one (rundown repeats what the session saw).
@@ -50,15 +67,16 @@ func (t *SymbolTable) AddMethod(m *clrevents.MethodLoadVerbose) {
 	if m.MethodSize == 0 {
 		return
 	}
-	t.put(method{start: m.MethodStartAddress, end: m.MethodStartAddress + uint64(m.MethodSize),
-		moduleID: m.ModuleID, name: m.FullName(), signature: m.MethodSignature})
+	rec := method{start: m.MethodStartAddress, end: m.MethodStartAddress + uint64(m.MethodSize), moduleID: m.ModuleID}
+	t.setNames(&rec, m.FullName(), m.MethodSignature)
+	t.put(rec)
 }
 
 // AddMethodPayload records a method from the raw payload of a
 // MethodLoadVerbose or MethodDC*Verbose event. Only the fixed-size fields
 // are decoded now; the names are decoded when an address first resolves to
 // the method, so methods that no stack touches cost a copy of their payload
-// (into one buffer shared by all) and no string conversions.
+// (into chunks shared by all) and no string conversions.
 func (t *SymbolTable) AddMethodPayload(payload []byte, version uint8) error {
 	r, err := clrevents.DecodeMethodRange(payload, version)
 	if err != nil {
@@ -67,31 +85,67 @@ func (t *SymbolTable) AddMethodPayload(payload []byte, version uint8) error {
 	if r.MethodSize == 0 {
 		return nil
 	}
-	rec := method{start: r.MethodStartAddress, end: r.MethodStartAddress + uint64(r.MethodSize), moduleID: r.ModuleID}
-	if uint64(len(t.raw))+uint64(len(payload)) > math.MaxUint32 {
-		// Beyond what the offsets can say (about 10 million methods):
-		// decoded now.
-		rec.name, rec.signature = methodNames(payload, version, rec.start)
+	rec := method{start: r.MethodStartAddress, end: r.MethodStartAddress + uint64(r.MethodSize), moduleID: r.ModuleID,
+		version: version}
+	if uint64(len(payload)) > math.MaxUint32 {
+		// Beyond what a chunk offset can say (no nettrace event is this
+		// large): decoded now.
+		name, sig := decodeNames(payload, version, rec.start)
+		t.setNames(&rec, name, sig)
 		t.put(rec)
 		return nil
 	}
 	if i := t.lookupStart(rec.start); i >= 0 {
 		// Unload and rundown events repeat the load's payload: one of
 		// the same size is written over the old one.
-		if old := &t.methods[i]; int(old.rawLen) == len(payload) {
-			copy(t.raw[old.rawOff:], payload)
-			rec.rawOff, rec.rawLen, rec.version = old.rawOff, old.rawLen, version
+		if old := &t.methods[i]; int(old.n) == len(payload) {
+			copy(t.payload(old), payload)
+			rec.chunk, rec.off, rec.n = old.chunk, old.off, old.n
 			*old = rec
 			return nil
 		}
 	}
-	if t.rawDead > 1<<16 && t.rawDead > len(t.raw)/2 {
+	if t.rawDead > 1<<16 && t.rawDead > t.rawLive {
 		t.compactRaw()
 	}
-	rec.rawOff, rec.rawLen, rec.version = uint32(len(t.raw)), uint32(len(payload)), version
-	t.raw = append(t.raw, payload...)
+	t.store(&rec, payload)
 	t.put(rec)
 	return nil
+}
+
+// store copies a payload into the chunks for method m.
+func (t *SymbolTable) store(m *method, payload []byte) {
+	last := len(t.chunks) - 1
+	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < len(payload) {
+		size := rawChunk
+		if last < 4 {
+			size >>= 4 - last // 1, 2, 4, 8 KB first
+		}
+		t.chunks = append(t.chunks, make([]byte, 0, max(size, len(payload))))
+		last++
+	}
+	c := t.chunks[last]
+	m.chunk, m.off, m.n = uint32(last), uint32(len(c)), uint32(len(payload))
+	t.chunks[last] = append(c, payload...)
+	t.rawLive += len(payload)
+}
+
+// setNames records decoded names for method m.
+func (t *SymbolTable) setNames(m *method, name, signature string) {
+	if k := len(t.freeNames) - 1; k >= 0 {
+		m.names, t.freeNames = t.freeNames[k], t.freeNames[:k]
+		t.names[m.names-1] = methodNames{name, signature}
+		return
+	}
+	t.names = append(t.names, methodNames{name, signature})
+	m.names = int32(len(t.names))
+}
+
+// dropPayload forgets method m's payload.
+func (t *SymbolTable) dropPayload(m *method) {
+	t.rawLive -= int(m.n)
+	t.rawDead += int(m.n)
+	m.n = 0
 }
 
 // put adds a method, or replaces the one with the same start.
@@ -104,8 +158,13 @@ func (t *SymbolTable) put(rec method) {
 	}
 	j := t.slot(rec.start)
 	if v := t.slots[j]; v != 0 {
-		t.rawDead += int(t.methods[v-1].rawLen)
-		t.methods[v-1] = rec
+		old := &t.methods[v-1]
+		t.dropPayload(old)
+		if old.names != 0 {
+			t.names[old.names-1] = methodNames{}
+			t.freeNames = append(t.freeNames, old.names)
+		}
+		*old = rec
 		return
 	}
 	t.methods = append(t.methods, rec)
@@ -132,18 +191,16 @@ func (t *SymbolTable) slot(start uint64) uint64 {
 	}
 }
 
-// compactRaw drops the payload bytes no method refers to.
+// compactRaw copies the payloads methods refer to into new chunks,
+// dropping the rest.
 func (t *SymbolTable) compactRaw() {
-	raw := make([]byte, 0, len(t.raw)-t.rawDead)
+	old := t.chunks
+	t.chunks, t.rawLive, t.rawDead = nil, 0, 0
 	for i := range t.methods {
-		m := &t.methods[i]
-		if m.rawLen > 0 {
-			off := len(raw)
-			raw = append(raw, t.payload(m)...)
-			m.rawOff = uint32(off)
+		if m := &t.methods[i]; m.n > 0 {
+			t.store(m, old[m.chunk][m.off:m.off+m.n])
 		}
 	}
-	t.raw, t.rawDead = raw, 0
 }
 
 // AddModule records a module's name from its IL path (or native path).
@@ -196,12 +253,13 @@ func (t *SymbolTable) Lookup(addr uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	m := &t.methods[i]
-	if m.rawLen > 0 {
-		m.name, m.signature = methodNames(t.payload(m), m.version, m.start)
-		t.rawDead += int(m.rawLen)
-		m.rawLen = 0
+	if m.names == 0 {
+		name, sig := decodeNames(t.payload(m), m.version, m.start)
+		t.setNames(m, name, sig)
+		t.dropPayload(m)
 	}
-	return Symbol{Name: m.name, Signature: m.signature, Module: t.modules[m.moduleID], Start: m.start}, true
+	n := &t.names[m.names-1]
+	return Symbol{Name: n.name, Signature: n.signature, Module: t.modules[m.moduleID], Start: m.start}, true
 }
 
 // index is the method an address resolves to as Lookup resolves it, -1 for
@@ -215,10 +273,10 @@ func (t *SymbolTable) index(addr uint64) int {
 }
 
 // payload is the undecoded payload of a method added by AddMethodPayload.
-func (t *SymbolTable) payload(m *method) []byte { return t.raw[m.rawOff : m.rawOff+m.rawLen] }
+func (t *SymbolTable) payload(m *method) []byte { return t.chunks[m.chunk][m.off : m.off+m.n] }
 
-// methodNames decodes the names of a method payload whose range decoded.
-func methodNames(payload []byte, version uint8, start uint64) (name, signature string) {
+// decodeNames decodes the names of a method payload whose range decoded.
+func decodeNames(payload []byte, version uint8, start uint64) (name, signature string) {
 	full, err := clrevents.DecodeMethodLoadVerbose(payload, version)
 	if err != nil {
 		// The range decoded but the names did not: keep the frame
@@ -233,15 +291,16 @@ func methodNames(payload []byte, version uint8, start uint64) (name, signature s
 // a string per method.
 func (t *SymbolTable) appendNames(dst []byte, i int) ([]byte, int) {
 	m := &t.methods[i]
-	if m.rawLen > 0 {
+	if m.names == 0 {
 		out, n, err := clrevents.AppendMethodNames(dst, t.payload(m), m.version)
 		if err == nil {
 			return out, n
 		}
-		name, sig := methodNames(t.payload(m), m.version, m.start)
+		name, sig := decodeNames(t.payload(m), m.version, m.start)
 		return append(append(dst, name...), sig...), len(name)
 	}
-	return append(append(dst, m.name...), m.signature...), len(m.name)
+	n := &t.names[m.names-1]
+	return append(append(dst, n.name...), n.signature...), len(n.name)
 }
 
 // method returns method i's start address and module name.

@@ -64,8 +64,12 @@ func TestSymbolTablePayloads(t *testing.T) {
 		if st.Methods() != n {
 			t.Fatalf("round %d: %d methods, want %d", round, st.Methods(), n)
 		}
-		if live := n * len(methodPayload(0, 0, 0, "App.Type100"+strings.Repeat("x", 19), "Run")); len(st.raw) > 2*live+1<<16 {
-			t.Fatalf("round %d: %d payload bytes kept for %d live", round, len(st.raw), live)
+		kept := 0
+		for _, c := range st.chunks {
+			kept += len(c)
+		}
+		if live := n * len(methodPayload(0, 0, 0, "App.Type100"+strings.Repeat("x", 19), "Run")); kept > 2*live+1<<16 {
+			t.Fatalf("round %d: %d payload bytes kept for %d live", round, kept, live)
 		}
 	}
 	// Version 2 wants a ReJITID: without it the names do not decode and
@@ -101,6 +105,26 @@ func TestSymbolTablePayloads(t *testing.T) {
 	}
 	if _, ok := st.Lookup(0x10000 + 0x81); ok {
 		t.Error("an address past a method's end resolved")
+	}
+	// Decoded methods replaced again and again keep one set of names each.
+	for round := range 50 {
+		for i := range 10 {
+			start := 0x10000 + uint64(i)*0x100
+			st.AddMethod(&clrevents.MethodLoadVerbose{MethodStartAddress: start, MethodSize: 0x80, ModuleID: 1,
+				MethodNamespace: "App.Again", MethodName: fmt.Sprint(round)})
+			if _, ok := st.Lookup(start + 1); !ok {
+				t.Fatalf("Lookup(%#x) failed", start+1)
+			}
+			if err := st.AddMethodPayload(methodPayload(start, 0x80, 1, "App.Again", fmt.Sprint(round)), 2); err != nil {
+				t.Fatal(err)
+			}
+			if s, _ := st.Lookup(start + 1); s.Name != "App.Again."+fmt.Sprint(round) {
+				t.Fatalf("Lookup(%#x) = %q after round %d", start+1, s.Name, round)
+			}
+		}
+	}
+	if len(st.names) > 20 {
+		t.Errorf("%d decoded names kept for 10 methods redefined 100 times", len(st.names))
 	}
 }
 
