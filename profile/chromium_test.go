@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -217,6 +220,42 @@ func TestChromiumRunsApart(t *testing.T) {
 		}
 		if begins != want {
 			t.Errorf("RunsApart %v: %d B events, want %d\n%s", apart, begins, want, buf.Bytes())
+		}
+	}
+}
+
+// The Chromium writer's timestamps, which keep the seconds of the one
+// before, read as appendMicros writes them:
+// growing by little and by much, across digit counts, going back, below
+// 10 ms and negative, and after a new group's suffix.
+func TestChromiumStamp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var c chromiumWriter
+	c.setSuffix("1", "2")
+	var ns int64
+	for i := range 20000 {
+		switch i % 7 {
+		case 0:
+			ns += rng.Int64N(1000)
+		case 1:
+			ns += rng.Int64N(100_000_000)
+		case 2:
+			ns = rng.Int64N(100_000_000_000_000)
+		case 3:
+			ns -= rng.Int64N(20_000_000)
+		case 4: // about a whole second, 1 s or 10 s
+			ns = []int64{1, 10, rng.Int64N(100)}[i%3]*1_000_000_000 + rng.Int64N(3_000) - 1_500
+		case 5:
+			ns = rng.Int64N(20_000_000) - 1_000_000
+		default:
+			if i%1000 == 6 {
+				c.setSuffix("1", strconv.Itoa(i))
+			}
+		}
+		c.stamp(time.Duration(ns))
+		want := string(appendMicros(nil, ns)) + string(c.stampBuf[microsLen:])
+		if string(c.ts) != want {
+			t.Fatalf("step %d: stamp(%d) = %s, want %s", i, ns, c.ts, want)
 		}
 	}
 }

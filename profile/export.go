@@ -782,6 +782,10 @@ type chromiumWriter struct {
 	// is the timestamp and the suffix, what ends every event at that time.
 	stampBuf []byte
 	ts       []byte
+	// stampHigh is the current timestamp's whole seconds (its digits
+	// above the last six of microseconds), 0 when it has none (or is
+	// negative).
+	stampHigh uint64
 	// The state of the group being written: open is the stack whose
 	// frames are open (leaf first; nil for none; all of a stack's frames
 	// are open once its run is written), openStack its index (-1 for
@@ -798,6 +802,7 @@ func (c *chromiumWriter) setSuffix(pid, tid string) {
 	c.stampBuf = append(append(append(append(append(c.stampBuf[:0], make([]byte, microsLen)...),
 		`,"pid":`...), pid...), `,"tid":`...), tid...)
 	c.stampBuf = append(c.stampBuf, '}')
+	c.stampHigh = 0
 }
 
 // appendRuns appends the events of a group's Runs: a frame opens when it
@@ -880,8 +885,32 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 
 // stamp sets ts to the end of an event at t: its timestamp then the
 // group's suffix.
+//
+// A thread's timestamps grow, and most share their seconds (the digits
+// above the last six of microseconds) with the one before: those digits
+// are left in place and only the last six and the decimals are written
+// (putMicros writes every digit, two at a time, with a division by 100
+// for each pair).
 func (c *chromiumWriter) stamp(t time.Duration) {
-	lo := putMicros((*[microsLen]byte)(c.stampBuf), int64(t))
+	buf := (*[microsLen]byte)(c.stampBuf)
+	if t >= 0 {
+		us := uint64(t) / 1000
+		if high := us / 1e6; high != 0 && high == c.stampHigh {
+			low, frac := us%1e6, uint64(t)%1000
+			p, q := low/1e4, low/100%100
+			r, f := low%100, frac%100
+			buf[microsLen-10], buf[microsLen-9] = digitPairs[2*p], digitPairs[2*p+1]
+			buf[microsLen-8], buf[microsLen-7] = digitPairs[2*q], digitPairs[2*q+1]
+			buf[microsLen-6], buf[microsLen-5] = digitPairs[2*r], digitPairs[2*r+1]
+			buf[microsLen-3] = byte('0' + frac/100)
+			buf[microsLen-2], buf[microsLen-1] = digitPairs[2*f], digitPairs[2*f+1]
+			return
+		}
+		c.stampHigh = us / 1e6
+	} else {
+		c.stampHigh = 0
+	}
+	lo := putMicros(buf, int64(t))
 	c.ts = c.stampBuf[lo:]
 }
 
