@@ -561,13 +561,18 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 }
 
 // weightText writes the weights of runs, count × period, as the elements
-// of a JSON list, keeping the text of the last one.
+// of a JSON list, keeping the text of the last one and of the small
+// counts (a thread whose runs alternate between one and two samples would
+// otherwise have every weight formatted).
 type weightText struct {
 	period, count int64
 	// buf[lo:n] is the next element: a comma (lo 0; 1 for the first
 	// element), then count × period.
 	lo, n int
 	buf   [21]byte
+	// small[c] is buf for count c, smallN[c] its n (0 until written).
+	small  [8][21]byte
+	smallN [8]uint8
 }
 
 // newWeightText returns a weightText whose next element is the first,
@@ -587,9 +592,17 @@ func (t *weightText) text(count int64) []byte {
 	return s
 }
 
-// set writes the text of count × period.
+// set makes count × period the text of the next elements.
 func (t *weightText) set(count int64) {
-	t.count, t.n = count, len(appendInt(t.buf[:1], count*t.period))
+	t.count = count
+	if uint64(count) < uint64(len(t.small)) && t.smallN[count] != 0 {
+		t.buf, t.n = t.small[count], int(t.smallN[count])
+		return
+	}
+	t.n = len(appendInt(t.buf[:1], count*t.period))
+	if uint64(count) < uint64(len(t.small)) {
+		t.small[count], t.smallN[count] = t.buf, uint8(t.n)
+	}
 }
 
 // stackArrays encodes stacks as speedscope sample arrays (frame indexes,
