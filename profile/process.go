@@ -29,17 +29,28 @@ func utf16z(b []byte) string {
 // framework ("/usr/share/dotnet/shared/Microsoft.NETCore.App/3.1.2/..."
 // gives "3.1.2"), "" when the path has none.
 func versionFromPath(p string) string {
-	p = strings.ReplaceAll(p, `\`, "/")
-	const dir = "/Microsoft.NETCore.App/"
-	i := strings.Index(p, dir)
-	if i < 0 {
-		return ""
+	// The first "Microsoft.NETCore.App" between separators (either kind:
+	// no copy of the path with the separators made one), then the
+	// directory after it.
+	const dir = "Microsoft.NETCore.App"
+	sep := func(i int) bool { return i >= 0 && i < len(p) && (p[i] == '/' || p[i] == '\\') }
+	for off := 0; ; {
+		i := strings.Index(p[off:], dir)
+		if i < 0 {
+			return ""
+		}
+		i += off
+		if !sep(i-1) || !sep(i+len(dir)) {
+			off = i + 1
+			continue
+		}
+		rest := p[i+len(dir)+1:]
+		j := strings.IndexAny(rest, `/\`)
+		if j <= 0 || rest[0] < '0' || rest[0] > '9' {
+			return ""
+		}
+		return rest[:j]
 	}
-	v, _, ok := strings.Cut(p[i+len(dir):], "/")
-	if !ok || v == "" || v[0] < '0' || v[0] > '9' {
-		return ""
-	}
-	return v
 }
 
 // processName names the application a command line runs: the first

@@ -224,10 +224,11 @@ func moduleName(path string) string {
 	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
 		path = path[i+1:]
 	}
-	lower := strings.ToLower(path)
-	for _, ext := range []string{".ni.dll", ".ni.exe", ".dll", ".exe"} {
-		if strings.HasSuffix(lower, ext) {
-			return path[:len(path)-len(ext)]
+	// The extensions compare without case (no lower-cased copy of the
+	// path: every module event would allocate one).
+	for _, ext := range [...]string{".ni.dll", ".ni.exe", ".dll", ".exe"} {
+		if n := len(path) - len(ext); n >= 0 && strings.EqualFold(path[n:], ext) {
+			return path[:n]
 		}
 	}
 	return path

@@ -139,3 +139,48 @@ func TestAppendHex(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleAndVersionFromPath holds moduleName and versionFromPath to the
+// plain versions they replaced (a lower-cased copy of the path; the path
+// with its separators made one).
+func TestModuleAndVersionFromPath(t *testing.T) {
+	oldModule := func(path string) string {
+		if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+			path = path[i+1:]
+		}
+		lower := strings.ToLower(path)
+		for _, ext := range []string{".ni.dll", ".ni.exe", ".dll", ".exe"} {
+			if strings.HasSuffix(lower, ext) {
+				return path[:len(path)-len(ext)]
+			}
+		}
+		return path
+	}
+	oldVersion := func(p string) string {
+		p = strings.ReplaceAll(p, `\`, "/")
+		const dir = "/Microsoft.NETCore.App/"
+		i := strings.Index(p, dir)
+		if i < 0 {
+			return ""
+		}
+		v, _, ok := strings.Cut(p[i+len(dir):], "/")
+		if !ok || v == "" || v[0] < '0' || v[0] > '9' {
+			return ""
+		}
+		return v
+	}
+	paths := []string{"", "a", ".dll", "x.DLL", "App.ni.EXE", "App.Ni.Dll", "App.exe.dll", "dll", "App.dlll", "Éé.DLL", "İ.dll", "K.exe",
+		`C:\Program Files\dotnet\shared\Microsoft.NETCore.App\5.0.4\System.Private.CoreLib.dll`,
+		"/usr/share/dotnet/shared/Microsoft.NETCore.App/3.1.2/System.Runtime.dll",
+		"/x/Microsoft.NETCore.App/", "/x/Microsoft.NETCore.App/3.1", "/x/Microsoft.NETCore.App//a", "/x/Microsoft.NETCore.App/v3/a",
+		"Microsoft.NETCore.App/3.1.2/a", "/xMicrosoft.NETCore.App/3.1.2/a", "/Microsoft.NETCore.Apps/1/a/Microsoft.NETCore.App/2.0/b",
+		`/a\Microsoft.NETCore.App\6.0.1\b`, "/Microsoft.NETCore.App/x/Microsoft.NETCore.App/7.0/b", "/Microsoft.NETCore.App"}
+	for _, p := range paths {
+		if got, want := moduleName(p), oldModule(p); got != want {
+			t.Errorf("moduleName(%q) = %q, want %q", p, got, want)
+		}
+		if got, want := versionFromPath(p), oldVersion(p); got != want {
+			t.Errorf("versionFromPath(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
