@@ -481,10 +481,27 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	if ts < b.minTS {
 		b.minTS = ts
 	}
-	var kind eventKind
+	// The most frequent kinds are dispatched here with no call before, so
+	// that nothing is saved on the stack for them.
+	kind := kindUnknown
 	if i := md.Index(); uint(i) < uint(len(b.byIndex)) {
-		kind = b.byIndex[i]
+		switch kind = b.byIndex[i]; kind {
+		case kindOther:
+			return
+		case kindSample:
+			b.addSample(ev)
+			return
+		case kindAllocTick:
+			b.addAllocTick(ev, uint8(min(md.Version, 255)))
+			return
+		}
 	}
+	b.addEvent(ev, md, kind, ts)
+}
+
+// addEvent is Add for the other kinds of events, and for those of a kind
+// not classified yet (kindUnknown).
+func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind eventKind, ts int64) {
 	if kind == kindUnknown {
 		kind = b.classify(md)
 	}
