@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 	"strconv"
@@ -78,15 +79,20 @@ func (t *SymbolTable) AddMethod(m *clrevents.MethodLoadVerbose) {
 // the method, so methods that no stack touches cost a copy of their payload
 // (into chunks shared by all) and no string conversions.
 func (t *SymbolTable) AddMethodPayload(payload []byte, version uint8) error {
-	r, err := clrevents.DecodeMethodRange(payload, version)
-	if err != nil {
+	if len(payload) < 36 {
+		_, err := clrevents.DecodeMethodRange(payload, version) // names the field
 		return err
 	}
-	if r.MethodSize == 0 {
+	// ModuleID at 8, MethodStartAddress at 16, MethodSize at 24 of the 36
+	// fixed bytes (clrevents.DecodeMethodRange), read in place: the
+	// decoder is a call per method event, and does not inline.
+	le := binary.LittleEndian
+	fixed := payload[:36]
+	start, size := le.Uint64(fixed[16:]), le.Uint32(fixed[24:])
+	if size == 0 {
 		return nil
 	}
-	rec := method{start: r.MethodStartAddress, end: r.MethodStartAddress + uint64(r.MethodSize), moduleID: r.ModuleID,
-		version: version}
+	rec := method{start: start, end: start + uint64(size), moduleID: le.Uint64(fixed[8:]), version: version}
 	if uint64(len(payload)) > math.MaxUint32 {
 		// Beyond what a chunk offset can say (no nettrace event is this
 		// large): decoded now.
@@ -95,10 +101,12 @@ func (t *SymbolTable) AddMethodPayload(payload []byte, version uint8) error {
 		t.put(rec)
 		return nil
 	}
-	if i := t.lookupStart(rec.start); i >= 0 {
+	t.reserve()
+	j := t.slot(rec.start)
+	if v := t.slots[j]; v != 0 {
 		// Unload and rundown events repeat the load's payload: one of
 		// the same size is written over the old one.
-		if old := &t.methods[i]; int(old.n) == len(payload) {
+		if old := &t.methods[v-1]; int(old.n) == len(payload) {
 			copy(t.payload(old), payload)
 			rec.chunk, rec.off, rec.n = old.chunk, old.off, old.n
 			*old = rec
@@ -109,7 +117,7 @@ func (t *SymbolTable) AddMethodPayload(payload []byte, version uint8) error {
 		t.compactRaw()
 	}
 	t.store(&rec, payload)
-	t.put(rec)
+	t.putAt(j, rec)
 	return nil
 }
 
@@ -150,13 +158,22 @@ func (t *SymbolTable) dropPayload(m *method) {
 
 // put adds a method, or replaces the one with the same start.
 func (t *SymbolTable) put(rec method) {
+	t.reserve()
+	t.putAt(t.slot(rec.start), rec)
+}
+
+// reserve makes room in slots for one more method.
+func (t *SymbolTable) reserve() {
 	if 2*(len(t.methods)+1) > len(t.slots) {
 		t.slots = make([]int32, max(64, 2*len(t.slots)))
 		for i := range t.methods {
 			t.slots[t.slot(t.methods[i].start)] = int32(i + 1)
 		}
 	}
-	j := t.slot(rec.start)
+}
+
+// putAt is put with the method's slot found (after reserve).
+func (t *SymbolTable) putAt(j uint64, rec method) {
 	if v := t.slots[j]; v != 0 {
 		old := &t.methods[v-1]
 		t.dropPayload(old)
