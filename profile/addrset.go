@@ -19,9 +19,6 @@ import "slices"
 // went through) with a bit test or two. The bitmap is made by the first
 // query, sized by the addresses then (64 bits each, 1 KB to 8 KB), and made
 // again when additions outgrow it: a trace without a rundown does not pay
-// for it. The bitmap is made by the first
-// query, sized by the addresses then (64 bits each, 1 KB to 8 KB), and made
-// again when additions outgrow it: a trace without a rundown does not pay
 // for it.
 type addrSet struct {
 	base    []uint64   // sorted
