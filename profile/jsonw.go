@@ -112,7 +112,14 @@ func appendUint(dst []byte, u uint64) []byte {
 		return append(dst, digitPairs[2*q], digitPairs[2*q+1], digitPairs[2*r], digitPairs[2*r+1])
 	}
 	var buf [20]byte
-	i := len(buf)
+	i := putDigits(buf[:], len(buf), u)
+	return append(dst, buf[i:]...)
+}
+
+// putDigits writes u in decimal into buf, ending before index end, two
+// digits at a time, and returns where the digits start.
+func putDigits(buf []byte, end int, u uint64) int {
+	i := end
 	for u >= 100 {
 		q := u / 100
 		r := u - q*100
@@ -127,7 +134,7 @@ func appendUint(dst []byte, u uint64) []byte {
 		i--
 		buf[i] = byte('0' + u)
 	}
-	return append(dst, buf[i:]...)
+	return i
 }
 
 // appendMicros appends a duration in nanoseconds as microseconds with
@@ -154,20 +161,7 @@ func putMicros(buf *[microsLen]byte, ns int64) int {
 	i := microsLen - 4
 	r := frac % 100
 	buf[i], buf[i+1], buf[i+2], buf[i+3] = '.', byte('0'+frac/100), digitPairs[2*r], digitPairs[2*r+1]
-	for us >= 100 {
-		q := us / 100
-		r := us - q*100
-		i -= 2
-		buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
-		us = q
-	}
-	if us >= 10 {
-		i -= 2
-		buf[i], buf[i+1] = digitPairs[2*us], digitPairs[2*us+1]
-	} else {
-		i--
-		buf[i] = byte('0' + us)
-	}
+	i = putDigits(buf[:], i, us)
 	if ns < 0 {
 		i--
 		buf[i] = '-'
