@@ -78,8 +78,16 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	n := len(s.frames)
 	if need := n + len(frames); need > cap(s.frames) {
 		// Doubling: append grows a large slice by a quarter, which
-		// allocates about five times the final size in all.
-		s.frames = slices.Grow(s.frames, max(need, 2*cap(s.frames), 1024)-n)
+		// allocates about five times the final size in all. The first
+		// array is small, for a small trace (a few hundred addresses in
+		// all its stacks; 1024 cost it 8 KB to allocate and clear); the
+		// second has the 1024 the series started from before, for the
+		// sizes of a larger trace's arrays not to change.
+		least := 1024
+		if cap(s.frames) == 0 {
+			least = 128
+		}
+		s.frames = slices.Grow(s.frames, max(need, 2*cap(s.frames), least)-n)
 	}
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	s.frames = s.frames[:n+len(frames)]
@@ -135,7 +143,7 @@ func (s *stackStore) hasAddr(a uint64) bool {
 func (s *stackStore) reserveAddrs(n int) {
 	if need := 2 * (len(s.addrs) + n); need > len(s.addrSlots) {
 		old := s.addrSlots
-		size := max(256, len(old))
+		size := max(64, len(old))
 		for size < need {
 			size *= 2
 		}
