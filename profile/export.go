@@ -740,17 +740,20 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 	return err
 }
 
-// chromiumEvents encodes each frame's B and E events up to their
-// timestamp, once, when first needed.
+// chromiumEvents encodes each frame's B event up to its timestamp, once,
+// when first needed. Its E event is the same text with another phase, at
+// phaseAt (the writers patch that byte after copying the B event).
 type chromiumEvents struct {
 	frames []Frame
 	enc    []byte
-	// span[i]: enc[span[i][0]:span[i][1]] opens frame i,
-	// enc[span[i][1]:span[i][2]] closes it; all 0 until encoded (encode).
-	// It has one entry per frame from the start: the loops that write
-	// the events read it inline, a load and a test per event.
-	span [][3]int32
+	// span[i]: enc[span[i][0]:span[i][1]] opens frame i; 0 until encoded
+	// (encode). It has one entry per frame from the start: the loops that
+	// write the events read it inline, a load and a test per event.
+	span [][2]int32
 }
+
+// phaseAt is the index of the phase ("B" or "E") in an encoded event.
+const phaseAt = len(",\n{\"ph\":\"")
 
 func newChromiumEvents(frames []Frame) chromiumEvents {
 	// Room for the events of every frame, unless a name needs escaping:
@@ -759,12 +762,12 @@ func newChromiumEvents(frames []Frame) chromiumEvents {
 	for i := range frames {
 		size += len(frames[i].Name) + max(len(frames[i].Module), len(unknownModule))
 	}
-	size = 2 * (size + len(frames)*len(",\n{\"ph\":\"B\",\"name\":\"\",\"cat\":\"\",\"ts\":"))
-	return chromiumEvents{frames: frames, enc: make([]byte, 0, size), span: make([][3]int32, len(frames))}
+	size += len(frames) * len(",\n{\"ph\":\"B\",\"name\":\"\",\"cat\":\"\",\"ts\":")
+	return chromiumEvents{frames: frames, enc: make([]byte, 0, size), span: make([][2]int32, len(frames))}
 }
 
-// encode writes frame f's events and returns their span.
-func (e *chromiumEvents) encode(f int) [3]int32 {
+// encode writes frame f's B event and returns its span.
+func (e *chromiumEvents) encode(f int) [2]int32 {
 	fr := &e.frames[f]
 	cat := fr.Module
 	if cat == "" {
@@ -776,11 +779,7 @@ func (e *chromiumEvents) encode(f int) [3]int32 {
 	e.enc = append(e.enc, `,"cat":`...)
 	e.enc = appendJSONString(e.enc, cat)
 	e.enc = append(e.enc, `,"ts":`...)
-	end := len(e.enc)
-	// The E event is the B event with another phase.
-	e.enc = append(e.enc, e.enc[begin:end]...)
-	e.enc[end+len(",\n{\"ph\":\"")] = 'E'
-	e.span[f] = [3]int32{int32(begin), int32(end), int32(len(e.enc))}
+	e.span[f] = [2]int32{int32(begin), int32(len(e.enc))}
 	return e.span[f]
 }
 
@@ -795,6 +794,9 @@ type chromiumWriter struct {
 	// is the timestamp and the suffix, what ends every event at that time.
 	stampBuf []byte
 	ts       []byte
+	// tsPad is ts and what follows it in stampBuf, tsCopy bytes (see
+	// appendTS).
+	tsPad *[tsCopy]byte
 	// stampHigh is the current timestamp's whole seconds (its digits
 	// above the last six of microseconds), 0 when it has none (or is
 	// negative).
@@ -815,6 +817,8 @@ func (c *chromiumWriter) setSuffix(pid, tid string) {
 	c.stampBuf = append(append(append(append(append(c.stampBuf[:0], make([]byte, microsLen)...),
 		`,"pid":`...), pid...), `,"tid":`...), tid...)
 	c.stampBuf = append(c.stampBuf, '}')
+	// Room for tsPad after any timestamp.
+	c.stampBuf = slices.Grow(c.stampBuf, microsLen+tsCopy-len(c.stampBuf))
 	c.stampHigh = 0
 }
 
@@ -825,13 +829,21 @@ func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
 	c.open, c.openStack, c.at = nil, -1, 0
 	var err error
 	runs := g.runList(&c.scratch)
+	apart := c.wp.RunsApart
 	for _, chunk := range runs.chunks {
 		for i := range chunk {
 			r := &chunk[i]
 			if runs.skip(r) {
 				continue
 			}
-			if b, err = c.run(b, int(r.stackKind>>1), time.Duration(r.start), int64(r.count)); err != nil {
+			// run's most frequent case, inline: the stack of the run
+			// before (of the other kind), with no gap, writes nothing.
+			stack, start := int(r.stackKind>>1), time.Duration(r.start)
+			if stack == c.openStack && start <= c.at+4*c.period && !apart {
+				c.at = max(start, c.at) + time.Duration(r.count)*c.period
+				continue
+			}
+			if b, err = c.run(b, stack, start, int64(r.count)); err != nil {
 				return b, err
 			}
 		}
@@ -872,10 +884,16 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	frames := c.wp.Stacks[stack].Frames
 	// The frames both stacks start with (from the root) stay open.
 	open := c.open
-	i, j := len(open)-1, len(frames)-1
-	for i >= 0 && j >= 0 && open[i] == frames[j] {
-		i, j = i-1, j-1
+	// k frames of each, aligned at the root (their last), then the index
+	// d of the last that differ.
+	k := min(len(open), len(frames))
+	ro, rf := open[len(open)-k:], frames[len(frames)-k:]
+	rf = rf[:len(ro)]
+	d := k - 1
+	for d >= 0 && ro[d] == rf[d] {
+		d--
 	}
+	j := len(frames) - k + d
 	common := len(frames) - 1 - j
 	if len(open) == common && len(frames) == common {
 		c.open = frames
@@ -883,14 +901,14 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	}
 	c.stamp(rs)
 	b = c.closeTo(b, common)
-	ts, ev := c.ts, &c.events
+	ts, pad, ev := c.ts, *c.tsPad, &c.events
 	for ; j >= 0; j-- {
 		sp := ev.span[frames[j]]
-		if sp[2] == 0 {
+		if sp[1] == 0 {
 			sp = ev.encode(frames[j])
 		}
 		b = append(b, ev.enc[sp[0]:sp[1]]...)
-		b = append(b, ts...)
+		b = appendTS(b, ts, pad)
 	}
 	c.open = frames
 	return b, nil
@@ -925,20 +943,44 @@ func (c *chromiumWriter) stamp(t time.Duration) {
 	}
 	lo := putMicros(buf, int64(t))
 	c.ts = c.stampBuf[lo:]
+	c.tsPad = (*[tsCopy]byte)(c.stampBuf[lo : lo+tsCopy])
 }
 
 // closeTo appends the E events of the open frames beyond the first n from
 // the root, leaf first, ending each with ts (stamp), and leaves none open.
 func (c *chromiumWriter) closeTo(b []byte, n int) []byte {
-	open, ts, ev := c.open, c.ts, &c.events
+	open, ts, pad, ev := c.open, c.ts, *c.tsPad, &c.events
 	for _, f := range open[:len(open)-n] {
 		sp := ev.span[f]
-		if sp[2] == 0 {
+		if sp[1] == 0 {
 			sp = ev.encode(f)
 		}
-		b = append(b, ev.enc[sp[1]:sp[2]]...)
-		b = append(b, ts...)
+		n := len(b)
+		b = append(b, ev.enc[sp[0]:sp[1]]...)
+		b[n+phaseAt] = 'E'
+
+		b = appendTS(b, ts, pad)
 	}
 	c.open = nil
 	return b
+}
+
+// tsCopy is how many bytes appendTS copies: more than the end of most
+// events (a timestamp of 10-13 characters, pid and tid of up to 10
+// digits each).
+const tsCopy = 48
+
+// appendTS appends ts, the end of an event (chromiumWriter.stamp), whose
+// first tsCopy bytes (and those after it in its buffer) are pad. Every
+// event ends so, and the copy of a local array of a fixed size compiles
+// to a few moves where append calls memmove (so would a copy from a
+// pointer, which could overlap b): with room in b, pad is copied whole
+// and b is cut after ts (the rest is in b's spare capacity, overwritten
+// next).
+func appendTS(b, ts []byte, pad [tsCopy]byte) []byte {
+	if n := len(b); len(ts) <= tsCopy && cap(b)-n >= tsCopy {
+		*(*[tsCopy]byte)(b[n : n+tsCopy]) = pad
+		return b[:n+len(ts)]
+	}
+	return append(b, ts...)
 }

@@ -1,0 +1,71 @@
+package profile
+
+import (
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
+)
+
+// BenchmarkWrite measures the writers alone, on the captures and in the
+// formats and measures of BenchmarkConvert: the profile is read once,
+// each operation builds its Weighted (Profile.Weighted, the "weighted-M"
+// sub-benchmarks alone) and writes it to io.Discard. What a conversion
+// costs beyond decoding and building the profile is here, allocation
+// included:
+//
+//	go test ./profile -run '^$' -bench 'Write/objver4/' -benchmem
+func BenchmarkWrite(b *testing.B) {
+	for _, rel := range everyCapture() {
+		b.Run(benchName(rel), func(b *testing.B) {
+			data := testcapture.Load(b, rel)
+			benchmarkWrite(b, data)
+		})
+	}
+}
+
+func benchmarkWrite(b *testing.B, data []byte) {
+	probe := readBench(b, data, Config{})
+	for _, m := range MeasureInfos() {
+		if m.Name == MeasureCPU {
+			continue // as BenchmarkConvert
+		}
+		if m.Name != MeasureWall {
+			if n, _ := probe.Events(m.Name); n == 0 {
+				continue
+			}
+		}
+		timeline := readBench(b, data, Config{Timeline: true, Measure: m.Name})
+		plain := readBench(b, data, Config{Measure: m.Name})
+		b.Run("weighted-"+m.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := plain.Weighted(m.Name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		for _, f := range Formats() {
+			if f.CheckMeasure(m) != nil {
+				continue
+			}
+			p := plain
+			if f.Timeline {
+				p = timeline
+			}
+			b.Run(f.Name+"-"+m.Name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					wp, err := p.Weighted(m.Name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := f.Write(io.Discard, wp); err != nil && !errors.Is(err, ErrNoTimeline) {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
