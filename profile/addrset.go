@@ -11,6 +11,11 @@ import "slices"
 // methods stays near-linear instead of re-sorting everything per method.
 // The addresses added must be distinct.
 //
+// The set indexes an append-only list of addresses that another structure
+// owns (stackStore.addrs): each query passes the whole list and the set
+// first takes in the addresses added to it since the last query, so that
+// a trace with no query (no rundown methods) never pays for the set.
+//
 // A run of queries with no addition in between (a rundown after the
 // samples, the common case) consolidates everything into one sorted base
 // once the queries have paid for it, so that each later query is one
@@ -109,8 +114,28 @@ func (s *addrSet) add(a uint64) {
 	}
 }
 
-// any reports whether an address of the set lies in [start, end].
-func (s *addrSet) any(start, end uint64) bool {
+// addAll adds distinct addresses. Into an empty set, many of them make
+// the sorted base at once (one sort, rather than a buffer sorted and
+// merged at every pendingAddrs addresses).
+func (s *addrSet) addAll(as []uint64) {
+	if s.size() == 0 && len(as) >= pendingAddrs {
+		s.base = slices.Clone(as)
+		slices.Sort(s.base)
+		s.queries, s.pages = 0, nil
+		return
+	}
+	for _, a := range as {
+		s.add(a)
+	}
+}
+
+// any reports whether an address of all lies in [start, end]. all is the
+// list of the previous query with new addresses at its end, if any (the
+// set holds all[:s.size()]).
+func (s *addrSet) any(start, end uint64, all []uint64) bool {
+	if len(all) > s.size() {
+		s.addAll(all[s.size():])
+	}
 	if end < start || s.size() == 0 {
 		return false
 	}

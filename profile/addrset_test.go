@@ -8,6 +8,7 @@ import (
 
 // addrSet answers like a linear scan, whatever the order of additions and
 // queries (interleaved, or queries after all additions, which consolidates).
+// The set takes in the addresses appended to all at each query.
 func TestAddrSet(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, interleave := range []bool{true, false} {
@@ -18,7 +19,7 @@ func TestAddrSet(t *testing.T) {
 			start := r.Uint64N(1 << 20)
 			end := start + r.Uint64N(64)
 			want := slices.ContainsFunc(all, func(a uint64) bool { return a >= start && a <= end })
-			if got := s.any(start, end); got != want {
+			if got := s.any(start, end, all); got != want {
 				t.Fatalf("interleave %v, %d addresses: any(%d, %d) = %v, want %v", interleave, len(all), start, end, got, want)
 			}
 		}
@@ -28,9 +29,11 @@ func TestAddrSet(t *testing.T) {
 				continue
 			}
 			seen[a] = true
-			s.add(a)
 			all = append(all, a)
-			if interleave {
+			// Without interleaving, one query after the first address
+			// makes the others go through the pending buffer and runs
+			// (rather than all into the base at once).
+			if interleave || len(all) == 1 {
 				query()
 			}
 		}
@@ -56,7 +59,6 @@ func TestAddrSetSparse(t *testing.T) {
 			a := r.Uint64N(1 << 32)
 			if !seen[a] {
 				seen[a] = true
-				s.add(a)
 				all = append(all, a)
 			}
 		}
@@ -67,12 +69,49 @@ func TestAddrSetSparse(t *testing.T) {
 				end = start + r.Uint64N(1<<24) // more pages than the bitmap is asked about
 			}
 			want := slices.ContainsFunc(all, func(a uint64) bool { return a >= start && a <= end })
-			if got := s.any(start, end); got != want {
+			if got := s.any(start, end, all); got != want {
 				t.Fatalf("%d addresses: any(%d, %d) = %v, want %v", len(all), start, end, got, want)
 			}
 		}
 	}
-	if got := (&addrSet{}).any(0, ^uint64(0)); got {
+	if got := (&addrSet{}).any(0, ^uint64(0), nil); got {
 		t.Error("an empty set has an address")
+	}
+}
+
+// The set answers like a linear scan whatever the batches of addresses
+// between queries: a first batch large enough to become the sorted base at
+// once, then batches of every size (the pending buffer, merged runs, a
+// large batch into a non-empty set).
+func TestAddrSetBatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, first := range []int{0, 1, pendingAddrs - 1, pendingAddrs, 1000} {
+		var s addrSet
+		var all []uint64
+		seen := map[uint64]bool{}
+		batch := func(n int) {
+			for lo := len(all); len(all) < lo+n; {
+				if a := r.Uint64N(1 << 20); !seen[a] {
+					seen[a] = true
+					all = append(all, a)
+				}
+			}
+		}
+		batch(first)
+		for round := range 40 {
+			for range 50 {
+				start := r.Uint64N(1 << 20)
+				end := start + r.Uint64N(1<<uint(r.IntN(14)))
+				want := slices.ContainsFunc(all, func(a uint64) bool { return a >= start && a <= end })
+				if got := s.any(start, end, all); got != want {
+					t.Fatalf("first batch %d, round %d, %d addresses: any(%d, %d) = %v, want %v", first, round, len(all), start, end, got, want)
+				}
+			}
+			batch(r.IntN(3 * pendingAddrs))
+		}
+		s.any(0, 0, all)
+		if s.size() != len(all) {
+			t.Errorf("first batch %d: size %d, want %d", first, s.size(), len(all))
+		}
 	}
 }

@@ -88,7 +88,8 @@ type Builder struct {
 
 	// st holds the distinct raw stacks and the distinct addresses in them,
 	// addrs the same addresses for range queries (is a rundown method
-	// touched by a stack?).
+	// touched by a stack?), taken in from st.addrs by the queries, so
+	// that a trace without rundown methods does not pay for the set.
 	st             stackStore
 	addrs          addrSet
 	overCap        int // the over-the-cap stack, -1 until needed
@@ -727,7 +728,7 @@ func (b *Builder) sameStack(ev *nettrace.Event, n int, st int) bool {
 // touched reports whether a stack address seen so far lies in [start, end]
 // (end included: a caller's return address can point just past the call).
 func (b *Builder) touched(start, end uint64) bool {
-	return b.addrs.any(start, end)
+	return b.addrs.any(start, end, b.st.addrs)
 }
 
 // intern returns the index of the event's stack among the distinct stacks
@@ -849,7 +850,6 @@ func (b *Builder) internKey() int {
 			break
 		}
 		if b.st.addAddr(a) {
-			b.addrs.add(a)
 			fresh--
 		}
 	}
