@@ -77,7 +77,9 @@ type Builder struct {
 	threads map[uint64]*threadAcc
 	order   []*threadAcc
 	keep    map[uint64]bool
-	kinds   map[*nettrace.Metadata]eventKind
+	// kinds holds the kinds of the metadata records byIndex does not (nil
+	// until one).
+	kinds map[*nettrace.Metadata]eventKind
 	// byIndex caches the kinds of the metadata records of the reader by
 	// Metadata.Index (unique per reader, unlike the ids V6 traces reuse),
 	// below maxDenseIndex; kindUnknown: not classified yet.
@@ -324,7 +326,6 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 	b := &Builder{
 		cfg: cfg, hdr: h,
 		threads: make(map[uint64]*threadAcc),
-		kinds:   make(map[*nettrace.Metadata]eventKind),
 		overCap: -1,
 		minTS:   math.MaxInt64, maxTS: math.MinInt64,
 	}
@@ -405,13 +406,17 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 	if b.skip(k) {
 		k = kindOther
 	}
-	b.kinds[md] = k
 	if i := md.Index(); i > 0 && i < maxDenseIndex {
 		if i >= len(b.byIndex) {
 			b.byIndex = append(b.byIndex, make([]eventKind, i+1-len(b.byIndex))...)
 		}
 		b.byIndex[i] = k
+		return k
 	}
+	if b.kinds == nil { // made for the first metadata byIndex does not hold
+		b.kinds = make(map[*nettrace.Metadata]eventKind)
+	}
+	b.kinds[md] = k
 	return k
 }
 
@@ -517,6 +522,9 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 	if kind == kindUser && ev.StackLen() > 0 {
 		st := b.stackOf(ev)
 		if st >= len(b.eventStack) {
+			if b.eventStack == nil {
+				b.eventStack = make([]int64, 0, 16) // not grown from 1 by append
+			}
 			b.eventStack = append(b.eventStack, make([]int64, st+1-len(b.eventStack))...)
 		}
 		b.eventStack[st]++

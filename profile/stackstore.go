@@ -72,7 +72,10 @@ func (s *stackStore) find(frames []uint64, h uint32) int {
 // placeholder): find never returns it.
 func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	if len(s.off) == 0 {
-		s.off = append(s.off, 0)
+		// Room for the stacks of a small trace (append would grow these
+		// from 1, five times before 64 stacks), then append's growth.
+		s.off = make([]int32, 1, 64)
+		s.hashes = make([]uint32, 0, 64)
 	}
 	i := len(s.off) - 1
 	n := len(s.frames)
