@@ -430,11 +430,8 @@ func appendSampledBody(w io.Writer, b []byte, stacks *stackArrays, n int, at fun
 		if v == 0 {
 			continue
 		}
-		if sep {
-			b = append(b, ',')
-		}
+		b = append(b, stacks.get(st, sep)...)
 		sep = true
-		b = append(b, stacks.get(st)...)
 		if b, err = flushFull(w, b); err != nil {
 			return b, err
 		}
@@ -505,27 +502,25 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 			if runs.skip(r) {
 				continue
 			}
-			if sep {
-				b = append(b, ',')
-			}
-			sep = true
 			// stacks.get, inline
 			sp := stacks.span[r.stackKind>>1]
 			if sp == 0 {
 				sp = stacks.encode(int(r.stackKind >> 1))
 			}
-			b = append(b, stacks.enc[sp>>32:uint32(sp)]...)
+			lo := int(sp>>32) - 1
+			if !sep {
+				lo++
+			}
+			sep = true
+			b = append(b, stacks.enc[lo:uint32(sp)]...)
 			if b, err = flushFull(w, b); err != nil {
 				return b, err
 			}
 		}
 	}
 	for _, r := range runs.runs {
-		if sep {
-			b = append(b, ',')
-		}
+		b = append(b, stacks.get(r.Stack, sep)...)
 		sep = true
-		b = append(b, stacks.get(r.Stack)...)
 		if b, err = flushFull(w, b); err != nil {
 			return b, err
 		}
@@ -540,11 +535,18 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 			if runs.skip(r) {
 				continue
 			}
-			// wt.text, inline
+			// wt.text, inline; after the first, the whole of wt.buf is
+			// copied (a few moves, where append calls memmove) and b cut
+			// after the weight.
 			if c := int64(r.count); c != wt.count {
 				wt.set(c)
 			}
-			b = append(b, wt.buf[wt.lo:wt.n]...)
+			if n := len(b); wt.lo == 0 && cap(b)-n >= len(wt.buf) {
+				*(*[len(wt.buf)]byte)(b[n : n+len(wt.buf)]) = wt.buf
+				b = b[:n+wt.n]
+			} else {
+				b = append(b, wt.buf[wt.lo:wt.n]...)
+			}
 			wt.lo = 0
 			if b, err = flushFull(w, b); err != nil {
 				return b, err
@@ -569,16 +571,16 @@ type weightText struct {
 	// buf[lo:n] is the next element: a comma (lo 0; 1 for the first
 	// element), then count × period.
 	lo, n int
-	buf   [21]byte
+	buf   [24]byte
 	// small[c] is buf for count c, smallN[c] its n (0 until written).
-	small  [8][21]byte
+	small  [8][24]byte
 	smallN [8]uint8
 }
 
 // newWeightText returns a weightText whose next element is the first,
 // holding the text of count 0 ("0" for any period).
 func newWeightText(period int64) weightText {
-	return weightText{period: period, lo: 1, n: 2, buf: [21]byte{',', '0'}}
+	return weightText{period: period, lo: 1, n: 2, buf: [24]byte{',', '0'}}
 }
 
 // text returns the next element: count × period, after a comma unless it
@@ -607,7 +609,7 @@ func (t *weightText) set(count int64) {
 
 // stackArrays encodes stacks as speedscope sample arrays (frame indexes,
 // root first; the pseudo-frame after the last frame for an empty stack),
-// each once.
+// each once, after a comma (the separator before the array in a list).
 type stackArrays struct {
 	frames int
 	stacks []Stack
@@ -626,23 +628,28 @@ func newStackArrays(frames int, stacks []Stack, weights []int64) stackArrays {
 	size := 0
 	for st, v := range weights {
 		if v != 0 {
-			size += 2 + max(len(stacks[st].Frames), 1)*(digits+1)
+			size += 3 + max(len(stacks[st].Frames), 1)*(digits+1)
 		}
 	}
 	return stackArrays{frames: frames, stacks: stacks, enc: make([]byte, 0, size), span: make([]uint64, len(stacks))}
 }
 
-// get returns the array of a stack.
-func (s *stackArrays) get(stack int) []byte {
+// get returns the array of a stack, after a comma with sep.
+func (s *stackArrays) get(stack int, sep bool) []byte {
 	sp := s.span[stack]
 	if sp == 0 {
 		sp = s.encode(stack)
 	}
-	return s.enc[sp>>32 : uint32(sp)]
+	lo := int(sp >> 32)
+	if sep {
+		lo--
+	}
+	return s.enc[lo:uint32(sp)]
 }
 
 // encode writes the array of a stack and returns its span.
 func (s *stackArrays) encode(stack int) uint64 {
+	s.enc = append(s.enc, ',')
 	lo := len(s.enc)
 	frames := s.stacks[stack].Frames
 	s.enc = append(s.enc, '[')
