@@ -1048,7 +1048,7 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	overCap := min(b.overCap+1, 1) // the over-the-cap frame
 	p.Frames = make([]Frame, 0, nAddrs+overCap)
 	p.Stacks = make([]Stack, 0, nStacks)
-	arena := make([]int, 0, len(b.st.frames)+overCap)
+	arena := make([]int, 0, b.st.totalFrames()+overCap)
 	// Resolved frames merge by module and name; an unresolved address is a
 	// frame of its own.
 	names := frameNamer{spans: make([]nameSpan, 0, nAddrs+overCap), buf: make([]byte, 0, 24*nAddrs)}

@@ -9,9 +9,16 @@ import "slices"
 // value. Interning a known stack allocates nothing; a new one only grows
 // the arrays (amortised).
 type stackStore struct {
-	// frames holds every stack's addresses; stack i is
-	// frames[off[i]:off[i+1]].
+	// The stacks' addresses, one stack after the other, are in chunks
+	// that are filled and never grown or copied (growing one array by
+	// doubling allocated 1.7 times the final size in copies and slack),
+	// a stack never straddling two. off[i] is where stack i starts in the
+	// chunks' filled parts taken end to end: stack i is off[i] up to
+	// off[i+1]. frames is the last chunk, base where it starts; chunks
+	// are the ones before it (none for a small trace).
+	chunks [][]uint64
 	frames []uint64
+	base   int32
 	off    []int32
 	// hashes holds each stack's hash (the high half of hashStack), so that
 	// neither a lookup's probes nor the growth of slots hash stored stacks
@@ -47,7 +54,34 @@ func hashAddr(a uint64) uint64 { return (a ^ a>>31) * 0x9E3779B97F4A7C15 }
 func (s *stackStore) stacks() int { return max(len(s.off)-1, 0) }
 
 // stack returns the addresses of stack i.
-func (s *stackStore) stack(i int) []uint64 { return s.frames[s.off[i]:s.off[i+1]] }
+func (s *stackStore) stack(i int) []uint64 {
+	lo, hi := s.off[i], s.off[i+1]
+	if lo >= s.base {
+		return s.frames[lo-s.base : hi-s.base]
+	}
+	return s.stackBefore(lo, hi)
+}
+
+// stackBefore is stack for a stack in a chunk before the last: the chunks
+// are walked back from the last one, each starting where the one after it
+// starts less its length.
+func (s *stackStore) stackBefore(lo, hi int32) []uint64 {
+	base := s.base
+	for k := len(s.chunks) - 1; ; k-- {
+		base -= int32(len(s.chunks[k]))
+		if base <= lo {
+			return s.chunks[k][lo-base : hi-base]
+		}
+	}
+}
+
+// totalFrames is the number of addresses of all the stacks.
+func (s *stackStore) totalFrames() int {
+	if len(s.off) == 0 {
+		return 0
+	}
+	return int(s.off[len(s.off)-1])
+}
 
 // find returns the stack with these addresses and hash (stackHash), -1
 // when there is none.
@@ -79,23 +113,14 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	}
 	i := len(s.off) - 1
 	n := len(s.frames)
-	if need := n + len(frames); need > cap(s.frames) {
-		// Doubling: append grows a large slice by a quarter, which
-		// allocates about five times the final size in all. The first
-		// array is small, for a small trace (a few hundred addresses in
-		// all its stacks; 1024 cost it 8 KB to allocate and clear); the
-		// second has the 1024 the series started from before, for the
-		// sizes of a larger trace's arrays not to change.
-		least := 1024
-		if cap(s.frames) == 0 {
-			least = 128
-		}
-		s.frames = slices.Grow(s.frames, max(need, 2*cap(s.frames), least)-n)
+	if n+len(frames) > cap(s.frames) {
+		s.addChunk(len(frames))
+		n = 0
 	}
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	s.frames = s.frames[:n+len(frames)]
 	copy(s.frames[n:], frames)
-	s.off = append(s.off, int32(len(s.frames)))
+	s.off = append(s.off, s.base+int32(len(s.frames)))
 	s.hashes = append(s.hashes, h)
 	if lookup {
 		if 2*(s.inSlots+1) > len(s.slots) {
@@ -111,6 +136,22 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 		s.inSlots++
 	}
 	return i
+}
+
+// addChunk starts a new chunk with room for at least n addresses. Chunks
+// grow by a quarter of what the chunks before hold (at least 1024
+// addresses): there are few of them, and the last one's slack is a small
+// part of the whole. The first chunk is small, for a small trace (a few
+// hundred addresses in all its stacks; 1024 cost it 8 KB to allocate and
+// clear).
+func (s *stackStore) addChunk(n int) {
+	least := 128
+	if s.frames != nil {
+		s.chunks = append(s.chunks, s.frames)
+		s.base += int32(len(s.frames))
+		least = 1024
+	}
+	s.frames = make([]uint64, 0, max(n, least, int(s.base)/4))
 }
 
 func (s *stackStore) place(h uint32, v int32) {

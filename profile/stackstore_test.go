@@ -1,0 +1,55 @@
+package profile
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// The stack store gives back every stack as added, across the chunks it
+// fills (empty stacks and stacks longer than a chunk included), and finds
+// each by its addresses.
+func TestStackStoreChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s stackStore
+	var want [][]uint64
+	total := 0
+	for i := range 3000 {
+		n := rng.IntN(40)
+		switch i {
+		case 7, 1500:
+			n = 0
+		case 900:
+			n = 5000 // longer than the chunk it comes after
+		}
+		st := make([]uint64, n)
+		for k := range st {
+			st[k] = uint64(i)<<20 | uint64(k)
+		}
+		h := stackHash(st)
+		if got := s.find(st, h); got >= 0 && len(st) > 0 {
+			t.Fatalf("stack %d found before it was added (as %d)", i, got)
+		}
+		if got := s.add(st, h, len(st) > 0); got != i {
+			t.Fatalf("stack %d added as %d", i, got)
+		}
+		want = append(want, st)
+		total += n
+	}
+	if len(s.chunks) < 2 {
+		t.Fatalf("%d chunks: the test should span several", len(s.chunks))
+	}
+	if s.stacks() != len(want) || s.totalFrames() != total {
+		t.Fatalf("stacks %d, frames %d; want %d, %d", s.stacks(), s.totalFrames(), len(want), total)
+	}
+	for i, st := range want {
+		if got := s.stack(i); !slices.Equal(got, st) {
+			t.Fatalf("stack %d: %d addresses, want %d", i, len(got), len(st))
+		}
+		if len(st) > 0 {
+			if got := s.find(st, stackHash(st)); got != i {
+				t.Fatalf("find(stack %d) = %d", i, got)
+			}
+		}
+	}
+}
