@@ -185,38 +185,76 @@ func (t *threadAcc) flushSlot(i int) {
 // countTable maps a thread's sample keys (stack<<1 | 1 for Managed) to
 // sample counts: an open-addressing table, at most 3/4 full, that grows
 // by doubling (a map's growth and per-entry costs were a tenth of the
-// Builder's time on a trace of 13 threads and 1 762 stacks).
+// Builder's time on a trace of 13 threads and 1 762 stacks). A slot is
+// 8 bytes, a key and a count of 32 bits: a stack index fits in 31 (the
+// stack store numbers them with int32), and the rare count past 32 bits
+// keeps its excess in over.
 type countTable struct {
-	keys []int64 // key+1 per slot, 0: empty
-	vals []int64
+	keys []uint32 // key+1 per slot, 0: empty
+	vals []uint32
 	n    int
+	// over holds what the counts of vals could not (a thread with more
+	// than 4 billion samples on one stack); nil until needed.
+	over map[uint32]int64
 }
 
-// add adds v to the count of key k (k >= 0).
+// add adds v (> 0) to the count of key k (0 <= k < 1<<32-1).
 func (c *countTable) add(k, v int64) {
 	if 4*(c.n+1) > 3*len(c.keys) {
 		old, oldVals := c.keys, c.vals
-		c.keys = make([]int64, max(16, 2*len(old)))
-		c.vals = make([]int64, len(c.keys))
-		c.n = 0
+		c.keys = make([]uint32, max(16, 2*len(old)))
+		c.vals = make([]uint32, len(c.keys))
+		mask := uint64(len(c.keys) - 1)
 		for i, ok := range old {
 			if ok != 0 {
-				c.add(ok-1, oldVals[i])
+				j := hashAddr(uint64(ok-1)) >> 32 & mask
+				for c.keys[j] != 0 {
+					j = (j + 1) & mask
+				}
+				c.keys[j], c.vals[j] = ok, oldVals[i]
 			}
 		}
 	}
+	key := uint32(k + 1)
 	mask := uint64(len(c.keys) - 1)
 	for i := hashAddr(uint64(k)) >> 32 & mask; ; i = (i + 1) & mask {
 		switch c.keys[i] {
-		case k + 1:
-			c.vals[i] += v
+		case key:
+			c.addAt(i, v)
 			return
 		case 0:
-			c.keys[i], c.vals[i] = k+1, v
+			c.keys[i] = key
 			c.n++
+			c.addAt(i, v)
 			return
 		}
 	}
+}
+
+// addAt adds v to the count of slot i.
+func (c *countTable) addAt(i uint64, v int64) {
+	sum := uint64(c.vals[i]) + uint64(v)
+	if sum <= math.MaxUint32 {
+		c.vals[i] = uint32(sum)
+		return
+	}
+	if c.over == nil {
+		c.over = make(map[uint32]int64)
+	}
+	c.vals[i] = math.MaxUint32
+	c.over[c.keys[i]] += int64(sum - math.MaxUint32)
+}
+
+// count returns the key and count of slot i, ok false for an empty slot.
+func (c *countTable) count(i int) (k, n int64, ok bool) {
+	if c.keys[i] == 0 {
+		return 0, 0, false
+	}
+	n = int64(c.vals[i])
+	if c.over != nil {
+		n += c.over[c.keys[i]]
+	}
+	return int64(c.keys[i]) - 1, n, true
 }
 
 // flush adds every pending sample to counts.
@@ -941,11 +979,11 @@ func (b *Builder) Finish() *Profile {
 			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
 		}
 		th.Samples = make([]StackSample, 0, t.counts.n)
-		for i, k := range t.counts.keys {
-			if k == 0 {
+		for i := range t.counts.keys {
+			k, n, ok := t.counts.count(i)
+			if !ok {
 				continue
 			}
-			k, n := k-1, t.counts.vals[i]
 			stack := symOf[k>>1]
 			i := int(pos[stack]) - 1
 			if i < 0 {
