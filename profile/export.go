@@ -53,10 +53,12 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		v      int64
 	}
 	merged := wp.merged()
-	// Every frame of a line with weight is named first (and sizes the
-	// buffer); the lines then copy the names.
+	// The lines with weight size the buffers first: the lines', and the
+	// names' (growing it would allocate about twice its size), from the
+	// length of each frame's name (a span {0, -1-length} until written).
+	// The lines then write each name once and copy it.
 	names := foldedNames{frames: wp.Frames, span: make([][2]int32, len(wp.Frames))}
-	size, n := 0, 0
+	size, n, nameSize := 0, 0, 0
 	for st, v := range merged {
 		if v == 0 {
 			continue
@@ -65,13 +67,21 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		frames := wp.Stacks[st].Frames
 		size += len(noFrames) + len(frames)
 		for _, f := range frames {
-			sp := names.span[f]
-			if sp[1] == 0 {
-				sp = names.encode(f)
+			sp := names.span[f][1]
+			if sp == 0 {
+				fr := &wp.Frames[f]
+				l := len(fr.Name)
+				if fr.Module != "" {
+					l += len(fr.Module) + 1
+				}
+				sp = int32(-1 - l)
+				names.span[f][1] = sp
+				nameSize += l
 			}
-			size += int(sp[1] - 1 - sp[0])
+			size += int(-1 - sp)
 		}
 	}
+	names.enc = make([]byte, 0, nameSize)
 	buf := make([]byte, 0, size)
 	lines := make([]line, 0, n)
 	for st, v := range merged {
@@ -85,6 +95,9 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 		}
 		for i := len(frames) - 1; i >= 0; i-- {
 			sp := names.span[frames[i]]
+			if sp[1] < 0 {
+				sp = names.encode(frames[i])
+			}
 			buf = append(buf, names.enc[sp[0]:sp[1]-1]...)
 			if i > 0 {
 				buf = append(buf, ';')
@@ -122,7 +135,7 @@ func WriteFolded(w io.Writer, wp *Weighted) error {
 type foldedNames struct {
 	frames []Frame
 	enc    []byte
-	span   [][2]int32 // enc[lo:hi-1] of each frame; hi 0 until written
+	span   [][2]int32 // enc[lo:hi-1] of each frame; hi 0 or below until written
 }
 
 // encode writes a frame's name and returns its span.
