@@ -144,9 +144,10 @@ type threadAcc struct {
 	changes     int64 // kept samples whose stack differs from the previous one
 	first, last int64
 	// timeline holds runs with their start in raw ticks until Finish
-	// converts it; runLast is the tick of the last sample of the current
-	// run.
+	// converts it; runs is its last chunk, filled in place (Timeline.grow);
+	// runLast is the tick of the last sample of the current run.
 	timeline Timeline
+	runs     []timelineRun
 	runLast  int64
 	// firstStack is the stack of the earliest kept sample (at firstTS), -1
 	// until one is kept.
@@ -741,11 +742,13 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	sk := uint32(sampleKey(stack, kind))
-	if run := t.timeline.last(); run != nil && run.stackKind == sk && run.count < math.MaxUint32 &&
-		ts-t.runLast <= b.gapTicks && ts >= t.runLast {
-		t.runLast = ts
-		run.count++
-		return
+	if n := len(t.runs); n > 0 {
+		if run := &t.runs[n-1]; run.stackKind == sk && run.count < math.MaxUint32 &&
+			ts-t.runLast <= b.gapTicks && ts >= t.runLast {
+			t.runLast = ts
+			run.count++
+			return
+		}
 	}
 	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>1 {
 		b.truncated = true
@@ -753,7 +756,15 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	}
 	b.runs++
 	t.runLast = ts
-	t.timeline.add(timelineRun{stackKind: sk, count: 1, start: ts})
+	run := timelineRun{stackKind: sk, count: 1, start: ts}
+	if len(t.runs) < cap(t.runs) {
+		// Appended in place: only the length is stored, not the
+		// chunk's pointer (a store the collector's write barrier would
+		// see while it marks).
+		t.runs = append(t.runs, run)
+	} else {
+		t.runs = t.timeline.grow(t.runs, run)
+	}
 }
 
 // sameStack reports whether the event's stack, of n frames, is the raw
@@ -1012,6 +1023,7 @@ func (b *Builder) Finish() *Profile {
 		for _, s := range th.Samples {
 			pos[s.Stack] = 0
 		}
+		t.timeline.sync(t.runs)
 		th.Timeline = t.timeline
 		for _, c := range th.Timeline.chunks {
 			for i := range c {

@@ -246,42 +246,32 @@ func (r *timelineRun) kind() SampleKind {
 	return clrevents.SampleExternal
 }
 
-// last returns the last run, nil when there is none.
-func (tl *Timeline) last() *timelineRun {
-	if tl.n == 0 {
-		return nil
-	}
-	c := tl.chunks[len(tl.chunks)-1]
-	return &c[len(c)-1]
-}
+// A Builder fills a timeline's last chunk in place, through its own copy
+// of the chunk's slice (threadAcc.runs): a sample then costs no lookup of
+// the chunk, and a new run stores only a length. The timeline learns the
+// chunk's length when the next chunk starts (grow) and at the end (sync).
 
-// add appends a run.
-func (tl *Timeline) add(r timelineRun) {
-	if k := len(tl.chunks) - 1; k >= 0 {
-		c := &tl.chunks[k]
-		if n := len(*c); n < cap(*c) {
-			// Resliced in place rather than appended to: only the length
-			// is stored, not the chunk's pointer (a store the collector's
-			// write barrier would see while it marks).
-			*c = (*c)[:n+1]
-			(*c)[n] = r
-			tl.n++
-			return
-		}
-	}
-	tl.addChunk(r)
-}
-
-// addChunk appends a run in a new chunk.
-func (tl *Timeline) addChunk(r timelineRun) {
+// grow starts the next chunk, with run r, after last (the last chunk as
+// filled in place), and returns it.
+func (tl *Timeline) grow(last []timelineRun, r timelineRun) []timelineRun {
+	tl.sync(last)
 	size := minTimelineChunk
-	if k := len(tl.chunks) - 1; k >= 0 {
-		size = min(2*cap(tl.chunks[k]), maxTimelineChunk)
+	if len(tl.chunks) > 0 {
+		size = min(2*cap(last), maxTimelineChunk)
 	}
 	c := make([]timelineRun, 1, size)
 	c[0] = r
 	tl.chunks = append(tl.chunks, c)
 	tl.n++
+	return c
+}
+
+// sync records the length of the last chunk, filled in place as last.
+func (tl *Timeline) sync(last []timelineRun) {
+	if k := len(tl.chunks) - 1; k >= 0 {
+		tl.n += len(last) - len(tl.chunks[k])
+		tl.chunks[k] = last
+	}
 }
 
 // SymbolStats says how well stacks were resolved. Frame counts are frame

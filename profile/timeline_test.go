@@ -13,13 +13,23 @@ import (
 func TestTimelineChunks(t *testing.T) {
 	var tl Timeline
 	const n = 3*maxTimelineChunk + 17
+	var last []timelineRun // filled in place as the Builder does
 	var first *timelineRun
 	for i := range n {
-		tl.add(timelineRun{stackKind: uint32(i%5)<<1 | uint32(i%2), count: uint32(i%7 + 1), start: int64(10 * i)})
+		r := timelineRun{stackKind: uint32(i%5)<<1 | uint32(i%2), count: uint32(i%7 + 1), start: int64(10 * i)}
+		if len(last) < cap(last) {
+			last = append(last, r)
+		} else {
+			last = tl.grow(last, r)
+		}
 		if i == 0 {
-			first = tl.last()
+			first = &last[0]
+		}
+		if i == maxTimelineChunk {
+			tl.sync(last) // as often as it likes
 		}
 	}
+	tl.sync(last)
 	if tl.Len() != n {
 		t.Fatalf("Len = %d, want %d", tl.Len(), n)
 	}
