@@ -33,10 +33,12 @@ type SymbolTable struct {
 	names     []methodNames
 	freeNames []int32
 	modules   map[uint64]string
-	// starts are the methods' start addresses in order, made by the first
-	// lookup after an addition (slots finds the methods).
-	starts []uint64
-	sorted bool
+	// starts are the methods' start addresses in order and byStart the
+	// index of the method of each, made by the first lookup after an
+	// addition (slots finds the methods).
+	starts  []uint64
+	byStart []int32
+	sorted  bool
 }
 
 // method is a method's code range and where its names are; it holds no
@@ -335,6 +337,12 @@ func (t *SymbolTable) find(addr uint64) int {
 			t.starts = append(t.starts, t.methods[i].start)
 		}
 		slices.Sort(t.starts)
+		// The starts are distinct: put replaces a method with the same
+		// start (keeping its index).
+		t.byStart = t.byStart[:0]
+		for _, start := range t.starts {
+			t.byStart = append(t.byStart, int32(t.lookupStart(start)))
+		}
 		t.sorted = true
 	}
 	// The last range starting at or before addr; look a few ranges back in
@@ -349,9 +357,7 @@ func (t *SymbolTable) find(addr uint64) int {
 		}
 	}
 	for k := lo - 1; k >= 0 && k > lo-5; k-- {
-		// The starts are distinct: put replaces a method with the same
-		// start.
-		if i := t.lookupStart(t.starts[k]); addr < t.methods[i].end {
+		if i := int(t.byStart[k]); addr < t.methods[i].end {
 			return i
 		}
 	}
