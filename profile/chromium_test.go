@@ -234,7 +234,7 @@ func TestChromiumStamp(t *testing.T) {
 	c.setSuffix("1", "2")
 	var ns int64
 	for i := range 20000 {
-		switch i % 7 {
+		switch i % 8 {
 		case 0:
 			ns += rng.Int64N(1000)
 		case 1:
@@ -247,8 +247,10 @@ func TestChromiumStamp(t *testing.T) {
 			ns = []int64{1, 10, rng.Int64N(100)}[i%3]*1_000_000_000 + rng.Int64N(3_000) - 1_500
 		case 5:
 			ns = rng.Int64N(20_000_000) - 1_000_000
+		case 6: // about 100 ms (five digits of microseconds, then six) or 1 s
+			ns = []int64{100_000_000, 1_000_000_000}[i%2] + rng.Int64N(3_000_000) - 1_500_000
 		default:
-			if i%1000 == 6 {
+			if i%1000 == 7 {
 				c.setSuffix("1", strconv.Itoa(i))
 			}
 		}

@@ -803,6 +803,10 @@ func (e *chromiumEvents) encode(f int) [2]int32 {
 	return e.span[f]
 }
 
+// sixDigits is chromiumWriter.stampHigh for a timestamp of 100 ms to 1 s:
+// one of six digits of microseconds and none above.
+const sixDigits = ^uint64(0)
+
 // chromiumWriter writes the B and E events of groups' Runs.
 type chromiumWriter struct {
 	w      io.Writer
@@ -818,8 +822,8 @@ type chromiumWriter struct {
 	// appendTS).
 	tsPad *[tsCopy]byte
 	// stampHigh is the current timestamp's whole seconds (its digits
-	// above the last six of microseconds), 0 when it has none (or is
-	// negative).
+	// above the last six of microseconds); sixDigits when it has none but
+	// six digits, 0 when it has fewer (or is negative).
 	stampHigh uint64
 	// The state of the group being written: open is the stack whose
 	// frames are open (leaf first; nil for none; all of a stack's frames
@@ -941,12 +945,17 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 // above the last six of microseconds) with the one before: those digits
 // are left in place and only the last six and the decimals are written
 // (putMicros writes every digit, two at a time, with a division by 100
-// for each pair).
+// for each pair). So are those of the first second that have six digits
+// (from 100 ms), after one that had.
 func (c *chromiumWriter) stamp(t time.Duration) {
 	buf := (*[microsLen]byte)(c.stampBuf)
 	if t >= 0 {
 		us := uint64(t) / 1000
-		if high := us / 1e6; high != 0 && high == c.stampHigh {
+		high := us / 1e6
+		if high == 0 && us >= 1e5 {
+			high = sixDigits
+		}
+		if high != 0 && high == c.stampHigh {
 			low, frac := us%1e6, uint64(t)%1000
 			p, q := low/1e4, low/100%100
 			r, f := low%100, frac%100
@@ -957,7 +966,7 @@ func (c *chromiumWriter) stamp(t time.Duration) {
 			buf[microsLen-2], buf[microsLen-1] = digitPairs[2*f], digitPairs[2*f+1]
 			return
 		}
-		c.stampHigh = us / 1e6
+		c.stampHigh = high
 	} else {
 		c.stampHigh = 0
 	}
@@ -978,7 +987,6 @@ func (c *chromiumWriter) closeTo(b []byte, n int) []byte {
 		n := len(b)
 		b = append(b, ev.enc[sp[0]:sp[1]]...)
 		b[n+phaseAt] = 'E'
-
 		b = appendTS(b, ts, pad)
 	}
 	c.open = nil
