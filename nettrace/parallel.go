@@ -56,6 +56,19 @@ type Part interface {
 // the part is Reset and reused. Event is called on the worker goroutines,
 // never on two at a time for one part.
 //
+// Two promises let a consumer that must see the events in stream order (a
+// profile builder) replay them in merge without copying their bytes:
+//   - The first part newPart returns is the calling goroutine's: it alone
+//     takes the events decoded there (the rest of the current block, the
+//     first cfg.SerialBytes, or the whole of a stream read serially), its
+//     Event is called on the calling goroutine, and every one of its events
+//     comes before (in the stream, and in time) those of the other parts.
+//     So its Event may do the consumer's ordered work itself.
+//   - In the other parts, an event's Payload and stack (Frame, AppendStack)
+//     stay valid until merge returns for the part: a copy of the Event
+//     struct made in Event can be read in merge. (Only the *Event itself is
+//     reused for the next event.)
+//
 // The outcome is that of reading with ReadEvent: the merged parts hold
 // exactly the events ReadEvent would deliver, the returned error is the one
 // ReadEvent would return (nil instead of io.EOF at a clean end) and, once

@@ -213,3 +213,86 @@ func TestReadParallelAfterReadEvent(t *testing.T) {
 		}
 	}
 }
+
+// keepPart keeps copies of the Event structs of a run (the first part:
+// their descriptions, taken in Event), to be read in merge.
+type keepPart struct {
+	first bool
+	evs   []Event
+	descs []string
+}
+
+func (p *keepPart) Event(ev *Event) {
+	if p.first {
+		p.descs = append(p.descs, describeEvent(ev))
+		return
+	}
+	p.evs = append(p.evs, *ev)
+}
+
+func (p *keepPart) Reset() { p.evs, p.descs = p.evs[:0], p.descs[:0] }
+
+// TestReadParallelKeepsEvents checks ReadParallel's two promises to ordered
+// consumers: the events of the parts decoded by workers can be read in
+// merge from copies of their Event structs (payload and stack still
+// valid), and the first part takes every event before the others.
+func TestReadParallelKeepsEvents(t *testing.T) {
+	var inputs []benchInput
+	for _, name := range []string{"v4", "v6", "v4-uncompressed", "v6-uncompressed"} {
+		cfg := writerConfigs()[name]
+		cfg.MaxEventBlockSize = 300
+		data, _, _ := buildTraceN(t, cfg, 40)
+		inputs = append(inputs, benchInput{name, data})
+	}
+	var gen bytes.Buffer
+	if err := genStream(&gen, 50_000, 4); err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, benchInput{"gen-v4", gen.Bytes()}, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
+	for _, rel := range captureFiles {
+		if testcapture.Available(rel) {
+			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
+		}
+	}
+	for _, in := range inputs {
+		for _, data := range [][]byte{in.data, in.data[:len(in.data)*2/3]} {
+			want, _, werr := readAllWith(data, (*Reader).ReadEvent)
+			for _, cfg := range []ParallelConfig{{Workers: 3, MaxInFlight: 4, SerialBytes: int64(len(data) / 4)},
+				{Workers: 2, MaxInFlight: 2, SerialBytes: -1}} {
+				r, err := NewReader(bytes.NewReader(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				parts, otherMerged := 0, false
+				err = ReadParallel(context.Background(), r, cfg,
+					func() *keepPart { parts++; return &keepPart{first: parts == 1} },
+					func(p *keepPart) error {
+						if p.first && otherMerged {
+							t.Errorf("%s: the first part is merged after another", in.name)
+						}
+						otherMerged = otherMerged || !p.first
+						got = append(got, p.descs...)
+						for i := range p.evs {
+							got = append(got, describeEvent(&p.evs[i]))
+						}
+						return nil
+					})
+				if err == nil {
+					err = io.EOF
+				}
+				if fmt.Sprint(err) != fmt.Sprint(werr) {
+					t.Fatalf("%s (%d bytes) %+v: ReadParallel ends with %v, ReadEvent with %v", in.name, len(data), cfg, err, werr)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%s (%d bytes) %+v: %d events merged, ReadEvent reads %d", in.name, len(data), cfg, len(got), len(want))
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s (%d bytes) %+v: event %d differs:\nkept   %s\nserial %s", in.name, len(data), cfg, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
