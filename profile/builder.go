@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"hash/maphash"
 	"io"
 	"math"
@@ -559,14 +558,7 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 	}
 	version := uint8(min(md.Version, 255))
 	if kind == kindUser && ev.StackLen() > 0 {
-		st := b.stackOf(ev)
-		if st >= len(b.eventStack) {
-			if b.eventStack == nil {
-				b.eventStack = make([]int64, 0, 16) // not grown from 1 by append
-			}
-			b.eventStack = append(b.eventStack, make([]int64, st+1-len(b.eventStack))...)
-		}
-		b.eventStack[st]++
+		b.countEventStack(ev, 1)
 	}
 	switch kind {
 	case kindMethod, kindRundownMethod:
@@ -663,6 +655,18 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 	case kindContentionStop:
 		b.addContentionStop(ev, version, ts)
 	}
+}
+
+// countEventStack counts n events of other providers on the event's stack.
+func (b *Builder) countEventStack(ev *nettrace.Event, n int64) {
+	st := b.stackOf(ev)
+	if st >= len(b.eventStack) {
+		if b.eventStack == nil {
+			b.eventStack = make([]int64, 0, 16) // not grown from 1 by append
+		}
+		b.eventStack = append(b.eventStack, make([]int64, st+1-len(b.eventStack))...)
+	}
+	b.eventStack[st] += n
 }
 
 func (b *Builder) addSample(ev *nettrace.Event) {
@@ -1326,23 +1330,8 @@ func (b *Builder) period() time.Duration {
 // truncated input it returns the profile of the events before the damage
 // together with the reader's error (a *nettrace.FormatError).
 func Read(r io.Reader, cfg Config) (*Profile, error) {
-	tr, err := nettrace.NewReader(r)
-	if err != nil {
-		return nil, err
-	}
-	b := NewBuilder(tr.Header(), cfg)
-	var ev nettrace.Event
-	for {
-		err := tr.ReadEvent(&ev)
-		if err == nil {
-			b.Add(&ev)
-			continue
-		}
-		p := b.Finish()
-		p.DroppedEvents = tr.Stats().DroppedEvents
-		if errors.Is(err, io.EOF) {
-			return p, nil
-		}
-		return p, err
-	}
+	// On several cores, the event blocks past the first 8 MiB of a trace
+	// of short events are decoded on all of them (parallel.go); the
+	// profile is the same.
+	return read(r, cfg, nettrace.ParallelConfig{})
 }

@@ -1,0 +1,215 @@
+package profile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/nettrace"
+)
+
+// parallelConfigs are the settings the parallel reader is tested with:
+// several workers from the first block, one worker with one block in
+// flight, and a serial start that hands over in the middle.
+func parallelConfigs(size int) []nettrace.ParallelConfig {
+	return []nettrace.ParallelConfig{
+		{Workers: 3, MaxInFlight: 4, SerialBytes: -1},
+		{Workers: 1, MaxInFlight: 1, SerialBytes: -1},
+		{Workers: 2, SerialBytes: int64(size / 3)},
+	}
+}
+
+// convertAll renders p in every format of every measure it has events of,
+// and its report in text and JSON, into one buffer per output.
+func convertAll(t *testing.T, p *Profile) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, m := range MeasureInfos() {
+		wp, err := p.Weighted(m.Name)
+		if err != nil {
+			out[m.Name] = []byte(err.Error())
+			continue
+		}
+		for _, f := range Formats() {
+			if f.CheckMeasure(m) != nil {
+				continue
+			}
+			var b bytes.Buffer
+			if err := f.Write(&b, wp); err != nil {
+				fmt.Fprintf(&b, "error: %v", err)
+			}
+			out[f.Name+"-"+m.Name] = b.Bytes()
+		}
+	}
+	var text, js bytes.Buffer
+	r := BuildReport(p, ReportConfig{})
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	out["report"], out["report-json"] = text.Bytes(), js.Bytes()
+	return out
+}
+
+// sameRead fails unless reading data in parallel with pcfg gives the
+// profile, error and dropped-event count of reading it serially; with
+// outputs, every output's bytes too.
+func sameRead(t *testing.T, name string, data []byte, cfg Config, pcfg nettrace.ParallelConfig, outputs bool) {
+	t.Helper()
+	want, werr := read(bytes.NewReader(data), cfg, nettrace.ParallelConfig{SerialBytes: int64(len(data)) + 1})
+	got, gerr := read(bytes.NewReader(data), cfg, pcfg)
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("%s %+v: parallel read ends with %v, serial with %v", name, pcfg, gerr, werr)
+	}
+	var wfe, gfe *nettrace.FormatError
+	if errors.As(werr, &wfe) != errors.As(gerr, &gfe) || (wfe != nil && wfe.Offset != gfe.Offset) {
+		t.Fatalf("%s %+v: parallel error %#v, serial %#v", name, pcfg, gerr, werr)
+	}
+	if want == nil || got == nil {
+		if want != got {
+			t.Fatalf("%s %+v: parallel profile %v, serial %v", name, pcfg, got, want)
+		}
+		return
+	}
+	if got.DroppedEvents != want.DroppedEvents {
+		t.Fatalf("%s %+v: %d dropped events in parallel, %d serially", name, pcfg, got.DroppedEvents, want.DroppedEvents)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s %+v: the parallel read's profile differs from the serial one's", name, pcfg)
+	}
+	if !outputs {
+		return
+	}
+	gout, wout := convertAll(t, got), convertAll(t, want)
+	if len(gout) != len(wout) {
+		t.Fatalf("%s %+v: %d outputs in parallel, %d serially", name, pcfg, len(gout), len(wout))
+	}
+	for k, w := range wout {
+		if g := gout[k]; !bytes.Equal(g, w) {
+			t.Errorf("%s %+v: %s differs (%d bytes in parallel, %d serially):\n%s", name, pcfg, k, len(g), len(w), firstDiff(string(w), string(g)))
+		}
+	}
+}
+
+// TestReadParallelSameProfile converts every capture (the committed ones,
+// and with CLRDIAG_CAPTURES the others) on several workers and compares
+// the profile and every output, byte for byte, with the serial read's, in
+// each measure's Config and with thread and managed filters.
+func TestReadParallelSameProfile(t *testing.T) {
+	for _, rel := range everyCapture() {
+		t.Run(benchName(rel), func(t *testing.T) {
+			if !testcapture.Available(rel) {
+				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+			}
+			data := capture(t, rel)
+			cfgs := []Config{{Timeline: true}, {ManagedOnly: true, Timeline: true, MaxTimelineRuns: 100}}
+			for _, m := range MeasureInfos() {
+				cfgs = append(cfgs, Config{Measure: m.Name, Timeline: m.Name == MeasureWall})
+			}
+			probe, _ := Read(bytes.NewReader(data), Config{})
+			if probe != nil && len(probe.Threads) > 1 {
+				cfgs = append(cfgs, Config{Threads: []uint64{probe.Threads[1].ID}, Timeline: true})
+			}
+			for i, cfg := range cfgs {
+				for _, pcfg := range parallelConfigs(len(data)) {
+					sameRead(t, fmt.Sprintf("%s %+v", rel, cfg), data, cfg, pcfg, i == 0 || pcfg.Workers == 3)
+				}
+			}
+		})
+	}
+}
+
+// TestReadParallelTruncated cuts every capture at several places: the
+// parallel read gives the profile of the same events, the same error (at
+// the same offset) and the same dropped-event count as the serial one.
+func TestReadParallelTruncated(t *testing.T) {
+	for _, rel := range everyCapture() {
+		t.Run(benchName(rel), func(t *testing.T) {
+			if !testcapture.Available(rel) {
+				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+			}
+			data := capture(t, rel)
+			step := max(len(data)/7, 1)
+			for cut := len(data) - 1; cut > 0; cut -= step {
+				for _, pcfg := range parallelConfigs(cut) {
+					sameRead(t, fmt.Sprintf("%s cut at %d", rel, cut), data[:cut], Config{Timeline: true}, pcfg, cut == len(data)-1)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadParallel compares the serial and the parallel read of the
+// larger captures (and of the file PROFILE_BENCH_FILE names, such as a flood
+// capture), with the folded export of the wall profile after it, as
+// trace convert does:
+//
+//	GOMAXPROCS=2 CLRDIAG_CAPTURES=... PROFILE_BENCH_FILE=/tmp/flood.nettrace go test ./profile -run '^$' -bench ReadParallel
+//
+// serial is ReadEvent alone, parallel the workers from the first MiB on,
+// Read what Read chooses (see parallelSerialBytes). Compare the wall time
+// and cpu-ns/op (the process's CPU time per operation) on a quiet machine.
+func BenchmarkReadParallel(b *testing.B) {
+	type input struct {
+		name string
+		data func(b *testing.B) []byte
+	}
+	var inputs []input
+	for _, rel := range everyCapture() {
+		if n := benchName(rel); n == "objver4" || n == "counters-truncated" || n == "VoiceMemo.23092" || n == "net5-v2params-allocTrace" {
+			inputs = append(inputs, input{n, func(b *testing.B) []byte { return testcapture.Load(b, rel) }})
+		}
+	}
+	if f := os.Getenv("PROFILE_BENCH_FILE"); f != "" {
+		inputs = append(inputs, input{filepath.Base(f), func(b *testing.B) []byte {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return data
+		}})
+	}
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) {
+			data := in.data(b)
+			// serial: ReadEvent alone; parallel: the workers from the
+			// first MiB on; Read: what Read chooses.
+			for _, mode := range []string{"serial", "parallel", "Read"} {
+				pcfg := nettrace.ParallelConfig{}
+				switch mode {
+				case "serial":
+					pcfg.SerialBytes = int64(len(data)) + 1
+				case "parallel":
+					pcfg.SerialBytes = 1 << 20
+				}
+				b.Run(mode, func(b *testing.B) {
+					b.ReportAllocs()
+					b.SetBytes(int64(len(data)))
+					defer reportCPU(b, cpuTime())
+					for b.Loop() {
+						p, err := read(bytes.NewReader(data), Config{Measure: MeasureWall}, pcfg)
+						var fe *nettrace.FormatError
+						if err != nil && !errors.As(err, &fe) {
+							b.Fatal(err)
+						}
+						wp, err := p.Weighted(MeasureWall)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := WriteFolded(io.Discard, wp); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
