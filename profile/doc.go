@@ -27,6 +27,11 @@
 // conversion to one measure reads with Config.Measure set, so that the
 // events of the other measures cost nothing (the report needs them all).
 //
+// Read decodes a large trace of short events (past its first 8 MiB, when
+// samples and allocation ticks are under a quarter of its events) on every
+// core with nettrace.ReadParallel, and feeds the Builder in stream order:
+// the profile is the serial read's, byte for byte in every export.
+//
 // # Samples and time
 //
 // Microsoft-DotNETCore-SampleProfiler samples every managed thread about

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
@@ -210,6 +214,43 @@ func BenchmarkReadParallel(b *testing.B) {
 					}
 				})
 			}
+		})
+	}
+}
+
+// TestBuilderReadsCarriedFields keeps the Builder to the event fields a
+// convPart carries to the merge (Metadata, Timestamp, ThreadID, Payload and
+// the stack): a selector of any other field of nettrace.Event in the
+// package's code fails it. Such a field must be carried in eventRec (and
+// set in mergePart) first; TestReadParallelSameProfile then checks it.
+func TestBuilderReadsCarriedFields(t *testing.T) {
+	carried := map[string]bool{"Metadata": true, "Timestamp": true, "ThreadID": true, "Payload": true,
+		"StackID": true, "StackRegion": true}
+	others := map[string]bool{}
+	ev := reflect.TypeFor[nettrace.Event]()
+	for i := range ev.NumField() {
+		if f := ev.Field(i); f.IsExported() && !carried[f.Name] {
+			others[f.Name] = true
+		}
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || name == "parallel.go" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectorExpr); ok && others[s.Sel.Name] {
+				t.Errorf("%s: reads .%s, which a convPart does not carry to the merge (parallel.go)", fset.Position(s.Pos()), s.Sel.Name)
+			}
+			return true
 		})
 	}
 }
