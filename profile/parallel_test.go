@@ -254,3 +254,39 @@ func TestBuilderReadsCarriedFields(t *testing.T) {
 		})
 	}
 }
+
+// stopReader returns data up to n bytes, then err: a source that fails, as
+// the CLI's interruptible reader does on Ctrl-C.
+type stopReader struct {
+	data []byte
+	n    int
+	err  error
+}
+
+func (r *stopReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, r.err
+	}
+	k := copy(p[:min(len(p), r.n)], r.data)
+	r.data, r.n = r.data[k:], r.n-k
+	return k, nil
+}
+
+// TestReadParallelSourceError stops the source in the middle of the
+// largest committed capture: the parallel read returns the source's error
+// (errors.Is finds it, as the CLI's interruptedError does) with the
+// profile of the same events as the serial read.
+func TestReadParallelSourceError(t *testing.T) {
+	data := capture(t, "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip")
+	stop := errors.New("interrupted")
+	for _, cut := range []int{len(data) / 3, len(data) * 3 / 4} {
+		want, werr := read(&stopReader{data, cut, stop}, Config{Timeline: true}, nettrace.ParallelConfig{SerialBytes: int64(len(data)) + 1})
+		got, gerr := read(&stopReader{data, cut, stop}, Config{Timeline: true}, nettrace.ParallelConfig{Workers: 2, SerialBytes: -1})
+		if !errors.Is(werr, stop) || !errors.Is(gerr, stop) || werr.Error() != gerr.Error() {
+			t.Fatalf("cut at %d: serial read ends with %v, parallel with %v; want both to wrap %v", cut, werr, gerr, stop)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("cut at %d: the parallel read's profile differs from the serial one's", cut)
+		}
+	}
+}
