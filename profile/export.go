@@ -924,8 +924,19 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 		return b, nil
 	}
 	c.stamp(rs)
-	b = c.closeTo(b, common)
 	ts, pad, ev := c.ts, *c.tsPad, &c.events
+	// closeTo(b, common), inline (a call per run is about as much as
+	// an event).
+	for _, f := range open[:len(open)-common] {
+		sp := ev.span[f]
+		if sp[1] == 0 {
+			sp = ev.encode(f)
+		}
+		n := len(b)
+		b = append(b, ev.enc[sp[0]:sp[1]]...)
+		b[n+phaseAt] = 'E'
+		b = appendTS(b, ts, pad)
+	}
 	for ; j >= 0; j-- {
 		sp := ev.span[frames[j]]
 		if sp[1] == 0 {
