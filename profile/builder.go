@@ -1183,10 +1183,21 @@ type frameNamer struct {
 
 // nameSpan is where a frame's name (buf[start:nameEnd]) and signature
 // (buf[nameEnd:sigEnd]) are in frameNamer.buf; keyed frames are in the
-// hash table.
+// hash table. The span of p.Frames[k] is spans[k] (they are appended
+// together), and its start is the sigEnd of the span before it (0 for the
+// first): a name is appended where the previous frame's ends, and cut
+// when it merges.
 type nameSpan struct {
-	frame, start, nameEnd, sigEnd int
-	keyed                         bool
+	nameEnd, sigEnd int
+	keyed           bool
+}
+
+// start is where the name of the frame of span k starts.
+func (fn *frameNamer) start(k int) int {
+	if k == 0 {
+		return 0
+	}
+	return fn.spans[k-1].sigEnd
 }
 
 // merge returns the frame of f's module whose name is buf[start:nameEnd]
@@ -1198,20 +1209,22 @@ func (fn *frameNamer) merge(p *Profile, f Frame, start, nameEnd int) int {
 			fn.seed = maphash.MakeSeed()
 		}
 		fn.slots = make([]int32, max(64, 2*len(fn.slots)))
+		lo := 0
 		for k, sp := range fn.spans {
 			if sp.keyed {
-				fn.slots[fn.slot(p, p.Frames[sp.frame].Module, fn.buf[sp.start:sp.nameEnd])] = int32(k + 1)
+				fn.slots[fn.slot(p, p.Frames[k].Module, fn.buf[lo:sp.nameEnd])] = int32(k + 1)
 			}
+			lo = sp.sigEnd
 		}
 	}
 	j := fn.slot(p, f.Module, fn.buf[start:nameEnd])
 	if v := fn.slots[j]; v != 0 {
 		fn.buf = fn.buf[:start]
-		return fn.spans[v-1].frame
+		return int(v - 1)
 	}
 	fi := len(p.Frames)
 	p.Frames = append(p.Frames, f)
-	fn.spans = append(fn.spans, nameSpan{fi, start, nameEnd, len(fn.buf), true})
+	fn.spans = append(fn.spans, nameSpan{nameEnd, len(fn.buf), true})
 	fn.slots[j] = int32(len(fn.spans))
 	fn.n++
 	return fi
@@ -1226,7 +1239,7 @@ func (fn *frameNamer) slot(p *Profile, module string, name []byte) uint64 {
 		if v == 0 {
 			return j
 		}
-		if sp := &fn.spans[v-1]; bytes.Equal(fn.buf[sp.start:sp.nameEnd], name) && p.Frames[sp.frame].Module == module {
+		if k := int(v - 1); bytes.Equal(fn.buf[fn.start(k):fn.spans[k].nameEnd], name) && p.Frames[k].Module == module {
 			return j
 		}
 	}
@@ -1237,9 +1250,8 @@ func (fn *frameNamer) slot(p *Profile, module string, name []byte) uint64 {
 func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
 	fi := len(p.Frames)
 	p.Frames = append(p.Frames, Frame{Address: addr})
-	start := len(fn.buf)
 	fn.buf = appendHex(fn.buf, addr)
-	fn.spans = append(fn.spans, nameSpan{fi, start, len(fn.buf), len(fn.buf), false})
+	fn.spans = append(fn.spans, nameSpan{len(fn.buf), len(fn.buf), false})
 	return fi
 }
 
@@ -1272,12 +1284,14 @@ func hexDigits8(x uint32) uint64 {
 // name sets the names and signatures of the frames, all in one string.
 func (fn *frameNamer) name(p *Profile) {
 	names := string(fn.buf)
-	for _, sp := range fn.spans {
-		f := &p.Frames[sp.frame]
-		f.Name = names[sp.start:sp.nameEnd]
+	start := 0
+	for k, sp := range fn.spans {
+		f := &p.Frames[k]
+		f.Name = names[start:sp.nameEnd]
 		if sp.sigEnd > sp.nameEnd {
 			f.Signature = names[sp.nameEnd:sp.sigEnd]
 		}
+		start = sp.sigEnd
 	}
 }
 
