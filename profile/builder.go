@@ -971,10 +971,16 @@ func (b *Builder) Finish() *Profile {
 	// pos[stack] is 1 + the index of the stack in the thread's Samples (0:
 	// not yet), reset after each thread.
 	pos := make([]int32, len(p.Stacks))
-	var keys []uint64     // sortSamples' scratch
-	var tmp []StackSample // sortSamples' scratch
+	// sortSamples' scratch, sized once for the thread with the most keys
+	// (a thread has at most a sample per key).
+	most := 0
 	for _, t := range b.order {
 		t.flush()
+		most = max(most, t.counts.n)
+	}
+	keys := make([]uint64, 0, most)
+	tmp := make([]StackSample, 0, most)
+	for _, t := range b.order {
 		if t.managed+t.external == 0 {
 			continue // every sample of the thread was filtered out
 		}
