@@ -779,7 +779,7 @@ func (b *Builder) sameStack(ev *nettrace.Event, n int, st int) bool {
 		return false
 	}
 	for i, a := range frames {
-		if ev.Frame(i) != a {
+		if ev.Frame(i) != b.st.addrs[a] {
 			return false
 		}
 	}
@@ -906,14 +906,6 @@ func (b *Builder) internKey() int {
 		}
 	}
 	b.st.reserveAddrs(fresh)
-	for _, a := range b.keyBuf {
-		if fresh == 0 {
-			break
-		}
-		if b.st.addAddr(a) {
-			fresh--
-		}
-	}
 	return b.st.add(b.keyBuf, h, true)
 }
 
@@ -1121,8 +1113,8 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 			names.buf = append(names.buf, OverCapFrame...)
 			frames = append(frames, names.merge(p, Frame{}, lo, len(names.buf)))
 		}
-		for _, addr := range b.st.stack(i) {
-			ai := b.st.addrIndex(addr)
+		for _, ai := range b.st.stack(i) {
+			addr := b.st.addrs[ai]
 			fi := int(frameOf[ai]) - 1
 			if fi < 0 {
 				p.Symbols.Addresses++

@@ -4,20 +4,22 @@ import "slices"
 
 // stackStore interns raw stacks (lists of return addresses) and the
 // distinct addresses in them without a string or a map entry per stack:
-// every stack's addresses are appended to one array, and open-addressing
-// tables of int32 find a stack by its addresses and an address by its
-// value. Interning a known stack allocates nothing; a new one only grows
+// every stack is appended to one array (in chunks) as the indexes of its
+// addresses among the distinct ones (4 bytes a frame rather than 8, and
+// symbolise resolves an index without looking the address up), and
+// open-addressing tables of int32 find a stack by its addresses and an
+// address by its value. Interning a known stack allocates nothing; a new one only grows
 // the arrays (amortised).
 type stackStore struct {
-	// The stacks' addresses, one stack after the other, are in chunks
+	// The stacks' address indexes, one stack after the other, are in chunks
 	// that are filled and never grown or copied (growing one array by
 	// doubling allocated 1.7 times the final size in copies and slack),
 	// a stack never straddling two. off[i] is where stack i starts in the
 	// chunks' filled parts taken end to end: stack i is off[i] up to
 	// off[i+1]. frames is the last chunk, base where it starts; chunks
 	// are the ones before it (none for a small trace).
-	chunks [][]uint64
-	frames []uint64
+	chunks [][]int32
+	frames []int32
 	base   int32
 	off    []int32
 	// hashes holds each stack's hash (the high half of hashStack), so that
@@ -53,8 +55,8 @@ func hashAddr(a uint64) uint64 { return (a ^ a>>31) * 0x9E3779B97F4A7C15 }
 // stacks is the number of stacks interned.
 func (s *stackStore) stacks() int { return max(len(s.off)-1, 0) }
 
-// stack returns the addresses of stack i.
-func (s *stackStore) stack(i int) []uint64 {
+// stack returns the indexes in addrs of the addresses of stack i.
+func (s *stackStore) stack(i int) []int32 {
 	lo, hi := s.off[i], s.off[i+1]
 	if lo >= s.base {
 		return s.frames[lo-s.base : hi-s.base]
@@ -65,7 +67,7 @@ func (s *stackStore) stack(i int) []uint64 {
 // stackBefore is stack for a stack in a chunk before the last: the chunks
 // are walked back from the last one, each starting where the one after it
 // starts less its length.
-func (s *stackStore) stackBefore(lo, hi int32) []uint64 {
+func (s *stackStore) stackBefore(lo, hi int32) []int32 {
 	base := s.base
 	for k := len(s.chunks) - 1; ; k-- {
 		base -= int32(len(s.chunks[k]))
@@ -95,13 +97,28 @@ func (s *stackStore) find(frames []uint64, h uint32) int {
 		if v == 0 {
 			return -1
 		}
-		if s.hashes[v-1] == h && slices.Equal(s.stack(int(v-1)), frames) {
+		if s.hashes[v-1] == h && s.equal(int(v-1), frames) {
 			return int(v - 1)
 		}
 	}
 }
 
-// add interns a stack of hash h that find did not find and returns its
+// equal reports whether stack i has these addresses.
+func (s *stackStore) equal(i int, frames []uint64) bool {
+	st := s.stack(i)
+	if len(st) != len(frames) {
+		return false
+	}
+	for j, a := range st {
+		if s.addrs[a] != frames[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// add interns a stack of hash h that find did not find, and its addresses
+// (reserveAddrs must have made room for the new ones), and returns its
 // index. With lookup false the stack is only stored (the over-the-cap
 // placeholder): find never returns it.
 func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
@@ -119,7 +136,9 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	}
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	s.frames = s.frames[:n+len(frames)]
-	copy(s.frames[n:], frames)
+	for j, a := range frames {
+		s.frames[n+j] = s.addAddr(a)
+	}
 	s.off = append(s.off, s.base+int32(len(s.frames)))
 	s.hashes = append(s.hashes, h)
 	if lookup {
@@ -151,7 +170,7 @@ func (s *stackStore) addChunk(n int) {
 		s.base += int32(len(s.frames))
 		least = 1024
 	}
-	s.frames = make([]uint64, 0, max(n, least, int(s.base)/4))
+	s.frames = make([]int32, 0, max(n, least, int(s.base)/4))
 }
 
 func (s *stackStore) place(h uint32, v int32) {
@@ -203,26 +222,17 @@ func (s *stackStore) reserveAddrs(n int) {
 	}
 }
 
-// addAddr adds address a and reports whether it is new. reserveAddrs must
-// have made room for it.
-func (s *stackStore) addAddr(a uint64) bool {
+// addAddr returns the index of address a in addrs, adding it if it is
+// new. reserveAddrs must have made room for it.
+func (s *stackStore) addAddr(a uint64) int32 {
 	i := s.addrSlot(a)
-	if s.addrSlots[i] != 0 {
-		return false
+	if v := s.addrSlots[i]; v != 0 {
+		return v - 1
 	}
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	n := len(s.addrs)
 	s.addrs = s.addrs[:n+1]
 	s.addrs[n] = a
 	s.addrSlots[i] = int32(n + 1)
-	return true
-}
-
-// addrIndex returns the index of an address added (in addrs), -1 for one
-// that was not.
-func (s *stackStore) addrIndex(a uint64) int {
-	if len(s.addrSlots) == 0 {
-		return -1
-	}
-	return int(s.addrSlots[s.addrSlot(a)]) - 1
+	return int32(n)
 }
