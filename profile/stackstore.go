@@ -218,7 +218,8 @@ func (s *stackStore) reserveAddrs(n int) {
 		}
 	}
 	if cap(s.addrs)-len(s.addrs) < n {
-		s.addrs = slices.Grow(s.addrs, n)
+		// Doubling (append grows a large slice by a quarter).
+		s.addrs = slices.Grow(s.addrs, max(n, len(s.addrs)))
 	}
 }
 
