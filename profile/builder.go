@@ -540,6 +540,13 @@ func (b *Builder) Add(ev *nettrace.Event) {
 			return
 		}
 	}
+	// Thousands at the end of a trace, most of them not kept; tested
+	// after the switch, which a case more would make cost more for the
+	// kinds above.
+	if kind == kindRundownMethod {
+		b.addRundownMethod(ev, uint8(min(md.Version, 255)))
+		return
+	}
 	b.addEvent(ev, md, kind, ts)
 }
 
@@ -561,29 +568,13 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 		b.countEventStack(ev, 1)
 	}
 	switch kind {
-	case kindMethod, kindRundownMethod:
-		if kind == kindRundownMethod {
-			b.rundown = true
-			b.rundownMethods++
-			// The rundown comes after the stacks it explains: a method that
-			// no stack seen so far points into is not kept (rundowns list
-			// every loaded method, often 100 000 of them).
-			// MethodStartAddress at 16, MethodSize at 24 of the 36 fixed
-			// bytes (clrevents.DecodeMethodRange), read in place.
-			pl := ev.Payload
-			if len(pl) < 36 {
-				_, err := clrevents.DecodeMethodRange(pl, version)
-				b.decodeFailed(err)
-				return
-			}
-			if start := le64(pl[16:]); !b.touched(start, start+uint64(le32(pl[24:]))) {
-				return
-			}
-		}
+	case kindMethod:
 		if err := b.symbols.AddMethodPayload(ev.Payload, version); err != nil {
 			b.decodeFailed(err)
 			return
 		}
+	case kindRundownMethod:
+		b.addRundownMethod(ev, version)
 	case kindModule:
 		m, err := clrevents.DecodeModuleLoad(ev.Payload, version)
 		if err != nil {
@@ -768,6 +759,31 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		t.runs = append(t.runs, run)
 	} else {
 		t.runs = t.timeline.grow(t.runs, run)
+	}
+}
+
+// addRundownMethod adds a method of the rundown (MethodDCStartVerbose or
+// MethodDCEndVerbose), Add calls it without going through addEvent, whose
+// many cases cost a rundown of thousands of methods more than their filter.
+func (b *Builder) addRundownMethod(ev *nettrace.Event, version uint8) {
+	b.rundown = true
+	b.rundownMethods++
+	// The rundown comes after the stacks it explains: a method that no
+	// stack seen so far points into is not kept (rundowns list every
+	// loaded method, often 100 000 of them). MethodStartAddress at 16,
+	// MethodSize at 24 of the 36 fixed bytes (clrevents.DecodeMethodRange),
+	// read in place.
+	pl := ev.Payload
+	if len(pl) < 36 {
+		_, err := clrevents.DecodeMethodRange(pl, version)
+		b.decodeFailed(err)
+		return
+	}
+	if start := le64(pl[16:]); !b.touched(start, start+uint64(le32(pl[24:]))) {
+		return
+	}
+	if err := b.symbols.AddMethodPayload(pl, version); err != nil {
+		b.decodeFailed(err)
 	}
 }
 
@@ -1106,6 +1122,9 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	names := frameNamer{spans: make([]nameSpan, 0, nAddrs+overCap), buf: make([]byte, 0, 24*nAddrs)}
 	var frameBuf [64]int
 	frames := frameBuf[:0] // of the raw stack being resolved, reused
+	// A trace with no method events (none in a TraceLogging capture)
+	// resolves nothing: its addresses are not looked up.
+	hasMethods := b.symbols.Methods() > 0
 	for i := range nStacks {
 		frames = frames[:0]
 		if i == b.overCap {
@@ -1118,7 +1137,11 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 			fi := int(frameOf[ai]) - 1
 			if fi < 0 {
 				p.Symbols.Addresses++
-				if mi := b.symbols.index(addr); mi >= 0 {
+				mi := -1
+				if hasMethods {
+					mi = b.symbols.index(addr)
+				}
+				if mi >= 0 {
 					p.Symbols.ResolvedAddresses++
 					if fi = int(methodFrame[mi]) - 1; fi < 0 {
 						lo := len(names.buf)
