@@ -334,7 +334,6 @@ const (
 	kindUnknown eventKind = iota
 	kindOther
 	kindUser // an event of a provider other than the runtime's: its stack counts in SymbolStats
-	kindBookkeeping
 	kindSample
 	kindMethod
 	kindRundownMethod
@@ -404,7 +403,9 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 	case md.ProviderName == providerEventPipe && id == 1:
 		k = kindProcessInfo
 	case md.ProviderName == clrevents.ProviderRundown:
-		k = kindBookkeeping
+		// The rest of the rundown, as the runtime's other events (the
+		// method bookkeeping among them: IL-to-native maps, R2R entry
+		// points...), is kindOther, which Add drops with no call.
 		switch uint16(id) {
 		case clrevents.IDMethodDCStartVerbose, clrevents.IDMethodDCEndVerbose:
 			k = kindRundownMethod
@@ -435,10 +436,6 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 			k = kindContentionStart
 		case clrevents.IDContentionStop:
 			k = kindContentionStop
-		default:
-			if (id >= 135 && id <= 146) || id == uint32(clrevents.IDMethodILToNativeMap) {
-				k = kindBookkeeping
-			}
 		}
 	}
 	if b.skip(k) {

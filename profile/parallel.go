@@ -217,7 +217,7 @@ func (p *convPart) Event(ev *nettrace.Event) {
 	}
 	user := false
 	switch kind {
-	case kindOther, kindBookkeeping:
+	case kindOther:
 		return // addEvent does nothing with them
 	case kindUser:
 		if ev.StackLen() == 0 {
