@@ -133,23 +133,33 @@ func (s *addrSet) addAll(as []uint64) {
 // list of the previous query with new addresses at its end, if any (the
 // set holds all[:s.size()]).
 func (s *addrSet) any(start, end uint64, all []uint64) bool {
-	if len(all) > s.size() {
-		s.addAll(all[s.size():])
+	// One test in the common case: no new address, the bitmap made.
+	if s.pages == nil || len(all) > s.size() {
+		if len(all) > s.size() {
+			s.addAll(all[s.size():])
+		}
+		if s.size() == 0 {
+			return false
+		}
+		if s.pages == nil {
+			s.makePages()
+		}
 	}
-	if end < start || s.size() == 0 {
+	if end < start {
 		return false
 	}
-	if s.pages == nil {
-		s.makePages()
-	}
 	if first, last := start>>pageShift, end>>pageShift; last-first < maxPageProbes {
-		hit := false
-		for p := first; p <= last && !hit; p++ {
-			bit := pageBit(p, s.pageBits)
-			hit = s.pages[bit/64]&(1<<(bit%64)) != 0
-		}
-		if !hit {
-			return false
+		// Most queries end here, at the first page when the range is in
+		// one (the loop is written for that case).
+		pages, bits := s.pages, s.pageBits
+		for p := first; ; p++ {
+			bit := pageBit(p, bits)
+			if pages[bit/64]&(1<<(bit%64)) != 0 {
+				break
+			}
+			if p == last {
+				return false
+			}
 		}
 	}
 	if s.n > 0 {
