@@ -125,7 +125,7 @@ type Builder struct {
 	suspendStart int64
 	suspendForGC bool
 	contention   ContentionStats
-	ev           eventState // allocation ticks, exceptions, lock waits (events.go)
+	ev           *eventState // allocation ticks, exceptions, lock waits (events.go); nil until one
 }
 
 type threadAcc struct {

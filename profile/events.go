@@ -215,6 +215,16 @@ type rawWait struct {
 }
 
 // eventState is what a Builder keeps of the events other than samples.
+// events returns the Builder's eventState, made by the first event that
+// needs it: most conversions have none (a profile of wall time skips them),
+// and the state is 504 bytes of the Builder every conversion allocates.
+func (b *Builder) events() *eventState {
+	if b.ev == nil {
+		b.ev = new(eventState)
+	}
+	return b.ev
+}
+
 type eventState struct {
 	allocs, thrown, waits eventAcc
 	alloc                 AllocStats
@@ -401,7 +411,8 @@ func (b *Builder) addAllocTick(ev *nettrace.Event, version uint8) {
 	if !b.kept(ev.ThreadID) {
 		return
 	}
-	amount, size, leaf, ok := b.ev.allocs.allocTick(ev.Payload, version, b.hdr.PointerSize)
+	e := b.events()
+	amount, size, leaf, ok := e.allocs.allocTick(ev.Payload, version, b.hdr.PointerSize)
 	if !ok {
 		a, err := clrevents.DecodeGCAllocationTick(ev.Payload, version, b.hdr.PointerSize)
 		if err != nil {
@@ -413,18 +424,18 @@ func (b *Builder) addAllocTick(ev *nettrace.Event, version uint8) {
 		if name == "" {
 			name = typeNotReported
 		}
-		leaf = b.ev.allocs.leaf(name)
+		leaf = e.allocs.leaf(name)
 	}
-	b.ev.alloc.Ticks++
+	e.alloc.Ticks++
 	amount = min(amount, 1<<62)
 	var objects int64
 	if size > 0 {
-		b.ev.alloc.Sized++
+		e.alloc.Sized++
 		// The tick stands for amount bytes of allocation, taken to be
 		// objects the size of the one that triggered it.
 		objects = int64(max(1, (amount+size/2)/size))
 	}
-	b.ev.allocs.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, int64(amount), objects)
+	e.allocs.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, int64(amount), objects)
 }
 
 // addException adds an ExceptionThrown.
@@ -432,9 +443,10 @@ func (b *Builder) addException(ev *nettrace.Event, version uint8) {
 	if !b.kept(ev.ThreadID) {
 		return
 	}
+	e := b.events()
 	var leaf int32
 	if raw, ok := parseExceptionType(ev.Payload, version, b.hdr.PointerSize); ok {
-		leaf = b.ev.thrown.rawLeaf(0, raw)
+		leaf = e.thrown.rawLeaf(0, raw)
 	} else {
 		x, err := clrevents.DecodeExceptionThrown(ev.Payload, version, b.hdr.PointerSize)
 		if err != nil {
@@ -445,9 +457,9 @@ func (b *Builder) addException(ev *nettrace.Event, version uint8) {
 		if name == "" {
 			name = typeNotReported
 		}
-		leaf = b.ev.thrown.leaf(name)
+		leaf = e.thrown.leaf(name)
 	}
-	b.ev.thrown.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, 1, 0)
+	e.thrown.add(eventKey{ev.ThreadID, int32(b.stackOf(ev)), leaf}, 1, 0)
 }
 
 // contThread returns the contention state of a thread.
@@ -455,7 +467,8 @@ func (b *Builder) contThread(thread uint64) *contThread {
 	t := b.thread(thread)
 	if t.cont == nil {
 		t.cont = &contThread{}
-		b.ev.contOrder = append(b.ev.contOrder, t)
+		e := b.events()
+		e.contOrder = append(e.contOrder, t)
 	}
 	return t.cont
 }
@@ -500,7 +513,7 @@ func (b *Builder) addContentionStop(ev *nettrace.Event, version uint8, ts int64)
 		d = time.Duration(s.DurationNs)
 		c.start, c.stack = ts-b.ticksOf(d), int32(b.stackOf(ev))
 	default:
-		b.ev.stopsWithoutStart++
+		b.events().stopsWithoutStart++
 		return
 	}
 	b.endWait(ev.ThreadID, c, c.start, d)
@@ -521,7 +534,7 @@ func (b *Builder) endWait(thread uint64, c *contThread, start int64, d time.Dura
 	d = max(d, 0)
 	b.contention.Total += d
 	b.contention.Max = max(b.contention.Max, d)
-	b.ev.waits.add(eventKey{thread, c.stack, -1}, int64(d), 0)
+	b.events().waits.add(eventKey{thread, c.stack, -1}, int64(d), 0)
 	if !b.cfg.Timeline || b.truncated {
 		return
 	}
@@ -537,7 +550,12 @@ func (b *Builder) endWait(thread uint64, c *contThread, start int64, d time.Dura
 // trace), symbolises the events' stacks and fills the profile's event
 // measures and summaries.
 func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
-	for _, t := range b.ev.contOrder {
+	var none eventState // for a trace without any of these events
+	e := b.ev
+	if e == nil {
+		e = &none
+	}
+	for _, t := range e.contOrder {
 		if c := t.cont; c.pending {
 			d := b.hdr.DurationOf(b.maxTS - c.start)
 			b.contention.Unfinished++
@@ -545,7 +563,7 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 			b.endWait(t.id, c, c.start, d)
 		}
 	}
-	b.contention.StopsWithoutStart = b.ev.stopsWithoutStart
+	b.contention.StopsWithoutStart = e.stopsWithoutStart
 
 	fill := func(a *eventAcc) EventStacks {
 		es := EventStacks{Leaves: a.leaves}
@@ -582,10 +600,10 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 		})
 		return es
 	}
-	p.AllocStacks = fill(&b.ev.allocs)
-	p.ExceptionStacks = fill(&b.ev.thrown)
-	p.ContentionStacks = fill(&b.ev.waits)
-	p.Allocs = b.ev.alloc
+	p.AllocStacks = fill(&e.allocs)
+	p.ExceptionStacks = fill(&e.thrown)
+	p.ContentionStacks = fill(&e.waits)
+	p.Allocs = e.alloc
 	if !p.Allocs.ObjectsKnown() {
 		for i := range p.AllocStacks.Samples {
 			p.AllocStacks.Samples[i].Objects = 0
@@ -643,7 +661,7 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 	}
 
 	if b.cfg.Timeline {
-		for _, t := range b.ev.contOrder {
+		for _, t := range e.contOrder {
 			c := t.cont
 			if len(c.waits) == 0 {
 				continue

@@ -127,7 +127,10 @@ func (b *Builder) readParallel(tr *nettrace.Reader, pcfg nettrace.ParallelConfig
 // over the cores: the samples and allocation ticks kept (the others are
 // few).
 func (b *Builder) orderedEvents() int64 {
-	n := b.ev.alloc.Ticks
+	var n int64
+	if b.ev != nil { // nil until the first allocation tick, exception or lock wait
+		n = b.ev.alloc.Ticks
+	}
 	for _, t := range b.order {
 		n += t.all
 	}
