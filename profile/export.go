@@ -218,10 +218,19 @@ func (w *Weighted) Pprof() (*profile.Profile, error) {
 		pp.Location = append(pp.Location, locs[i])
 		m.Limit = max(m.Limit, f.Address+1)
 	}
+	// Indices out of range are errors (those of WritePprof), not panics.
 	n, nLocs := 0, 0
 	for _, g := range w.Groups {
 		n += len(g.Samples)
 		for _, s := range g.Samples {
+			if s.Stack < 0 || s.Stack >= len(w.Stacks) {
+				return nil, fmt.Errorf("profile: pprof conversion: sample of thread %d has stack %d of %d", g.ThreadID, s.Stack, len(w.Stacks))
+			}
+			for _, f := range w.Stacks[s.Stack].Frames {
+				if f < 0 || f >= nFrames {
+					return nil, fmt.Errorf("profile: pprof conversion: stack %d has frame %d of %d", s.Stack, f, nFrames)
+				}
+			}
 			nLocs += max(len(w.Stacks[s.Stack].Frames), 1)
 		}
 	}

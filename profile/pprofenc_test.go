@@ -211,7 +211,7 @@ func TestPprofEncodingCrafted(t *testing.T) {
 }
 
 // TestPprofEncodingBadIndex: a stack or frame index out of range is an
-// error of WritePprof, not a panic.
+// error of WritePprof and of Pprof, not a panic.
 func TestPprofEncodingBadIndex(t *testing.T) {
 	for name, w := range map[string]*Weighted{
 		"stack": {Types: []ValueType{{"samples", "count"}}, Stacks: []Stack{{}},
@@ -224,6 +224,10 @@ func TestPprofEncodingBadIndex(t *testing.T) {
 		err := WritePprof(&bytes.Buffer{}, w)
 		if err == nil || !strings.Contains(err.Error(), "pprof conversion") {
 			t.Errorf("%s: WritePprof error %v, want a pprof conversion error", name, err)
+		}
+		pp, perr := w.Pprof()
+		if pp != nil || perr == nil || perr.Error() != err.Error() {
+			t.Errorf("%s: Pprof() = %v, %v; want nil and WritePprof's error %v", name, pp, perr, err)
 		}
 	}
 }
