@@ -923,6 +923,10 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	ro, rf := open[len(open)-k:], frames[len(frames)-k:]
 	rf = rf[:len(ro)]
 	d := k - 1
+	// Deep stacks share many frames: four compared at a time first.
+	for d >= 3 && *(*[4]int)(ro[d-3 : d+1]) == *(*[4]int)(rf[d-3 : d+1]) {
+		d -= 4
+	}
 	for d >= 0 && ro[d] == rf[d] {
 		d--
 	}
@@ -934,6 +938,7 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	}
 	c.stamp(rs)
 	ts, pad, ev := c.ts, *c.tsPad, &c.events
+	short := len(ts) <= tsCopy
 	// closeTo(b, common), inline (a call per run is about as much as
 	// an event).
 	for _, f := range open[:len(open)-common] {
@@ -944,7 +949,13 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 		n := len(b)
 		b = append(b, ev.enc[sp[0]:sp[1]]...)
 		b[n+phaseAt] = 'E'
-		b = appendTS(b, ts, pad)
+		// appendTS, inline (its argument would be one more copy of pad).
+		if n := len(b); short && cap(b)-n >= tsCopy {
+			*(*[tsCopy]byte)(b[n : n+tsCopy]) = pad
+			b = b[:n+len(ts)]
+		} else {
+			b = append(b, ts...)
+		}
 	}
 	for ; j >= 0; j-- {
 		sp := ev.span[frames[j]]
@@ -952,7 +963,12 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 			sp = ev.encode(frames[j])
 		}
 		b = append(b, ev.enc[sp[0]:sp[1]]...)
-		b = appendTS(b, ts, pad)
+		if n := len(b); short && cap(b)-n >= tsCopy {
+			*(*[tsCopy]byte)(b[n : n+tsCopy]) = pad
+			b = b[:n+len(ts)]
+		} else {
+			b = append(b, ts...)
+		}
 	}
 	c.open = frames
 	return b, nil
