@@ -3,6 +3,7 @@ package profile
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -640,6 +641,11 @@ type stackArrays struct {
 	// one entry per stack from the start, so that get, called for every
 	// sample, inlines to a load and a test.
 	span []uint64 // lo<<32 | hi
+	// text[f] is the element of frame f, a comma and its index in decimal
+	// (up to 7 bytes, little-endian), with its length in the top byte; 0
+	// until made (frameText). Stacks share most frames: each index is
+	// formatted once, and stored by one 8-byte write.
+	text []uint64
 }
 
 // newStackArrays returns the arrays of stacks, with room for those whose
@@ -653,7 +659,8 @@ func newStackArrays(frames int, stacks []Stack, weights []int64) stackArrays {
 			size += 3 + max(len(stacks[st].Frames), 1)*(digits+1)
 		}
 	}
-	return stackArrays{frames: frames, stacks: stacks, enc: make([]byte, 0, size), span: make([]uint64, len(stacks))}
+	return stackArrays{frames: frames, stacks: stacks, enc: make([]byte, 0, size), span: make([]uint64, len(stacks)),
+		text: make([]uint64, frames)}
 }
 
 // get returns the array of a stack, after a comma with sep.
@@ -669,22 +676,57 @@ func (s *stackArrays) get(stack int, sep bool) []byte {
 	return s.enc[lo:uint32(sp)]
 }
 
+// frameText makes text[f]: a comma and f in decimal, packed, with its
+// length in the top byte. An index of more than six digits (a profile of
+// a million frames) is formatted each time instead.
+func (s *stackArrays) frameText(f int) uint64 {
+	var b [8]byte
+	e := appendInt(append(b[:0], ','), int64(f))
+	if len(e) > 7 {
+		return 0 // not cached; never stored into b (appendInt grew e)
+	}
+	t := binary.LittleEndian.Uint64(b[:]) | uint64(len(e))<<56
+	s.text[f] = t
+	return t
+}
+
 // encode writes the array of a stack and returns its span.
 func (s *stackArrays) encode(stack int) uint64 {
 	s.enc = append(s.enc, ',')
 	lo := len(s.enc)
 	frames := s.stacks[stack].Frames
-	s.enc = append(s.enc, '[')
 	if len(frames) == 0 {
-		s.enc = appendInt(s.enc, int64(s.frames))
+		s.enc = appendInt(append(s.enc, '['), int64(s.frames))
 	}
+	// Every frame's element after a comma (frameText), the first one's
+	// comma then made the opening bracket.
+	enc := s.enc
 	for i := len(frames) - 1; i >= 0; i-- {
-		s.enc = appendInt(s.enc, int64(frames[i]))
-		if i > 0 {
-			s.enc = append(s.enc, ',')
+		f := frames[i]
+		t := s.text[f]
+		if t == 0 {
+			if t = s.frameText(f); t == 0 {
+				enc = appendInt(append(enc, ','), int64(f))
+				continue
+			}
+		}
+		n, l := len(enc), int(t>>56)
+		if cap(enc)-n >= 8 {
+			// All 8 bytes are written, the length byte past the
+			// element into spare capacity (written over next).
+			enc = enc[:n+8]
+			binary.LittleEndian.PutUint64(enc[n:], t)
+			enc = enc[:n+l]
+		} else {
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], t)
+			enc = append(enc, b[:l]...)
 		}
 	}
-	s.enc = append(s.enc, ']')
+	if len(frames) > 0 {
+		enc[lo] = '['
+	}
+	s.enc = append(enc, ']')
 	s.span[stack] = uint64(lo)<<32 | uint64(len(s.enc))
 	return s.span[stack]
 }
