@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +24,13 @@ import (
 //
 // The ratios are convert/<x> time divided by decode time of the same
 // capture. Each sub-benchmark also reports cpu-ns/op, the process's CPU
-// time per operation (garbage collection included): on a shared machine
-// it moves much less than the wall time. "objver4" is the capture with the most samples (35 161, on 13
+// time per operation (garbage collection included; on a shared machine
+// it moves much less than the wall time), and gc/op, the collections per
+// operation: at GOMAXPROCS=1 each one marks for several milliseconds of
+// the program's time, during which every pointer store (the decoder's, a
+// few per event, included) runs the write barrier, so what a conversion
+// allocates slows its decoding too.
+// "objver4" is the capture with the most samples (35 161, on 13
 // threads, with 35 458 allocation ticks): the stand-in for the many-thread
 // web app.
 func BenchmarkConvert(b *testing.B) {
@@ -69,6 +75,7 @@ func benchmarkConvert(b *testing.B, data []byte) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
 		defer reportCPU(b, cpuTime())
+		defer reportGC(b, gcCycles())
 		for b.Loop() {
 			r, err := nettrace.NewReader(bytes.NewReader(data))
 			if err != nil {
@@ -99,6 +106,7 @@ func benchmarkConvert(b *testing.B, data []byte) {
 				b.ReportAllocs()
 				b.SetBytes(int64(len(data)))
 				defer reportCPU(b, cpuTime())
+				defer reportGC(b, gcCycles())
 				for b.Loop() {
 					p := readBench(b, data, Config{Timeline: f.Timeline, Measure: m.Name})
 					wp, err := p.Weighted(m.Name)
@@ -116,6 +124,7 @@ func benchmarkConvert(b *testing.B, data []byte) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
 		defer reportCPU(b, cpuTime())
+		defer reportGC(b, gcCycles())
 		for b.Loop() {
 			p := readBench(b, data, Config{})
 			if err := BuildReport(p, ReportConfig{}).WriteText(io.Discard); err != nil {
@@ -123,6 +132,20 @@ func benchmarkConvert(b *testing.B, data []byte) {
 			}
 		}
 	})
+}
+
+// gcCycles is the number of garbage collections completed so far.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// reportGC reports the garbage collections per operation since start.
+func reportGC(b *testing.B, start uint64) {
+	if b.N > 0 {
+		b.ReportMetric(float64(gcCycles()-start)/float64(b.N), "gc/op")
+	}
 }
 
 // reportCPU reports the CPU time per operation since start.
