@@ -552,29 +552,44 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 	// Most runs weigh the same (one sample), so the last weight's digits
 	// are kept, after a comma for every weight but the first.
 	wt := newWeightText(period)
+	// Consecutive runs of the same count (most weigh one sample) are
+	// counted, then written at once (appendN).
+	pend := 0
 	for _, chunk := range runs.chunks {
 		for i := range chunk {
 			r := &chunk[i]
 			if runs.skip(r) {
 				continue
 			}
-			// wt.text, inline; after the first, the whole of wt.buf is
-			// copied (a few moves, where append calls memmove) and b cut
-			// after the weight.
 			if c := int64(r.count); c != wt.count {
+				if pend != 1 {
+					if b, err = wt.appendN(w, b, pend); err != nil {
+						return b, err
+					}
+				} else {
+					// One run (the counts alternate): as appendN
+					// would, inline. After the first element, the
+					// whole of wt.buf is copied (a few moves, where
+					// append calls memmove) and b cut after it.
+					if n := len(b); wt.lo == 0 && cap(b)-n >= len(wt.buf) {
+						*(*[len(wt.buf)]byte)(b[n : n+len(wt.buf)]) = wt.buf
+						b = b[:n+wt.n]
+					} else {
+						b = append(b, wt.buf[wt.lo:wt.n]...)
+					}
+					wt.lo = 0
+					if b, err = flushFull(w, b); err != nil {
+						return b, err
+					}
+				}
 				wt.set(c)
+				pend = 0
 			}
-			if n := len(b); wt.lo == 0 && cap(b)-n >= len(wt.buf) {
-				*(*[len(wt.buf)]byte)(b[n : n+len(wt.buf)]) = wt.buf
-				b = b[:n+wt.n]
-			} else {
-				b = append(b, wt.buf[wt.lo:wt.n]...)
-			}
-			wt.lo = 0
-			if b, err = flushFull(w, b); err != nil {
-				return b, err
-			}
+			pend++
 		}
+	}
+	if b, err = wt.appendN(w, b, pend); err != nil {
+		return b, err
 	}
 	for _, r := range runs.runs {
 		b = append(b, wt.text(r.Count)...)
@@ -615,6 +630,40 @@ func (t *weightText) text(count int64) []byte {
 	s := t.buf[t.lo:t.n]
 	t.lo = 0
 	return s
+}
+
+// appendN appends the next k elements, all of the current count, and
+// hands b to w (flushFull) as it fills. After the first, the elements are
+// copies of one text, written by doubling what is written of them: a copy
+// per doubling rather than one per element.
+func (t *weightText) appendN(w io.Writer, b []byte, k int) ([]byte, error) {
+	var err error
+	if k > 0 && t.lo != 0 { // the first element of the list: no comma
+		b = append(b, t.buf[t.lo:t.n]...)
+		t.lo = 0
+		k--
+		if b, err = flushFull(w, b); err != nil {
+			return b, err
+		}
+	}
+	el := t.buf[:t.n]
+	for k > 0 {
+		// As many as fit below flushAt (at least one): b grows no more
+		// than element by element.
+		m := min(k, max((flushAt-len(b))/len(el), 1))
+		n := len(b)
+		b = append(b, el...)
+		for done := 1; done < m; {
+			c := min(done, m-done)
+			b = append(b, b[n:n+c*len(el)]...)
+			done += c
+		}
+		k -= m
+		if b, err = flushFull(w, b); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // set makes count × period the text of the next elements.
