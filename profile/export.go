@@ -499,6 +499,16 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 	first := true
 	var start, count int64
 	for _, chunk := range runs.chunks {
+		if !runs.managed {
+			// Every run: the sum alone, without skip's test.
+			if first && len(chunk) > 0 {
+				start, first = chunk[0].start, false
+			}
+			for i := range chunk {
+				count += int64(chunk[i].count)
+			}
+			continue
+		}
 		for i := range chunk {
 			r := &chunk[i]
 			if runs.skip(r) {
