@@ -63,6 +63,9 @@ func read(r io.Reader, cfg Config, pcfg nettrace.ParallelConfig) (*Profile, erro
 // (done), or when limit is not negative until the reader has read past
 // byte limit. err is the reader's error, nil at the end of the stream.
 func (b *Builder) readSerial(tr *nettrace.Reader, limit int64) (done bool, err error) {
+	if limit < 0 {
+		return true, b.readAll(tr)
+	}
 	var ev nettrace.Event
 	for i := 1; ; i++ {
 		if err := tr.ReadEvent(&ev); err != nil {
@@ -72,9 +75,29 @@ func (b *Builder) readSerial(tr *nettrace.Reader, limit int64) (done bool, err e
 			return true, err
 		}
 		b.Add(&ev)
-		if limit >= 0 && i&1023 == 0 && tr.Stats().Bytes >= limit {
+		if i&1023 == 0 && tr.Stats().Bytes >= limit {
 			return false, nil
 		}
+	}
+}
+
+// readAll adds the rest of tr's events with ReadEvent; err is the reader's
+// error, nil at the end of the stream. It is readSerial without a limit,
+// in a loop of its own: readSerial's loop with a negative limit cost
+// about 8 instructions more per event (callgrind, objver4
+// speedscope-alloc at GOMAXPROCS=1: 41.30M -> 40.28M per conversion).
+func (b *Builder) readAll(tr *nettrace.Reader) error {
+	var ev nettrace.Event
+	for {
+		err := tr.ReadEvent(&ev)
+		if err == nil {
+			b.Add(&ev)
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
 	}
 }
 
