@@ -197,59 +197,68 @@ func everyCapture() []string {
 	return out
 }
 
+// eachCapture runs fn in a subtest per capture (everyCapture) with the
+// capture's bytes; a capture outside the repository is skipped when
+// CLRDIAG_CAPTURES does not give it.
+func eachCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
+	for _, rel := range everyCapture() {
+		t.Run(rel, func(t *testing.T) {
+			if !testcapture.Available(rel) {
+				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+			}
+			fn(t, rel, capture(t, rel))
+		})
+	}
+}
+
 // Every capture converts to every format, in both measures, and each output
 // keeps its format's rules: Chromium's trace-event rules (validateTraceEvents),
 // speedscope's required keys, weights and busiest thread, pprof's sample
 // types, totals and one sample per stack. A capture without samples says so
 // in the notes. Damaged captures give the profile of what was read.
 func TestEveryCapture(t *testing.T) {
-	for _, rel := range everyCapture() {
-		t.Run(rel, func(t *testing.T) {
-			if !testcapture.Available(rel) {
-				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+	eachCapture(t, func(t *testing.T, rel string, data []byte) {
+		p, err := Read(bytes.NewReader(data), Config{Timeline: true})
+		if p == nil {
+			t.Fatalf("no profile: %v", err)
+		}
+		if err != nil {
+			t.Logf("damaged: %v", err)
+		}
+		a := p.Activity()
+		t.Logf("%d samples on %d threads (%d waiting), %d stacks, %d frames, runtime %q, process %q, notes %q",
+			a.Samples, len(p.Threads), a.WaitingThreads, len(p.Stacks), len(p.Frames), p.RuntimeVersion, p.ProcessName, p.Notes())
+		if a.Samples == 0 {
+			if notes := p.Notes(); len(notes) == 0 || notes[0] != NoSamplesAdvice {
+				t.Errorf("no samples, notes %q", notes)
 			}
-			p, err := Read(bytes.NewReader(capture(t, rel)), Config{Timeline: true})
-			if p == nil {
-				t.Fatalf("no profile: %v", err)
-			}
-			if err != nil {
-				t.Logf("damaged: %v", err)
-			}
-			a := p.Activity()
-			t.Logf("%d samples on %d threads (%d waiting), %d stacks, %d frames, runtime %q, process %q, notes %q",
-				a.Samples, len(p.Threads), a.WaitingThreads, len(p.Stacks), len(p.Frames), p.RuntimeVersion, p.ProcessName, p.Notes())
-			if a.Samples == 0 {
-				if notes := p.Notes(); len(notes) == 0 || notes[0] != NoSamplesAdvice {
-					t.Errorf("no samples, notes %q", notes)
+			return
+		}
+		checkPprof(t, p)
+		checkSpeedscope(t, p)
+		if n := checkChromium(t, p); n == 0 {
+			t.Error("chromium: no B events")
+		}
+		for _, mi := range MeasureInfos() {
+			m := mi.Name
+			wp := weighted(t, p, m)
+			for _, f := range Formats() {
+				if f.TimeOnly && !mi.Timeline {
+					continue
 				}
-				return
-			}
-			checkPprof(t, p)
-			checkSpeedscope(t, p)
-			if n := checkChromium(t, p); n == 0 {
-				t.Error("chromium: no B events")
-			}
-			for _, mi := range MeasureInfos() {
-				m := mi.Name
-				wp := weighted(t, p, m)
-				for _, f := range Formats() {
-					if f.TimeOnly && !mi.Timeline {
-						continue
-					}
-					var buf bytes.Buffer
-					if err := f.Write(&buf, wp); err != nil {
-						t.Errorf("%s %s: %v", f.Name, m, err)
-					}
-					if f.Name == "chromium" {
-						if _, problems := validateTraceEvents(buf.Bytes()); len(problems) > 0 {
-							t.Errorf("chromium %s: %q", m, problems[:min(5, len(problems))])
-						}
+				var buf bytes.Buffer
+				if err := f.Write(&buf, wp); err != nil {
+					t.Errorf("%s %s: %v", f.Name, m, err)
+				}
+				if f.Name == "chromium" {
+					if _, problems := validateTraceEvents(buf.Bytes()); len(problems) > 0 {
+						t.Errorf("chromium %s: %q", m, problems[:min(5, len(problems))])
 					}
 				}
-				if err := BuildReport(p, ReportConfig{Measure: m}).WriteText(io.Discard); err != nil {
-					t.Error(err)
-				}
 			}
-		})
-	}
+			if err := BuildReport(p, ReportConfig{Measure: m}).WriteText(io.Discard); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }

@@ -108,47 +108,35 @@ func sameRead(t *testing.T, name string, data []byte, cfg Config, pcfg nettrace.
 // the profile and every output, byte for byte, with the serial read's, in
 // each measure's Config and with thread and managed filters.
 func TestReadParallelSameProfile(t *testing.T) {
-	for _, rel := range everyCapture() {
-		t.Run(benchName(rel), func(t *testing.T) {
-			if !testcapture.Available(rel) {
-				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+	eachCapture(t, func(t *testing.T, rel string, data []byte) {
+		cfgs := []Config{{Timeline: true}, {ManagedOnly: true, Timeline: true, MaxTimelineRuns: 100}}
+		for _, m := range MeasureInfos() {
+			cfgs = append(cfgs, Config{Measure: m.Name, Timeline: m.Name == MeasureWall})
+		}
+		probe, _ := Read(bytes.NewReader(data), Config{})
+		if probe != nil && len(probe.Threads) > 1 {
+			cfgs = append(cfgs, Config{Threads: []uint64{probe.Threads[1].ID}, Timeline: true})
+		}
+		for i, cfg := range cfgs {
+			for _, pcfg := range parallelConfigs(len(data)) {
+				sameRead(t, fmt.Sprintf("%s %+v", rel, cfg), data, cfg, pcfg, i == 0 || pcfg.Workers == 3)
 			}
-			data := capture(t, rel)
-			cfgs := []Config{{Timeline: true}, {ManagedOnly: true, Timeline: true, MaxTimelineRuns: 100}}
-			for _, m := range MeasureInfos() {
-				cfgs = append(cfgs, Config{Measure: m.Name, Timeline: m.Name == MeasureWall})
-			}
-			probe, _ := Read(bytes.NewReader(data), Config{})
-			if probe != nil && len(probe.Threads) > 1 {
-				cfgs = append(cfgs, Config{Threads: []uint64{probe.Threads[1].ID}, Timeline: true})
-			}
-			for i, cfg := range cfgs {
-				for _, pcfg := range parallelConfigs(len(data)) {
-					sameRead(t, fmt.Sprintf("%s %+v", rel, cfg), data, cfg, pcfg, i == 0 || pcfg.Workers == 3)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestReadParallelTruncated cuts every capture at several places: the
 // parallel read gives the profile of the same events, the same error (at
 // the same offset) and the same dropped-event count as the serial one.
 func TestReadParallelTruncated(t *testing.T) {
-	for _, rel := range everyCapture() {
-		t.Run(benchName(rel), func(t *testing.T) {
-			if !testcapture.Available(rel) {
-				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+	eachCapture(t, func(t *testing.T, rel string, data []byte) {
+		step := max(len(data)/7, 1)
+		for cut := len(data) - 1; cut > 0; cut -= step {
+			for _, pcfg := range parallelConfigs(cut) {
+				sameRead(t, fmt.Sprintf("%s cut at %d", rel, cut), data[:cut], Config{Timeline: true}, pcfg, cut == len(data)-1)
 			}
-			data := capture(t, rel)
-			step := max(len(data)/7, 1)
-			for cut := len(data) - 1; cut > 0; cut -= step {
-				for _, pcfg := range parallelConfigs(cut) {
-					sameRead(t, fmt.Sprintf("%s cut at %d", rel, cut), data[:cut], Config{Timeline: true}, pcfg, cut == len(data)-1)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkReadParallel compares the serial and the parallel read of the
