@@ -86,18 +86,7 @@ func benchmarkConvert(b *testing.B, data []byte) {
 			}
 		}
 	})
-	probe := readBench(b, data, Config{})
-	for _, m := range MeasureInfos() {
-		if m.Name == MeasureCPU {
-			continue // the same profile as wall, with another default type
-		}
-		if probe.Check(m.Name) != nil {
-			// No events of the measure: clrdiag trace convert refuses the
-			// conversion (exit 1, with how to collect them), so there is
-			// no conversion to time (wall included: a trace without CPU
-			// samples has no wall profile).
-			continue
-		}
+	for _, m := range benchMeasures(readBench(b, data, Config{})) {
 		for _, f := range Formats() {
 			if f.CheckMeasure(m) != nil {
 				continue
@@ -146,6 +135,21 @@ func reportGC(b *testing.B, start uint64) {
 	if b.N > 0 {
 		b.ReportMetric(float64(gcCycles()-start)/float64(b.N), "gc/op")
 	}
+}
+
+// benchMeasures are the measures of probe's trace that clrdiag trace
+// convert converts: not cpu (the same profile as wall, with another
+// default type), nor a measure the trace has no events of (the CLI refuses
+// it with exit 1 and how to collect them; wall included, as a trace
+// without CPU samples has no wall profile).
+func benchMeasures(probe *Profile) []MeasureInfo {
+	var out []MeasureInfo
+	for _, m := range MeasureInfos() {
+		if m.Name != MeasureCPU && probe.Check(m.Name) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // reportCPU reports the CPU time per operation since start.

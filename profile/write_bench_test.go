@@ -26,16 +26,7 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 func benchmarkWrite(b *testing.B, data []byte) {
-	probe := readBench(b, data, Config{})
-	for _, m := range MeasureInfos() {
-		if m.Name == MeasureCPU {
-			continue // as BenchmarkConvert
-		}
-		if m.Name != MeasureWall {
-			if n, _ := probe.Events(m.Name); n == 0 {
-				continue
-			}
-		}
+	for _, m := range benchMeasures(readBench(b, data, Config{})) {
 		timeline := readBench(b, data, Config{Timeline: true, Measure: m.Name})
 		plain := readBench(b, data, Config{Measure: m.Name})
 		b.Run("weighted-"+m.Name, func(b *testing.B) {
