@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -169,19 +170,26 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	if r.Notes == nil {
 		r.Notes = []string{}
 	}
-	// Per frame (-1: empty stack), samples of the measure: exclusive,
-	// inclusive, and exclusive ones that were Managed or on waiting threads.
-	type acc struct{ excl, incl, exclManaged, exclAll, exclWaiting int64 }
-	// byFrame[f+1] is frame f's (byFrame[0] the empty stack's); seen[f] is
-	// the number of the last sample that counted f inclusively.
-	var byFrame []acc
-	var seen []int
-	if !isEventMeasure(measure) {
-		byFrame = make([]acc, len(p.Frames)+1)
-		seen = make([]int, len(p.Frames))
+	// Per frame (byFrame[f+1]; byFrame[0] is the empty stack's): the
+	// inclusive samples of the measure, the exclusive samples (all, those
+	// that were Managed, those on waiting threads; excl picks the
+	// measure's) and the number of the last sample that counted the frame
+	// inclusively.
+	type frameAcc struct {
+		incl, exclManaged, exclAll, exclWaiting int64
+		seen                                    uint32
 	}
-	get := func(f int) *acc { return &byFrame[f+1] }
-	sampleNo := 0
+	excl := func(a *frameAcc) int64 {
+		if measure == MeasureCPU {
+			return a.exclManaged
+		}
+		return a.exclAll
+	}
+	var byFrame []frameAcc
+	if !isEventMeasure(measure) {
+		byFrame = make([]frameAcc, len(p.Frames)+1)
+	}
+	var sampleNo uint32
 	var measured int64
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
@@ -212,8 +220,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			if len(frames) > 0 {
 				leaf = frames[0]
 			}
-			a := get(leaf)
-			a.excl += n
+			a := &byFrame[leaf+1]
 			a.exclAll += s.Count()
 			a.exclManaged += s.Managed
 			if t.Waiting {
@@ -223,11 +230,17 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 				a.incl += n
 				continue
 			}
+			if sampleNo == math.MaxUint32 { // never in practice: 4G distinct thread stacks
+				for i := range byFrame {
+					byFrame[i].seen = 0
+				}
+				sampleNo = 0
+			}
 			sampleNo++
 			for _, f := range frames {
-				if seen[f] != sampleNo {
-					seen[f] = sampleNo
-					get(f).incl += n
+				if a := &byFrame[f+1]; a.seen != sampleNo {
+					a.seen = sampleNo
+					a.incl += n
 				}
 			}
 		}
@@ -249,11 +262,17 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		ranked = p.eventMethods(measure)
 		r.Unit = eventUnit(measure)
 	} else {
+		n := 0
 		for i := range byFrame {
-			a := &byFrame[i]
-			if a.incl != 0 {
-				d := int64(p.Period)
-				ranked = append(ranked, methodRank{frame: i - 1, excl: a.excl * d, incl: a.incl * d})
+			if byFrame[i].incl != 0 {
+				n++
+			}
+		}
+		ranked = make([]methodRank, 0, n)
+		d := int64(p.Period)
+		for i := range byFrame {
+			if incl := byFrame[i].incl; incl != 0 {
+				ranked = append(ranked, methodRank{frame: i - 1, excl: excl(&byFrame[i]) * d, incl: incl * d})
 			}
 		}
 	}
@@ -266,8 +285,8 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			m = p.eventMethod(measure, mr)
 		} else {
 			a := &byFrame[f+1]
-			m = MethodTime{Method: noFrames, Exclusive: time.Duration(a.excl) * p.Period,
-				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(a.excl), InclusivePct: pct(a.incl), ManagedPct: -1}
+			m = MethodTime{Method: noFrames, Exclusive: time.Duration(excl(a)) * p.Period,
+				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(excl(a)), InclusivePct: pct(a.incl), ManagedPct: -1}
 			m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
 			if a.exclAll > 0 {
 				m.ManagedPct = 100 * float64(a.exclManaged) / float64(a.exclAll)
