@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"hash/maphash"
@@ -11,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
@@ -1116,7 +1116,12 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	arena := make([]int, 0, b.st.totalFrames()+overCap)
 	// Resolved frames merge by module and name; an unresolved address is a
 	// frame of its own.
-	names := frameNamer{spans: make([]nameSpan, 0, nAddrs+overCap), buf: make([]byte, 0, 24*nAddrs)}
+	var names frameNamer
+	names.text.Grow(24 * nAddrs)
+	// merge is asked once per method an address resolves to and once for
+	// the over-the-cap frame: its table, sized once for that many, never
+	// fills.
+	mergeable := min(nAddrs, b.symbols.Methods()) + overCap
 	var frameBuf [64]int
 	frames := frameBuf[:0] // of the raw stack being resolved, reused
 	// A trace with no method events (none in a TraceLogging capture)
@@ -1125,9 +1130,8 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	for i := range nStacks {
 		frames = frames[:0]
 		if i == b.overCap {
-			lo := len(names.buf)
-			names.buf = append(names.buf, OverCapFrame...)
-			frames = append(frames, names.merge(p, Frame{}, lo, len(names.buf)))
+			names.scratch = append(names.scratch[:0], OverCapFrame...)
+			frames = append(frames, names.merge(p, Frame{}, len(OverCapFrame), mergeable))
 		}
 		for _, ai := range b.st.stack(i) {
 			addr := b.st.addrs[ai]
@@ -1141,11 +1145,10 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 				if mi >= 0 {
 					p.Symbols.ResolvedAddresses++
 					if fi = int(methodFrame[mi]) - 1; fi < 0 {
-						lo := len(names.buf)
 						var n int
-						names.buf, n = b.symbols.appendNames(names.buf, mi)
+						names.scratch, n = b.symbols.appendNames(names.scratch[:0], mi)
 						start, module := b.symbols.method(mi)
-						fi = names.merge(p, Frame{Module: module, Resolved: true, Address: start}, lo, lo+n)
+						fi = names.merge(p, Frame{Module: module, Resolved: true, Address: start}, n, mergeable)
 						methodFrame[mi] = int32(fi + 1)
 					}
 				} else {
@@ -1181,96 +1184,67 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		}
 		symOf[i] = si
 	}
-	names.name(p)
 	return symOf, stackResolved
 }
 
-// frameNamer holds the names of the frames symbolise makes: every name and
-// signature is appended to one buffer, which becomes one string when all
-// are known (rather than four strings per method), and the frames that
-// merge by module and name are found through a hash table over the buffer.
+// frameNamer names the frames symbolise makes: every name and signature
+// is written to one strings.Builder and is a substring of what it holds
+// (rather than four strings per method, or a buffer copied into one string
+// at the end: strings.Builder's String does not copy, and what it has
+// written never changes, so a substring stays valid when it grows). The
+// frames that merge by module and name are found through a hash table.
 type frameNamer struct {
-	buf   []byte
-	spans []nameSpan
-	// slots finds the mergeable frames: spans index+1 per slot (0:
-	// empty), at most half full.
+	text strings.Builder
+	// scratch holds the name and signature of the frame being merged
+	// (written to text only when the frame is new).
+	scratch []byte
+	// slots finds the mergeable frames: p.Frames index+1 per slot (0:
+	// empty), at most half full; nil until the first merge.
 	slots []int32
-	n     int
 	seed  maphash.Seed
 }
 
-// nameSpan is where a frame's name (buf[start:nameEnd]) and signature
-// (buf[nameEnd:sigEnd]) are in frameNamer.buf; keyed frames are in the
-// hash table. The span of p.Frames[k] is spans[k] (they are appended
-// together), and its start is the sigEnd of the span before it (0 for the
-// first): a name is appended where the previous frame's ends, and cut
-// when it merges.
-type nameSpan struct {
-	nameEnd, sigEnd int
-	keyed           bool
-}
-
-// start is where the name of the frame of span k starts.
-func (fn *frameNamer) start(k int) int {
-	if k == 0 {
-		return 0
+// merge returns the frame of f's module whose name is scratch[:nameEnd]
+// and whose signature is the rest of scratch, adding f so named when there
+// is none. most bounds the frames merge is asked for (it sizes the table).
+func (fn *frameNamer) merge(p *Profile, f Frame, nameEnd, most int) int {
+	if fn.slots == nil {
+		fn.seed = maphash.MakeSeed()
+		fn.slots = make([]int32, max(64, 1<<bits.Len(uint(2*most))))
 	}
-	return fn.spans[k-1].sigEnd
-}
-
-// merge returns the frame of f's module whose name is buf[start:nameEnd]
-// (and whose signature follows, to the end of buf), adding f when there is
-// none; the buffer is cut back to start when there is.
-func (fn *frameNamer) merge(p *Profile, f Frame, start, nameEnd int) int {
-	if 2*(fn.n+1) > len(fn.slots) {
-		if fn.slots == nil {
-			fn.seed = maphash.MakeSeed()
-		}
-		fn.slots = make([]int32, max(64, 2*len(fn.slots)))
-		lo := 0
-		for k, sp := range fn.spans {
-			if sp.keyed {
-				fn.slots[fn.slot(p, p.Frames[k].Module, fn.buf[lo:sp.nameEnd])] = int32(k + 1)
-			}
-			lo = sp.sigEnd
+	name := fn.scratch[:nameEnd]
+	mask := uint64(len(fn.slots) - 1)
+	j := maphash.Bytes(fn.seed, name) & mask
+	for ; fn.slots[j] != 0; j = (j + 1) & mask {
+		if g := &p.Frames[fn.slots[j]-1]; g.Name == string(name) && g.Module == f.Module {
+			return int(fn.slots[j] - 1)
 		}
 	}
-	j := fn.slot(p, f.Module, fn.buf[start:nameEnd])
-	if v := fn.slots[j]; v != 0 {
-		fn.buf = fn.buf[:start]
-		return int(v - 1)
-	}
+	f.Name, f.Signature = fn.add(nameEnd)
 	fi := len(p.Frames)
 	p.Frames = append(p.Frames, f)
-	fn.spans = append(fn.spans, nameSpan{nameEnd, len(fn.buf), true})
-	fn.slots[j] = int32(len(fn.spans))
-	fn.n++
+	fn.slots[j] = int32(fi + 1)
 	return fi
 }
 
-// slot returns the slot of the frame of module and name: the one holding
-// it, or the empty one where it would go.
-func (fn *frameNamer) slot(p *Profile, module string, name []byte) uint64 {
-	mask := uint64(len(fn.slots) - 1)
-	for j := maphash.Bytes(fn.seed, name) & mask; ; j = (j + 1) & mask {
-		v := fn.slots[j]
-		if v == 0 {
-			return j
-		}
-		if k := int(v - 1); bytes.Equal(fn.buf[fn.start(k):fn.spans[k].nameEnd], name) && p.Frames[k].Module == module {
-			return j
-		}
-	}
+// add writes scratch to text and returns its name (scratch[:nameEnd]) and
+// signature (the rest) as substrings of text.
+func (fn *frameNamer) add(nameEnd int) (name, signature string) {
+	fn.text.Write(fn.scratch)
+	all := fn.text.String()
+	s := all[len(all)-len(fn.scratch):]
+	return s[:nameEnd], s[nameEnd:]
 }
 
 // unresolved adds the frame of an address no method holds, named by the
 // address in hex.
 func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
-	fi := len(p.Frames)
-	p.Frames = append(p.Frames, Frame{Address: addr})
-	fn.buf = appendHex(fn.buf, addr)
-	fn.spans = append(fn.spans, nameSpan{len(fn.buf), len(fn.buf), false})
-	return fi
+	var buf [18]byte
+	hex := appendHex(buf[:0], addr)
+	fn.text.Write(hex)
+	all := fn.text.String()
+	p.Frames = append(p.Frames, Frame{Name: all[len(all)-len(hex):], Address: addr})
+	return len(p.Frames) - 1
 }
 
 // appendHex appends "0x" and v in lower-case hex, as
@@ -1297,20 +1271,6 @@ func hexDigits8(x uint32) uint64 {
 	y = (y | y<<4) & 0x0F0F0F0F0F0F0F0F
 	letters := (y + 0x0606060606060606) >> 4 & 0x0101010101010101
 	return y + 0x3030303030303030 + letters*('a'-'0'-10)
-}
-
-// name sets the names and signatures of the frames, all in one string.
-func (fn *frameNamer) name(p *Profile) {
-	names := string(fn.buf)
-	start := 0
-	for k, sp := range fn.spans {
-		f := &p.Frames[k]
-		f.Name = names[start:sp.nameEnd]
-		if sp.sigEnd > sp.nameEnd {
-			f.Signature = names[sp.nameEnd:sp.sigEnd]
-		}
-		start = sp.sigEnd
-	}
 }
 
 // sites groups stack counts by the top resolved frame of each stack.
