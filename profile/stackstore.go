@@ -136,9 +136,7 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	}
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	s.frames = s.frames[:n+len(frames)]
-	for j, a := range frames {
-		s.frames[n+j] = s.addAddr(a)
-	}
+	s.addAddrs(s.frames[n:], frames)
 	s.off = append(s.off, s.base+int32(len(s.frames)))
 	s.hashes = append(s.hashes, h)
 	if lookup {
@@ -201,7 +199,7 @@ func (s *stackStore) hasAddr(a uint64) bool {
 	return len(s.addrSlots) > 0 && s.addrSlots[s.addrSlot(a)] != 0
 }
 
-// reserveAddrs makes room for n more addresses: addAddr then neither
+// reserveAddrs makes room for n more addresses: addAddrs then neither
 // grows addrSlots nor reallocates addrs.
 func (s *stackStore) reserveAddrs(n int) {
 	if need := 2 * (len(s.addrs) + n); need > len(s.addrSlots) {
@@ -223,17 +221,39 @@ func (s *stackStore) reserveAddrs(n int) {
 	}
 }
 
-// addAddr returns the index of address a in addrs, adding it if it is
-// new. reserveAddrs must have made room for it.
-func (s *stackStore) addAddr(a uint64) int32 {
-	i := s.addrSlot(a)
-	if v := s.addrSlots[i]; v != 0 {
-		return v - 1
+// addAddrs sets idx[j] to the index in addrs of address frames[j],
+// adding the addresses that are new. reserveAddrs must have made room for
+// them.
+func (s *stackStore) addAddrs(idx []int32, frames []uint64) {
+	idx = idx[:len(frames)]
+	// The tables in locals (the compiler would otherwise load them again
+	// after each store), and a new address added by a call: the loop of
+	// the common case, an address seen before, keeps its values in
+	// registers (a call per address cost a third more).
+	slots, addrs := s.addrSlots, s.addrs
+	mask := uint64(len(slots) - 1)
+	for j, a := range frames {
+		i := hashAddr(a) >> 32 & mask
+		v := slots[i]
+		for v != 0 && addrs[v-1] != a {
+			i = (i + 1) & mask
+			v = slots[i]
+		}
+		if v == 0 {
+			v = s.newAddr(i, a)
+			addrs = s.addrs
+		}
+		idx[j] = v - 1
 	}
+}
+
+// newAddr adds address a, whose slot in addrSlots is i, and returns its
+// index+1.
+func (s *stackStore) newAddr(i, a uint64) int32 {
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	n := len(s.addrs)
 	s.addrs = s.addrs[:n+1]
 	s.addrs[n] = a
 	s.addrSlots[i] = int32(n + 1)
-	return int32(n)
+	return int32(n + 1)
 }
