@@ -1097,15 +1097,12 @@ func sortSamples(samples []StackSample, pos []int32, keys []uint64, tmp []StackS
 func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	nStacks, nAddrs := b.st.stacks(), len(b.st.addrs)
 	// Sized once (a frame per address at most, a stack per raw stack at
-	// most, every stack's frames in one array), and the tables of int32 in
-	// one allocation:
-	//   - frameOf[i] is 1 + the frame of address b.st.addrs[i] (0: not
-	//     yet), methodFrame[i] the same for method i of the symbol table:
-	//     every return address in a method is one frame;
-	//   - slots finds the symbolised stacks by their frames: index+1 in
-	//     p.Stacks per slot (0: empty), at most half full.
+	// most, every stack's frames in one array), and the tables of uint32
+	// in one allocation: frameOf and methodFrame (see resolver), and slots,
+	// which finds the symbolised stacks by their frames: index+1 in
+	// p.Stacks per slot (0: empty), at most half full.
 	nSlots := max(2, 1<<bits.Len(uint(2*nStacks)))
-	tables := make([]int32, nAddrs+b.symbols.Methods()+nSlots)
+	tables := make([]uint32, nAddrs+b.symbols.Methods()+nSlots)
 	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
 	mask := uint64(nSlots - 1)
 	ints := make([]int, 2*nStacks)
@@ -1122,47 +1119,32 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// the over-the-cap frame: its table, sized once for that many, never
 	// fills.
 	mergeable := min(nAddrs, b.symbols.Methods()) + overCap
-	var frameBuf [64]int
-	frames := frameBuf[:0] // of the raw stack being resolved, reused
-	// A trace with no method events (none in a TraceLogging capture)
-	// resolves nothing: its addresses are not looked up.
-	hasMethods := b.symbols.Methods() > 0
+	r := resolver{b: b, p: p, names: &names, frameOf: frameOf, methodFrame: methodFrame,
+		mergeable: mergeable, hasMethods: b.symbols.Methods() > 0}
 	for i := range nStacks {
-		frames = frames[:0]
+		// The stack's frames are appended to the arena (sized for every
+		// raw stack: it never grows), and cut off again when the stack is
+		// one of p.Stacks already.
+		lo := len(arena)
+		h, resolved := uint64(0), 0
 		if i == b.overCap {
 			names.scratch = append(names.scratch[:0], OverCapFrame...)
-			frames = append(frames, names.merge(p, Frame{}, len(OverCapFrame), mergeable))
+			fi := names.merge(p, Frame{}, len(OverCapFrame), mergeable)
+			arena = append(arena, fi)
+			h = uint64(fi) * 0x9E3779B97F4A7C15
 		}
 		for _, ai := range b.st.stack(i) {
-			addr := b.st.addrs[ai]
-			fi := int(frameOf[ai]) - 1
-			if fi < 0 {
-				p.Symbols.Addresses++
-				mi := -1
-				if hasMethods {
-					mi = b.symbols.index(addr)
-				}
-				if mi >= 0 {
-					p.Symbols.ResolvedAddresses++
-					if fi = int(methodFrame[mi]) - 1; fi < 0 {
-						var n int
-						names.scratch, n = b.symbols.appendNames(names.scratch[:0], mi)
-						start, module := b.symbols.method(mi)
-						fi = names.merge(p, Frame{Module: module, Resolved: true, Address: start}, n, mergeable)
-						methodFrame[mi] = int32(fi + 1)
-					}
-				} else {
-					fi = names.unresolved(p, addr)
-				}
-				frameOf[ai] = int32(fi + 1)
+			v := frameOf[ai]
+			if v == 0 {
+				v = r.resolve(ai)
 			}
-			frames = append(frames, fi)
-		}
-		h := uint64(len(frames)) * 0x9E3779B97F4A7C15
-		for _, f := range frames {
-			h = (h ^ uint64(f)) * 0x9E3779B97F4A7C15
+			arena = append(arena, int(v>>1)-1)
+			resolved += int(v & 1)
+			h = (h ^ uint64(v)) * 0x9E3779B97F4A7C15
 			h ^= h >> 29
 		}
+		frames := arena[lo:]
+		h = (h ^ uint64(len(frames))) * 0x9E3779B97F4A7C15
 		j := h >> 32 & mask
 		for slots[j] != 0 && !slices.Equal(p.Stacks[slots[j]-1].Frames, frames) {
 			j = (j + 1) & mask
@@ -1170,21 +1152,61 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		si := int(slots[j]) - 1
 		if si < 0 {
 			si = len(p.Stacks)
-			slots[j] = int32(si + 1)
-			lo := len(arena)
-			arena = append(arena, frames...)
-			p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
-			n := 0
-			for _, f := range frames {
-				if p.Frames[f].Resolved {
-					n++
-				}
-			}
-			stackResolved = append(stackResolved, n)
+			slots[j] = uint32(si + 1)
+			p.Stacks = append(p.Stacks, Stack{Frames: frames[:len(frames):len(frames)]})
+			stackResolved = append(stackResolved, resolved)
+		} else {
+			arena = arena[:lo]
 		}
 		symOf[i] = si
 	}
 	return symOf, stackResolved
+}
+
+// resolver turns the addresses of the raw stacks into frames for
+// symbolise. frameOf[i] is 0 until address i of the stack store has a
+// frame, then (1 + the frame)<<1 | 1 if it is resolved (0 if not);
+// methodFrame[m] is 1 + the frame of method m of the symbol table (0: not
+// yet): every return address in a method is one frame.
+type resolver struct {
+	b                    *Builder
+	p                    *Profile
+	names                *frameNamer
+	frameOf, methodFrame []uint32
+	mergeable            int
+	// hasMethods is unset for a trace with no method events (none in a
+	// TraceLogging capture): its addresses are not looked up.
+	hasMethods bool
+}
+
+// resolve makes the frame of address ai of the stack store and returns
+// its frameOf entry (a call out of symbolise's loop over the frames,
+// which then keeps its values in registers).
+func (r *resolver) resolve(ai int32) uint32 {
+	b, p := r.b, r.p
+	addr := b.st.addrs[ai]
+	p.Symbols.Addresses++
+	mi := -1
+	if r.hasMethods {
+		mi = b.symbols.index(addr)
+	}
+	var v uint32
+	if mi >= 0 {
+		p.Symbols.ResolvedAddresses++
+		fi := int(r.methodFrame[mi]) - 1
+		if fi < 0 {
+			var n int
+			r.names.scratch, n = b.symbols.appendNames(r.names.scratch[:0], mi)
+			start, module := b.symbols.method(mi)
+			fi = r.names.merge(p, Frame{Module: module, Resolved: true, Address: start}, n, r.mergeable)
+			r.methodFrame[mi] = uint32(fi + 1)
+		}
+		v = uint32(fi+1)<<1 | 1
+	} else {
+		v = uint32(r.names.unresolved(p, addr)+1) << 1
+	}
+	r.frameOf[ai] = v
+	return v
 }
 
 // frameNamer names the frames symbolise makes: every name and signature
