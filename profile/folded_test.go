@@ -2,6 +2,7 @@ package profile
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -51,7 +52,7 @@ func foldedByText(wp *Weighted) string {
 // the empty stack.
 func TestFoldedOrder(t *testing.T) {
 	names := []string{"A", "A.B", "A,", "A;", "A!x", "A\n", "A\r", "B", "", "[no managed frames]", "[no", "A<B>", "Ab", "A ", "A+",
-		"Z" + noFrames}
+		"Z" + noFrames, "A:", "A<", "A.B.C", "A\x00", "A\xff"}
 	modules := []string{"", "", "M", "M!", "M;"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := range 300 {
@@ -71,12 +72,80 @@ func TestFoldedOrder(t *testing.T) {
 		}
 		wp := &Weighted{Types: []ValueType{{"samples", "count"}}, Frames: frames, Stacks: stacks,
 			Groups: []Group{{Name: "g", Samples: samples}}}
+		checkFolded(t, wp, fmt.Sprint("iteration ", iter))
+	}
+}
+
+// checkFolded fails unless WriteFolded writes what foldedByText does, and
+// so does its sort when it splits ranges of lines no more than 0, 1 or 2
+// times before comparing their lines whole.
+func checkFolded(t *testing.T, wp *Weighted, what string) {
+	t.Helper()
+	want := foldedByText(wp)
+	for _, splits := range []int{-1, 0, 1, 2} {
 		var got bytes.Buffer
-		if err := WriteFolded(&got, wp); err != nil {
+		if err := writeFolded(&got, wp, splits); err != nil {
 			t.Fatal(err)
 		}
-		if want := foldedByText(wp); got.String() != want {
-			t.Fatalf("iteration %d: WriteFolded\n%s\nwant (sorted by text)\n%s", iter, got.String(), want)
+		if got.String() != want {
+			t.Fatalf("%s, splits %d: WriteFolded\n%s\nwant (sorted by text)\n%s", what, splits, got.String(), want)
 		}
 	}
+}
+
+// FuzzFoldedOrder holds WriteFolded to foldedByText on frames named by
+// the fuzzer: names is the frames' names separated by '|' (a name with a
+// '^' has the module before it), each byte of shape a frame of the
+// current stack (its index modulo the frames), 0xff ends a stack.
+func FuzzFoldedOrder(f *testing.F) {
+	f.Add("A|A.B|A,|A;|B|", []byte{0, 1, 2, 0xff, 1, 0, 0xff, 3, 0xff, 0xff, 2, 4})
+	f.Add("M^a|M^a.b|M!a|a:|a<|a.b.c", []byte{0, 1, 0xff, 1, 2, 0xff, 3, 0, 0xff, 4, 5, 0xff, 5, 0, 1, 2})
+	f.Add("[no managed frames]|[no|x\ny|x\ry|x y", []byte{0xff, 0, 0xff, 1, 0xff, 2, 3, 0xff, 4, 2})
+	f.Fuzz(func(t *testing.T, names string, shape []byte) {
+		var frames []Frame
+		for _, s := range strings.Split(names, "|") {
+			fr := Frame{Name: s}
+			if m, name, ok := strings.Cut(s, "^"); ok {
+				fr = Frame{Module: m, Name: name}
+			}
+			frames = append(frames, fr)
+		}
+		stacks := []Stack{{}}
+		for _, b := range shape {
+			if b == 0xff {
+				stacks = append(stacks, Stack{})
+				continue
+			}
+			last := &stacks[len(stacks)-1]
+			last.Frames = append(last.Frames, int(b)%len(frames))
+		}
+		var samples []Sample
+		for st := range stacks {
+			samples = append(samples, Sample{Stack: st, Values: []int64{int64(st%3) + 1}})
+		}
+		wp := &Weighted{Types: []ValueType{{"samples", "count"}}, Frames: frames, Stacks: stacks,
+			Groups: []Group{{Name: "g", Samples: samples}}}
+		checkFolded(t, wp, "fuzz")
+	})
+}
+
+// The folded profile of every capture, in every measure it has, is its
+// lines sorted by their text.
+func TestFoldedCaptures(t *testing.T) {
+	eachCapture(t, func(t *testing.T, rel string, data []byte) {
+		p, err := Read(bytes.NewReader(data), Config{})
+		if p == nil {
+			t.Fatalf("no profile: %v", err)
+		}
+		for _, m := range Measures() {
+			if p.Check(m) != nil {
+				continue
+			}
+			wp, err := p.Weighted(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFolded(t, wp, m)
+		}
+	})
 }
