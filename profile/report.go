@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -173,23 +172,27 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	// Per frame (byFrame[f+1]; byFrame[0] is the empty stack's): the
 	// inclusive samples of the measure, the exclusive samples (all, those
 	// that were Managed, those on waiting threads; excl picks the
-	// measure's) and the number of the last sample that counted the frame
-	// inclusively.
+	// measure's) and the last stack (index + 1) that counted the frame
+	// inclusively. byStack holds the samples of the measure per stack,
+	// over all threads: the frames of a stack are then counted
+	// inclusively once, not once for every thread sampled on it.
 	type frameAcc struct {
 		incl, exclManaged, exclAll, exclWaiting int64
-		seen                                    uint32
+		seen                                    int
 	}
+	events, cpu := isEventMeasure(measure), measure == MeasureCPU
 	excl := func(a *frameAcc) int64 {
-		if measure == MeasureCPU {
+		if cpu {
 			return a.exclManaged
 		}
 		return a.exclAll
 	}
 	var byFrame []frameAcc
-	if !isEventMeasure(measure) {
+	var byStack []int64
+	if !events {
 		byFrame = make([]frameAcc, len(p.Frames)+1)
+		byStack = make([]int64, len(p.Stacks))
 	}
-	var sampleNo uint32
 	var measured int64
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
@@ -206,12 +209,12 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			}
 		}
 		r.Threads = append(r.Threads, tt)
-		if isEventMeasure(measure) {
+		if events {
 			continue // the methods weigh other events
 		}
 		for _, s := range t.Samples {
 			n := s.Count()
-			if measure == MeasureCPU {
+			if cpu {
 				n = s.Managed
 			}
 			measured += n
@@ -226,22 +229,22 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			if t.Waiting {
 				a.exclWaiting += s.Count()
 			}
-			if len(frames) == 0 {
+			byStack[s.Stack] += n
+		}
+	}
+	for st, n := range byStack {
+		frames := p.Stacks[st].Frames
+		if n == 0 {
+			continue
+		}
+		if len(frames) == 0 {
+			byFrame[0].incl += n
+			continue
+		}
+		for _, f := range frames {
+			if a := &byFrame[f+1]; a.seen != st+1 {
+				a.seen = st + 1
 				a.incl += n
-				continue
-			}
-			if sampleNo == math.MaxUint32 { // never in practice: 4G distinct thread stacks
-				for i := range byFrame {
-					byFrame[i].seen = 0
-				}
-				sampleNo = 0
-			}
-			sampleNo++
-			for _, f := range frames {
-				if a := &byFrame[f+1]; a.seen != sampleNo {
-					a.seen = sampleNo
-					a.incl += n
-				}
 			}
 		}
 	}
@@ -258,7 +261,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	// The methods are ranked as small values (frame and key), and only the
 	// top ones become MethodTimes.
 	var ranked []methodRank
-	if isEventMeasure(measure) {
+	if events {
 		ranked = p.eventMethods(measure)
 		r.Unit = eventUnit(measure)
 	} else {
@@ -281,7 +284,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	for _, mr := range ranked {
 		f := mr.frame
 		var m MethodTime
-		if isEventMeasure(measure) {
+		if events {
 			m = p.eventMethod(measure, mr)
 		} else {
 			a := &byFrame[f+1]
