@@ -285,11 +285,17 @@ func (t *SymbolTable) Lookup(addr uint64) (Symbol, bool) {
 // index is the method an address resolves to as Lookup resolves it, -1 for
 // none. The index stays valid until the next addition.
 func (t *SymbolTable) index(addr uint64) int {
-	i := t.find(addr)
-	if i < 0 && addr > 0 {
-		i = t.find(addr - 1)
+	t.sort()
+	n := t.upTo(addr)
+	if i := t.holding(addr, n); i >= 0 || addr == 0 {
+		return i
 	}
-	return i
+	// The starts at or before addr-1 are those at or before addr but one
+	// equal to addr (they are distinct): no second search.
+	if n > 0 && t.starts[n-1] == addr {
+		n--
+	}
+	return t.holding(addr-1, n)
 }
 
 // payload is the undecoded payload of a method added by AddMethodPayload.
@@ -329,24 +335,28 @@ func (t *SymbolTable) method(i int) (start uint64, module string) {
 	return m.start, t.modules[m.moduleID]
 }
 
-// find returns the method whose range holds addr, -1 for none.
-func (t *SymbolTable) find(addr uint64) int {
-	if !t.sorted {
-		t.starts = t.starts[:0]
-		for i := range t.methods {
-			t.starts = append(t.starts, t.methods[i].start)
-		}
-		slices.Sort(t.starts)
-		// The starts are distinct: put replaces a method with the same
-		// start (keeping its index).
-		t.byStart = t.byStart[:0]
-		for _, start := range t.starts {
-			t.byStart = append(t.byStart, int32(t.lookupStart(start)))
-		}
-		t.sorted = true
+// sort makes starts and byStart for the methods added so far.
+func (t *SymbolTable) sort() {
+	if t.sorted {
+		return
 	}
-	// The last range starting at or before addr; look a few ranges back in
-	// case code ranges overlap (rare: code reuse after unload).
+	t.starts = t.starts[:0]
+	for i := range t.methods {
+		t.starts = append(t.starts, t.methods[i].start)
+	}
+	slices.Sort(t.starts)
+	// The starts are distinct: put replaces a method with the same
+	// start (keeping its index).
+	t.byStart = t.byStart[:0]
+	for _, start := range t.starts {
+		t.byStart = append(t.byStart, int32(t.lookupStart(start)))
+	}
+	t.sorted = true
+}
+
+// upTo returns the number of methods starting at or before addr (sort
+// must have run).
+func (t *SymbolTable) upTo(addr uint64) int {
 	lo, hi := 0, len(t.starts)
 	for lo < hi {
 		h := int(uint(lo+hi) >> 1)
@@ -356,7 +366,15 @@ func (t *SymbolTable) find(addr uint64) int {
 			hi = h
 		}
 	}
-	for k := lo - 1; k >= 0 && k > lo-5; k-- {
+	return lo
+}
+
+// holding returns the method whose range holds addr, -1 for none, given
+// the number n of methods starting at or before addr: the last of them
+// whose range holds it, looking a few ranges back in case code ranges
+// overlap (rare: code reuse after unload).
+func (t *SymbolTable) holding(addr uint64, n int) int {
+	for k := n - 1; k >= 0 && k > n-5; k-- {
 		if i := int(t.byStart[k]); addr < t.methods[i].end {
 			return i
 		}
