@@ -94,6 +94,7 @@ type Builder struct {
 	st             stackStore
 	addrs          addrSet
 	overCap        int // the over-the-cap stack, -1 until needed
+	overCapAddrs   int // the addresses in st when it was made
 	capped         CapStats
 	rundownMethods int
 	keyBuf         []uint64 // the stack being interned
@@ -928,6 +929,7 @@ func (b *Builder) internKey() int {
 // remembered.
 func (b *Builder) overCapStack() int {
 	if b.overCap < 0 {
+		b.overCapAddrs = len(b.st.addrs)
 		b.overCap = b.st.add(nil, 0, false)
 	}
 	return b.overCap
@@ -1098,7 +1100,8 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	nStacks, nAddrs := b.st.stacks(), len(b.st.addrs)
 	// Sized once (a frame per address at most, a stack per raw stack at
 	// most, every stack's frames in one array), and the tables of uint32
-	// in one allocation: frameOf and methodFrame (see resolver), and slots,
+	// in one allocation: frameOf[i], the frame of address i of the stack
+	// store (resolver.resolve), methodFrame (see resolver), and slots,
 	// which finds the symbolised stacks by their frames: index+1 in
 	// p.Stacks per slot (0: empty), at most half full.
 	nSlots := max(2, 1<<bits.Len(uint(2*nStacks)))
@@ -1119,8 +1122,25 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// the over-the-cap frame: its table, sized once for that many, never
 	// fills.
 	mergeable := min(nAddrs, b.symbols.Methods()) + overCap
-	r := resolver{b: b, p: p, names: &names, frameOf: frameOf, methodFrame: methodFrame,
+	r := resolver{b: b, p: p, names: &names, methodFrame: methodFrame,
 		mergeable: mergeable, hasMethods: b.symbols.Methods() > 0}
+	// The frames are numbered in order of first sight in the stacks taken
+	// in order. Every address is in a stack, and the store's addresses
+	// are in that order already (a stack's new addresses are added with
+	// it), so they are resolved in a loop of their own, with the
+	// over-the-cap frame between the addresses of the stacks before the
+	// over-the-cap stack and the others; the loop over the stacks then
+	// only looks frames up.
+	overCapFrame := -1
+	for ai := range frameOf {
+		if ai == b.overCapAddrs && b.overCap >= 0 {
+			overCapFrame = r.overCapFrame()
+		}
+		frameOf[ai] = r.resolve(int32(ai))
+	}
+	if b.overCap >= 0 && overCapFrame < 0 { // no address after it
+		overCapFrame = r.overCapFrame()
+	}
 	for i := range nStacks {
 		// The stack's frames are appended to the arena (sized for every
 		// raw stack: it never grows), and cut off again when the stack is
@@ -1128,16 +1148,11 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		lo := len(arena)
 		h, resolved := uint64(0), 0
 		if i == b.overCap {
-			names.scratch = append(names.scratch[:0], OverCapFrame...)
-			fi := names.merge(p, Frame{}, len(OverCapFrame), mergeable)
-			arena = append(arena, fi)
-			h = uint64(fi) * 0x9E3779B97F4A7C15
+			arena = append(arena, overCapFrame)
+			h = uint64(overCapFrame) * 0x9E3779B97F4A7C15
 		}
 		for _, ai := range b.st.stack(i) {
 			v := frameOf[ai]
-			if v == 0 {
-				v = r.resolve(ai)
-			}
 			arena = append(arena, int(v>>1)-1)
 			resolved += int(v & 1)
 			h = (h ^ uint64(v)) * 0x9E3779B97F4A7C15
@@ -1164,24 +1179,28 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 }
 
 // resolver turns the addresses of the raw stacks into frames for
-// symbolise. frameOf[i] is 0 until address i of the stack store has a
-// frame, then (1 + the frame)<<1 | 1 if it is resolved (0 if not);
-// methodFrame[m] is 1 + the frame of method m of the symbol table (0: not
-// yet): every return address in a method is one frame.
+// symbolise. methodFrame[m] is 1 + the frame of method m of the symbol
+// table (0: not yet): every return address in a method is one frame.
 type resolver struct {
-	b                    *Builder
-	p                    *Profile
-	names                *frameNamer
-	frameOf, methodFrame []uint32
-	mergeable            int
+	b           *Builder
+	p           *Profile
+	names       *frameNamer
+	methodFrame []uint32
+	mergeable   int
 	// hasMethods is unset for a trace with no method events (none in a
 	// TraceLogging capture): its addresses are not looked up.
 	hasMethods bool
 }
 
+// overCapFrame makes the frame of the over-the-cap stack.
+func (r *resolver) overCapFrame() int {
+	r.names.scratch = append(r.names.scratch[:0], OverCapFrame...)
+	return r.names.merge(r.p, Frame{}, len(OverCapFrame), r.mergeable)
+}
+
 // resolve makes the frame of address ai of the stack store and returns
-// its frameOf entry (a call out of symbolise's loop over the frames,
-// which then keeps its values in registers).
+// (1 + the frame)<<1 | 1 if it is resolved (0 if not): its entry in
+// symbolise's frameOf.
 func (r *resolver) resolve(ai int32) uint32 {
 	b, p := r.b, r.p
 	addr := b.st.addrs[ai]
@@ -1205,7 +1224,6 @@ func (r *resolver) resolve(ai int32) uint32 {
 	} else {
 		v = uint32(r.names.unresolved(p, addr)+1) << 1
 	}
-	r.frameOf[ai] = v
 	return v
 }
 

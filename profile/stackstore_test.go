@@ -47,6 +47,22 @@ func TestStackStoreChunks(t *testing.T) {
 	if s.stacks() != len(want) || s.totalFrames() != total {
 		t.Fatalf("stacks %d, frames %d; want %d, %d", s.stacks(), s.totalFrames(), len(want), total)
 	}
+	// symbolise relies on the addresses being in order of first sight in
+	// the stacks taken in order.
+	seen := 0
+	for i := range want {
+		for _, a := range s.stack(i) {
+			if int(a) > seen {
+				t.Fatalf("stack %d: address %d before address %d", i, a, seen)
+			}
+			if int(a) == seen {
+				seen++
+			}
+		}
+	}
+	if seen != len(s.addrs) {
+		t.Fatalf("%d addresses in the stacks, %d stored", seen, len(s.addrs))
+	}
 	for i, st := range want {
 		var got []uint64
 		for _, a := range s.stack(i) {
