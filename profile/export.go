@@ -61,32 +61,49 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 	// is written once; the lines are then written straight into the
 	// output.
 	merged := wp.merged()
-	// The lines with weight size the buffers first: the names' (growing it
-	// would allocate about twice its size), from the length of each
-	// frame's name (a span {0, -1-length} until written), the lines'
-	// tokens and the output. The empty stack's name, noFrames, is frame
-	// len(wp.Frames).
+	// The empty stack's name, noFrames, is frame len(wp.Frames).
 	empty := len(wp.Frames)
 	if empty >= math.MaxInt32/2 {
 		return fmt.Errorf("profile: folded: %d frames, more than it can sort", empty)
 	}
-	names := foldedNames{frames: wp.Frames, span: make([][2]int32, empty+1)}
-	size, n, nTok, maxTok, nameSize := 0, 0, 0, 1, 0
+	// The lines are counted first, then each one's stack index and tokens
+	// are stored (see foldedSort) and each used frame's name length noted
+	// (a span {0, -1-length} until written), to size the names' buffer
+	// (growing it would allocate about twice its size) and the output.
+	n, nTok, maxTok := 0, 0, 1
 	var vMin, vMax int64
+	for st, v := range merged {
+		if v != 0 {
+			n++
+			vMin, vMax = min(vMin, v), max(vMax, v)
+			l := max(len(wp.Stacks[st].Frames), 1)
+			nTok += 1 + l
+			maxTok = max(maxTok, l)
+		}
+	}
+	if nTok > math.MaxInt32 || len(merged) > math.MaxInt32 {
+		return fmt.Errorf("profile: folded: %d frames in stacks, more than it can sort", nTok)
+	}
+	names := foldedNames{frames: wp.Frames, span: make([][2]int32, empty+1)}
+	fs := foldedSort{names: &names, tok: make([]int32, nTok), lines: make([]int32, 0, n), prefix: make([]int32, n)}
+	tok, span := fs.tok, names.span
+	size, nameSize, k := 0, 0, 0
 	for st, v := range merged {
 		if v == 0 {
 			continue
 		}
-		n++
-		vMin, vMax = min(vMin, v), max(vMax, v)
+		tok[k] = int32(st)
+		k++
+		fs.lines = append(fs.lines, int32(k))
 		frames := wp.Stacks[st].Frames
-		nTok += 1 + max(len(frames), 1)
-		maxTok = max(maxTok, len(frames))
 		if len(frames) == 0 {
 			frames = []int{empty}
 		}
-		for _, f := range frames {
-			sp := names.span[f][1]
+		for i := len(frames) - 1; i >= 0; i-- {
+			f := frames[i]
+			tok[k] = int32(f)<<1 | 1
+			k++
+			sp := span[f][1]
 			if sp == 0 {
 				l := len(noFrames)
 				if f < empty {
@@ -97,39 +114,17 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 					}
 				}
 				sp = int32(-1 - l)
-				names.span[f][1] = sp
+				span[f][1] = sp
 				nameSize += l + 1
 			}
 			size += int(-sp) // the name and ';' or ' '
 		}
-	}
-	if nTok > math.MaxInt32 || len(merged) > math.MaxInt32 {
-		return fmt.Errorf("profile: folded: %d frames in stacks, more than it can sort", nTok)
+		tok[k-1] &^= 1 // the leaf
 	}
 	names.enc = make([]byte, 0, nameSize)
-	for f, sp := range names.span {
+	for f, sp := range span {
 		if sp[1] < 0 {
 			names.encode(f)
-		}
-	}
-	// Each line is the index of its first token in tok, after its stack's
-	// index; a token is a frame<<1, |1 if more frames follow.
-	fs := foldedSort{names: &names, tok: make([]int32, 0, nTok), lines: make([]int32, 0, n), prefix: make([]int32, n)}
-	for st, v := range merged {
-		if v == 0 {
-			continue
-		}
-		fs.tok = append(fs.tok, int32(st))
-		fs.lines = append(fs.lines, int32(len(fs.tok)))
-		frames := wp.Stacks[st].Frames
-		if len(frames) == 0 {
-			fs.tok = append(fs.tok, int32(empty)<<1)
-		}
-		for i := len(frames) - 1; i > 0; i-- {
-			fs.tok = append(fs.tok, int32(frames[i])<<1|1)
-		}
-		if len(frames) > 0 {
-			fs.tok = append(fs.tok, int32(frames[0])<<1)
 		}
 	}
 	if splits < 0 {
@@ -141,7 +136,7 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 	var digits [24]byte
 	size += n * (1 + max(len(appendInt(digits[:0], vMin)), len(appendInt(digits[:0], vMax))))
 	out := exportBuf(size)
-	tok, span, enc := fs.tok, names.span, names.enc
+	enc := names.enc
 	// A line begins with the tokens it shares with the line before (as
 	// sorted, most of them): they are copied from that line's text when it
 	// is still in out, from prev, ends[k] the length of its first k+1
