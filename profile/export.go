@@ -87,7 +87,7 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 	names := foldedNames{frames: wp.Frames, span: make([][2]int32, empty+1)}
 	fs := foldedSort{names: &names, tok: make([]int32, nTok), lines: make([]int32, 0, n), prefix: make([]int32, n)}
 	tok, span := fs.tok, names.span
-	size, nameSize, k := 0, 0, 0
+	size, maxLine, nameSize, k := 0, 0, 0, 0
 	for st, v := range merged {
 		if v == 0 {
 			continue
@@ -99,6 +99,7 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 		if len(frames) == 0 {
 			frames = []int{empty}
 		}
+		lineStart := size
 		for i := len(frames) - 1; i >= 0; i-- {
 			f := frames[i]
 			tok[k] = int32(f)<<1 | 1
@@ -120,6 +121,7 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 			size += int(-sp) // the name and ';' or ' '
 		}
 		tok[k-1] &^= 1 // the leaf
+		maxLine = max(maxLine, size-lineStart)
 	}
 	names.enc = make([]byte, 0, nameSize)
 	for f, sp := range span {
@@ -135,7 +137,10 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 	// widest of the values' texts (merged lines' sums may grow it).
 	var digits [24]byte
 	size += n * (1 + max(len(appendInt(digits[:0], vMin)), len(appendInt(digits[:0], vMax))))
-	out := exportBuf(size)
+	// The output goes to w in chunks of foldedChunk bytes, from a buffer
+	// that holds a chunk and a longest line (its value at most 20 digits
+	// and a sign, and the newline), so that it never grows.
+	out := make([]byte, 0, min(size, foldedChunk+maxLine+22))
 	enc := names.enc
 	// A line begins with the tokens it shares with the line before (as
 	// sorted, most of them): they are copied from that line's text when it
@@ -170,7 +175,7 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 		prev = start
 		out[len(out)-1] = ' '
 		out = append(appendInt(out, v), '\n')
-		if len(out) >= flushAt {
+		if len(out) >= foldedChunk {
 			if _, err := w.Write(out); err != nil {
 				return err
 			}
@@ -183,6 +188,12 @@ func writeFolded(w io.Writer, wp *Weighted, splits int) error {
 	_, err := w.Write(out)
 	return err
 }
+
+// foldedChunk is the size at which WriteFolded hands its output to the
+// writer: a quarter of the other exporters' flushAt, as the conversion's
+// allocation drives the collector's work, and a chunk of folded text holds
+// several hundred lines (a writer of the CLI buffers it anyway).
+const foldedChunk = 16 << 10
 
 // foldedNames writes frames as folded stacks name them, Module!Name with
 // the characters that would break a line (';', '\n', '\r') replaced by ','
