@@ -143,12 +143,16 @@ type threadAcc struct {
 	all         int64 // samples of any kind, for the period estimate
 	changes     int64 // kept samples whose stack differs from the previous one
 	first, last int64
-	// timeline holds runs with their start in raw ticks until Finish
-	// converts it; runs is its last chunk, filled in place (Timeline.grow);
-	// runLast is the tick of the last sample of the current run.
-	timeline Timeline
-	runs     []timelineRun
-	runLast  int64
+	// timeline holds runs with their raw stacks until Finish converts it;
+	// runs is its last chunk, filled in place (Timeline.grow), head the
+	// index in runs of the last run's head; runSK is that run's stackKind
+	// (noRun before the first run), runStart and runLast the ticks of its
+	// first and last sample.
+	timeline          Timeline
+	runs              []timelineWord
+	head              int
+	runSK             uint32
+	runStart, runLast int64
 	// firstStack is the stack of the earliest kept sample (at firstTS), -1
 	// until one is kept.
 	firstStack int
@@ -735,29 +739,89 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	sk := uint32(sampleKey(stack, kind))
-	if n := len(t.runs); n > 0 {
-		if run := &t.runs[n-1]; run.stackKind == sk && run.count < math.MaxUint32 &&
-			ts-t.runLast <= b.gapTicks && ts >= t.runLast {
+	if sk == t.runSK && ts-t.runLast <= b.gapTicks && ts >= t.runLast {
+		h := t.head
+		if run := &t.runs[h]; run.a&1 == 0 { // the run's second sample
 			t.runLast = ts
-			run.count++
+			if n := len(t.runs); n < cap(t.runs) {
+				// extend's most frequent case, inline: the
+				// extension after the run (its last word).
+				run.a |= 1
+				x := timelineWord{a: 2, b: uint32(int32(run.b) >> 31)}
+				t.runs = t.runs[:n+1]
+				t.runs[n] = x
+				return
+			}
+			t.extend()
+			return
+		}
+		if x := &t.runs[h+1]; x.a < math.MaxUint32 {
+			t.runLast = ts
+			x.a++
 			return
 		}
 	}
-	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>1 {
+	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>2 {
 		b.truncated = true
 		return
 	}
 	b.runs++
-	t.runLast = ts
-	run := timelineRun{stackKind: sk, count: 1, start: ts}
+	if d := ts - t.runStart; int64(int32(d)) == d && len(t.runs) < cap(t.runs) {
+		// newRun's most frequent case, inline (before the first run
+		// runs has no room). Appended in place: only the length is
+		// stored, not the chunk's pointer (a store the collector's
+		// write barrier would see while it marks).
+		n := len(t.runs)
+		t.runStart, t.runLast, t.head, t.runSK = ts, ts, n, sk
+		t.runs = t.runs[:n+1]
+		t.runs[n] = timelineWord{a: sk << 1, b: uint32(d)}
+		return
+	}
+	t.newRun(sk, ts)
+}
+
+// noRun is threadAcc.runSK before the first run: no stackKind (a
+// timeline stops before its stacks need 31 bits).
+const noRun = math.MaxUint32
+
+// newRun appends a run of one sample of stackKind sk at ts to the thread's
+// timeline, with an extension when its delta does not fit in an int32.
+func (t *threadAcc) newRun(sk uint32, ts int64) {
+	d := ts - t.runStart
+	t.runStart, t.runLast, t.runSK = ts, ts, sk
+	run := timelineWord{a: sk << 1, b: uint32(d)}
+	if int64(int32(d)) != d {
+		run.a |= 1
+		t.add(run, timelineWord{a: 1, b: uint32(uint64(d) >> 32)})
+		return
+	}
 	if len(t.runs) < cap(t.runs) {
-		// Appended in place: only the length is stored, not the
-		// chunk's pointer (a store the collector's write barrier would
-		// see while it marks).
+		t.head = len(t.runs)
 		t.runs = append(t.runs, run)
 	} else {
-		t.runs = t.timeline.grow(t.runs, run)
+		t.runs, t.head = t.timeline.grow(t.runs, run, nil), 0
 	}
+}
+
+// add appends a run with its extension x to the thread's timeline.
+func (t *threadAcc) add(h, x timelineWord) {
+	if cap(t.runs)-len(t.runs) >= 2 {
+		t.head = len(t.runs)
+		t.runs = append(t.runs, h, x)
+		return
+	}
+	t.runs, t.head = t.timeline.grow(t.runs, h, &x), 0
+}
+
+// extend gives the thread's last run, of one sample and without an
+// extension, its extension with a count of two.
+func (t *threadAcc) extend() {
+	h := t.runs[t.head]
+	h.a |= 1
+	// The run is the chunk's last word: its extension follows it, in
+	// place or, in a new chunk, with it (a run's words share a chunk).
+	t.runs = t.runs[:t.head]
+	t.add(h, timelineWord{a: 2, b: uint32(int32(h.b) >> 31)})
 }
 
 // addRundownMethod adds a method of the rundown (MethodDCStartVerbose or
@@ -987,6 +1051,9 @@ func (b *Builder) Finish() *Profile {
 	}
 	keys := make([]uint64, 0, most)
 	tmp := make([]StackSample, 0, most)
+	// The timelines' clock (see Timeline), a copy of the header shared by
+	// them all; made for the first.
+	var clock *nettrace.Header
 	for _, t := range b.order {
 		if t.managed+t.external == 0 {
 			continue // every sample of the thread was filtered out
@@ -1042,12 +1109,11 @@ func (b *Builder) Finish() *Profile {
 		}
 		t.timeline.sync(t.runs)
 		th.Timeline = t.timeline
-		for _, c := range th.Timeline.chunks {
-			for i := range c {
-				c[i].start = int64(b.hdr.DurationOf(c[i].start - b.minTS))
-				c[i].stackKind = uint32(symOf[c[i].stackKind>>1])<<1 | c[i].stackKind&1
-			}
+		if clock == nil && len(t.timeline.chunks) > 0 {
+			clock = new(nettrace.Header)
+			*clock = b.hdr
 		}
+		b.finishTimeline(&th.Timeline, symOf, clock)
 		p.Threads = append(p.Threads, th)
 	}
 	for raw, n := range b.eventStack {
@@ -1062,6 +1128,32 @@ func (b *Builder) Finish() *Profile {
 	p.GC = b.gc
 	b.finishEvents(p, symOf, stackResolved)
 	return p
+}
+
+// finishTimeline makes the runs of a timeline as a Builder recorded them
+// (raw stacks) those of a Profile (its Stacks), in place, counts them and
+// their samples, and gives it the clock that makes its starts, in ticks,
+// offsets from Profile.Start.
+func (b *Builder) finishTimeline(tl *Timeline, symOf []int, clock *nettrace.Header) {
+	tl.clock, tl.base = clock, b.minTS
+	tl.n, tl.samples = remapTimeline(tl.chunks, symOf)
+}
+
+// remapTimeline replaces the raw stacks of a timeline's runs by their
+// Stacks (symOf), and returns the number of runs and of their samples.
+func remapTimeline(chunks [][]timelineWord, symOf []int) (runs int, samples int64) {
+	for _, c := range chunks {
+		for i := 0; i < len(c); i++ {
+			h := c[i].a
+			c[i].a = uint32(symOf[h>>2])<<2 | h&3
+			if h&1 != 0 {
+				i++
+				samples += int64(c[i].a) - 1
+			}
+			runs++
+		}
+	}
+	return runs, samples + int64(runs)
 }
 
 // sortSamples orders a thread's samples by count, largest first, then by

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/clrdiag/clrdiag/nettrace"
 )
 
 // ErrNoTimeline is returned by WriteChromium for a profile built without
@@ -750,27 +752,28 @@ func appendSampledHeader(b []byte, name, unit string, start, end int64) []byte {
 func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period int64, stacks *stackArrays, scratch *[]Run) ([]byte, error) {
 	runs := g.runList(scratch)
 	first := true
-	var start, count int64
-	for _, chunk := range runs.chunks {
-		if !runs.managed {
-			// Every run: the sum alone, without skip's test.
-			if first && len(chunk) > 0 {
-				start, first = chunk[0].start, false
-			}
-			for i := range chunk {
-				count += int64(chunk[i].count)
-			}
-			continue
+	var start, count, at int64
+	if runs.samples >= 0 {
+		// Every run of a timeline: its count, and the first's start.
+		count = runs.samples
+		if len(runs.chunks) > 0 {
+			_, _, ticks, _ := runAt(runs.chunks[0], 0)
+			start, first = int64(runs.tl.startOf(ticks)), false
 		}
-		for i := range chunk {
-			r := &chunk[i]
-			if runs.skip(r) {
-				continue
+	} else {
+		for _, chunk := range runs.chunks {
+			for i := 0; i < len(chunk); i++ {
+				sk, n, delta, last := runAt(chunk, i)
+				i = last
+				at += delta
+				if runs.skip(sk) {
+					continue
+				}
+				if first {
+					start, first = int64(runs.tl.startOf(at)), false
+				}
+				count += int64(n)
 			}
-			if first {
-				start, first = r.start, false
-			}
-			count += int64(r.count)
 		}
 	}
 	for _, r := range runs.runs {
@@ -783,15 +786,16 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 	var err error
 	sep := false
 	for _, chunk := range runs.chunks {
-		for i := range chunk {
-			r := &chunk[i]
-			if runs.skip(r) {
+		for i := 0; i < len(chunk); i++ {
+			sk, _, _, last := runAt(chunk, i)
+			i = last
+			if runs.skip(sk) {
 				continue
 			}
 			// stacks.get, inline
-			sp := stacks.span[r.stackKind>>1]
+			sp := stacks.span[sk>>1]
 			if sp == 0 {
-				sp = stacks.encode(int(r.stackKind >> 1))
+				sp = stacks.encode(int(sk >> 1))
 			}
 			lo := int(sp>>32) - 1
 			if !sep {
@@ -819,12 +823,13 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 	// counted, then written at once (appendN).
 	pend := 0
 	for _, chunk := range runs.chunks {
-		for i := range chunk {
-			r := &chunk[i]
-			if runs.skip(r) {
+		for i := 0; i < len(chunk); i++ {
+			sk, n, _, last := runAt(chunk, i)
+			i = last
+			if runs.skip(sk) {
 				continue
 			}
-			if c := int64(r.count); c != wt.count {
+			if c := int64(n); c != wt.count {
 				if pend != 1 {
 					if b, err = wt.appendN(w, b, pend); err != nil {
 						return b, err
@@ -1217,20 +1222,28 @@ func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
 	var err error
 	runs := g.runList(&c.scratch)
 	apart := c.wp.RunsApart
+	var at int64 // the start of the run, in ticks
+	var clock *nettrace.Header
+	var base int64
+	if runs.tl != nil {
+		clock, base = runs.tl.clock, runs.tl.base // startOf, inline
+	}
 	for _, chunk := range runs.chunks {
-		for i := range chunk {
-			r := &chunk[i]
-			if runs.skip(r) {
+		for i := 0; i < len(chunk); i++ {
+			sk, n, delta, last := runAt(chunk, i)
+			i = last
+			at += delta
+			if runs.skip(sk) {
 				continue
 			}
 			// run's most frequent case, inline: the stack of the run
 			// before (of the other kind), with no gap, writes nothing.
-			stack, start := int(r.stackKind>>1), time.Duration(r.start)
+			stack, start := int(sk>>1), clock.DurationOf(at-base)
 			if stack == c.openStack && start <= c.at+4*c.period && !apart {
-				c.at = max(start, c.at) + time.Duration(r.count)*c.period
+				c.at = max(start, c.at) + time.Duration(n)*c.period
 				continue
 			}
-			if b, err = c.run(b, stack, start, int64(r.count)); err != nil {
+			if b, err = c.run(b, stack, start, int64(n)); err != nil {
 				return b, err
 			}
 		}

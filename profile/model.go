@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/nettrace"
 )
 
 // Profile is a CPU/thread-time profile built from SampleProfiler events,
@@ -196,29 +197,54 @@ type Run struct {
 }
 
 // Timeline is a thread's samples in time order as Runs. It is stored
-// compactly (16 bytes a run, in chunks that are never copied as it grows);
-// All yields the runs.
+// compactly (8 bytes for most runs, 16 for the others, in chunks that are
+// never copied as it grows); All yields the runs.
 type Timeline struct {
-	chunks [][]timelineRun
-	n      int
+	chunks [][]timelineWord
+	// n counts the runs, samples their samples.
+	n       int
+	samples int64
+	// The runs' starts are in ticks: a run's start, as an offset from
+	// Profile.Start, is clock.DurationOf(ticks - base) (its ticks the sum
+	// of the deltas up to it).
+	clock *nettrace.Header
+	base  int64
 }
 
-// timelineRun is a Run as stored: the Stacks index shifted left once with
-// the low bit set for Managed, the sample count, and the start (ticks while
-// a Builder records it, then the offset from Profile.Start in nanoseconds).
-type timelineRun struct {
-	stackKind uint32
-	count     uint32
-	start     int64
+// startOf returns the offset from Profile.Start of ticks.
+func (tl *Timeline) startOf(ticks int64) time.Duration { return tl.clock.DurationOf(ticks - tl.base) }
+
+// timelineWord is 8 bytes of a Timeline: the head of a run, or the
+// extension word that follows the head of a run that needs one.
+//
+// A head's a is the run's Stacks index shifted left twice, with bit 1 set
+// for Managed and bit 0 for a head followed by its extension (stackKind
+// is a >> 1; a timeline of more than 2^30 stacks stops, as
+// Config.MaxTimelineRuns stops it); its b is the low 32 bits of delta, the
+// run's start in ticks minus the start of the run before (the start itself
+// for the first run). An extension's a is the run's sample count, its b
+// the high 32 bits of delta. A run without an extension has one sample
+// and a delta that fits in an int32 (b sign-extended). The starts stay in
+// ticks (Timeline.startOf converts them): a delta in nanoseconds could
+// need more bits than the same one in ticks, and the conversion is made
+// once per run that a writer reads the start of anyway.
+//
+// Most runs are one sample a period after the one before: 8 bytes, where
+// a run of stack, count and start took 16 (objver4's timelines of 30 000
+// runs, 490 KB per conversion, were a quarter of what a chromium or
+// speedscope conversion allocated).
+type timelineWord struct {
+	a, b uint32
 }
 
-// Timeline chunk sizes: the first chunk holds minTimelineChunk runs, each
-// next one twice as many, up to maxTimelineChunk (4 KB): a thread's last
-// chunk is half empty on average, and with chunks of up to 8192 runs the
-// slack was a fifth of objver4's timeline.
+// Timeline chunk sizes, in words: the first chunk holds minTimelineChunk,
+// each next one twice as many, up to maxTimelineChunk (4 KB): a thread's
+// last chunk is half empty on average, and with chunks of up to 8192 runs
+// the slack was a fifth of objver4's timeline. A run's head and its
+// extension are always in the same chunk.
 const (
-	minTimelineChunk = 64
-	maxTimelineChunk = 256
+	minTimelineChunk = 128
+	maxTimelineChunk = 512
 )
 
 // Len is the number of runs.
@@ -227,9 +253,13 @@ func (tl *Timeline) Len() int { return tl.n }
 // All yields the runs in time order.
 func (tl *Timeline) All() iter.Seq[Run] {
 	return func(yield func(Run) bool) {
+		var ticks int64
 		for _, c := range tl.chunks {
-			for _, r := range c {
-				if !yield(r.run()) {
+			for i := 0; i < len(c); i++ {
+				sk, count, delta, last := runAt(c, i)
+				i = last
+				ticks += delta
+				if !yield(runOf(sk, count, tl.startOf(ticks))) {
 					return
 				}
 			}
@@ -237,41 +267,55 @@ func (tl *Timeline) All() iter.Seq[Run] {
 	}
 }
 
-func (r *timelineRun) run() Run {
-	return Run{Stack: int(r.stackKind >> 1), Kind: r.kind(), Start: time.Duration(r.start), Count: int64(r.count)}
+// runAt decodes the run whose head is c[i]: its stackKind (the Stacks
+// index shifted left once, the low bit set for Managed), sample count and
+// delta, and the index of its last word (i, or i+1 for a run with an
+// extension), from which a loop's i++ moves to the next run.
+func runAt(c []timelineWord, i int) (sk, count uint32, delta int64, last int) {
+	h := c[i]
+	if h.a&1 == 0 {
+		return h.a >> 1, 1, int64(int32(h.b)), i
+	}
+	x := c[i+1]
+	return h.a >> 1, x.a, int64(uint64(x.b)<<32 | uint64(h.b)), i + 1
 }
 
-func (r *timelineRun) kind() SampleKind {
-	if r.stackKind&1 != 0 {
-		return clrevents.SampleManaged
+// runOf is the Run of a decoded run.
+func runOf(sk, count uint32, start time.Duration) Run {
+	kind := clrevents.SampleExternal
+	if sk&1 != 0 {
+		kind = clrevents.SampleManaged
 	}
-	return clrevents.SampleExternal
+	return Run{Stack: int(sk >> 1), Kind: kind, Start: start, Count: int64(count)}
 }
 
 // A Builder fills a timeline's last chunk in place, through its own copy
 // of the chunk's slice (threadAcc.runs): a sample then costs no lookup of
 // the chunk, and a new run stores only a length. The timeline learns the
-// chunk's length when the next chunk starts (grow) and at the end (sync).
+// chunk's length when the next chunk starts (grow) and at the end (sync),
+// and its number of runs from Finish.
 
-// grow starts the next chunk, with run r, after last (the last chunk as
-// filled in place), and returns it.
-func (tl *Timeline) grow(last []timelineRun, r timelineRun) []timelineRun {
+// grow starts the next chunk, with the words of a run (its head, and its
+// extension unless x is nil), after last (the last chunk as filled in
+// place), and returns it.
+func (tl *Timeline) grow(last []timelineWord, h timelineWord, x *timelineWord) []timelineWord {
 	tl.sync(last)
 	size := minTimelineChunk
 	if len(tl.chunks) > 0 {
 		size = min(2*cap(last), maxTimelineChunk)
 	}
-	c := make([]timelineRun, 1, size)
-	c[0] = r
+	c := make([]timelineWord, 1, size)
+	c[0] = h
+	if x != nil {
+		c = append(c, *x)
+	}
 	tl.chunks = append(tl.chunks, c)
-	tl.n++
 	return c
 }
 
 // sync records the length of the last chunk, filled in place as last.
-func (tl *Timeline) sync(last []timelineRun) {
+func (tl *Timeline) sync(last []timelineWord) {
 	if k := len(tl.chunks) - 1; k >= 0 {
-		tl.n += len(last) - len(tl.chunks[k])
 		tl.chunks[k] = last
 	}
 }

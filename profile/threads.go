@@ -34,7 +34,7 @@ func (b *Builder) thread(id uint64) *threadAcc {
 	}
 	t := b.threads[id]
 	if t == nil {
-		t = &threadAcc{id: id, kept: b.keep == nil || b.keep[id],
+		t = &threadAcc{id: id, runSK: noRun, kept: b.keep == nil || b.keep[id],
 			first: math.MaxInt64, last: math.MinInt64, firstStack: -1}
 		b.threads[id] = t
 	}

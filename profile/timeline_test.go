@@ -1,60 +1,114 @@
 package profile
 
 import (
+	"math"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/nettrace"
 )
 
 // Runs are stored in chunks that grow without moving the runs already
-// stored, and All yields them in order with their stack, kind, start and
-// count.
+// stored, a run's head with its extension, and All yields them in order
+// with their stack, kind, start and count: runs of one and of several
+// samples, one sample a period apart, with deltas up to the largest
+// without an extension and beyond it, going back in time, far from the
+// first tick, at the tick frequencies of .NET on Linux (1 GHz) and Windows
+// (10 MHz) and at odd ones.
 func TestTimelineChunks(t *testing.T) {
-	var tl Timeline
-	const n = 3*maxTimelineChunk + 17
-	var last []timelineRun // filled in place as the Builder does
-	var first *timelineRun
-	for i := range n {
-		r := timelineRun{stackKind: uint32(i%5)<<1 | uint32(i%2), count: uint32(i%7 + 1), start: int64(10 * i)}
-		if len(last) < cap(last) {
-			last = append(last, r)
-		} else {
-			last = tl.grow(last, r)
-		}
-		if i == 0 {
-			first = &last[0]
-		}
-		if i == maxTimelineChunk {
-			tl.sync(last) // as often as it likes
-		}
-	}
-	tl.sync(last)
-	if tl.Len() != n {
-		t.Fatalf("Len = %d, want %d", tl.Len(), n)
-	}
-	if &tl.chunks[0][0] != first {
-		t.Error("the first chunk moved as the timeline grew")
-	}
-	for _, c := range tl.chunks {
-		if cap(c) > maxTimelineChunk {
-			t.Errorf("chunk of capacity %d, want at most %d", cap(c), maxTimelineChunk)
-		}
-	}
-	i := 0
-	for r := range tl.All() {
-		kind := clrevents.SampleExternal
-		if i%2 == 1 {
-			kind = clrevents.SampleManaged
-		}
-		want := Run{Stack: i % 5, Kind: kind, Start: time.Duration(10 * i), Count: int64(i%7 + 1)}
-		if r != want {
-			t.Fatalf("run %d = %+v, want %+v", i, r, want)
-		}
-		i++
-	}
-	if i != n {
-		t.Errorf("All yielded %d runs, want %d", i, n)
+	for _, freq := range []int64{1e9, 1e7, 3, 2_500_000_001} {
+		t.Run(strconv.FormatInt(freq, 10), func(t *testing.T) {
+			b := &Builder{hdr: nettrace.Header{TickFrequency: freq}}
+			th := threadAcc{runSK: noRun}
+			const n = 3*maxTimelineChunk + 17
+			type want struct {
+				sk    uint32
+				ticks int64
+				count uint32
+			}
+			var runs []want
+			ts := int64(1) << 50
+			b.minTS = ts - 12345
+			var first *timelineWord
+			for i := range n {
+				switch i % 11 {
+				case 3:
+					ts += math.MaxInt32
+				case 4:
+					ts += math.MaxInt32 + 1
+				case 5:
+					ts += math.MinInt32
+				case 6:
+					ts += math.MinInt32 - 1
+				case 7:
+					ts += 1 << 40
+				default:
+					ts += freq / 1000
+				}
+				r := want{sk: uint32(i%5)<<1 | uint32(i%2), ticks: ts, count: uint32(i%7 + 1)}
+				if i%13 == 0 {
+					r.count = 1<<32 - 1
+				}
+				th.newRun(r.sk, r.ticks)
+				for range r.count - 1 {
+					// As Builder.addSample adds a sample to the run.
+					if h := th.runs[th.head]; h.a&1 == 0 {
+						th.extend()
+					} else if r.count < 100 || th.runs[th.head+1].a == 2 {
+						th.runs[th.head+1].a++
+					} else {
+						th.runs[th.head+1].a = r.count // not 4 billion increments
+						break
+					}
+				}
+				if i == 0 {
+					first = &th.runs[0]
+				}
+				runs = append(runs, r)
+			}
+			th.timeline.sync(th.runs)
+			tl := th.timeline
+			if &tl.chunks[0][0] != first {
+				t.Error("the first chunk moved as the timeline grew")
+			}
+			for _, c := range tl.chunks {
+				if cap(c) > maxTimelineChunk {
+					t.Errorf("chunk of capacity %d, want at most %d", cap(c), maxTimelineChunk)
+				}
+			}
+			symOf := make([]int, 5)
+			for i := range symOf {
+				symOf[i] = 4 - i
+			}
+			if b.finishTimeline(&tl, symOf, &b.hdr); tl.Len() != n {
+				t.Fatalf("Len = %d, want %d", tl.Len(), n)
+			}
+			var samples int64
+			for _, r := range runs {
+				samples += int64(r.count)
+			}
+			if tl.samples != samples {
+				t.Errorf("%d samples, want %d", tl.samples, samples)
+			}
+			i := 0
+			for r := range tl.All() {
+				w := runs[i]
+				kind := clrevents.SampleExternal
+				if w.sk&1 != 0 {
+					kind = clrevents.SampleManaged
+				}
+				want := Run{Stack: 4 - int(w.sk>>1), Kind: kind, Start: b.hdr.DurationOf(w.ticks - b.minTS), Count: int64(w.count)}
+				if r != want {
+					t.Fatalf("run %d = %+v, want %+v", i, r, want)
+				}
+				i++
+			}
+			if i != n {
+				t.Errorf("All yielded %d runs, want %d", i, n)
+			}
+		})
 	}
 }
 

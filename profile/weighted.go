@@ -89,28 +89,37 @@ type Group struct {
 // either directly (a loop over a chunk costs a few instructions a run, a
 // call per run several times that).
 type runList struct {
-	chunks  [][]timelineRun
+	// tl is the timeline whose chunks these are, nil for runs.
+	tl      *Timeline
+	chunks  [][]timelineWord
 	managed bool
 	runs    []Run
+	// samples counts the samples of chunks when they are a whole
+	// timeline's (not managed), -1 otherwise.
+	samples int64
 }
 
 // runList returns the group's runs. Those of a group without a Timeline
 // are collected into *scratch first.
 func (g *Group) runList(scratch *[]Run) runList {
 	if g.timeline != nil {
-		return runList{chunks: g.timeline.chunks, managed: g.managedRuns}
+		l := runList{tl: g.timeline, chunks: g.timeline.chunks, managed: g.managedRuns, samples: -1}
+		if !l.managed {
+			l.samples = g.timeline.samples
+		}
+		return l
 	}
 	runs := (*scratch)[:0]
 	for r := range g.Runs {
 		runs = append(runs, r)
 	}
 	*scratch = runs
-	return runList{runs: runs}
+	return runList{runs: runs, samples: -1}
 }
 
-// skip reports whether the list leaves r out (a run of External samples
-// of a list of Managed runs).
-func (l *runList) skip(r *timelineRun) bool { return l.managed && r.stackKind&1 == 0 }
+// skip reports whether the list leaves out a run of stackKind sk (see
+// runAt): a run of External samples of a list of Managed runs.
+func (l *runList) skip(sk uint32) bool { return l.managed && sk&1 == 0 }
 
 // Sample is the values (one per Weighted.Types) of one stack.
 type Sample struct {
@@ -223,9 +232,13 @@ func (w *Weighted) merged() []int64 {
 // managed yields the runs of Managed samples.
 func (tl *Timeline) managed() iter.Seq[Run] {
 	return func(yield func(Run) bool) {
+		var ticks int64
 		for _, c := range tl.chunks {
-			for _, r := range c {
-				if r.stackKind&1 != 0 && !yield(r.run()) {
+			for i := 0; i < len(c); i++ {
+				sk, count, delta, last := runAt(c, i)
+				i = last
+				ticks += delta
+				if sk&1 != 0 && !yield(runOf(sk, count, tl.startOf(ticks))) {
 					return
 				}
 			}
