@@ -94,8 +94,11 @@ type Metadata struct {
 	EventName    string
 	Version      uint32
 	Level        uint8
-	Keywords     uint64
-	Opcode       uint8
+	// skip: the Reader's skip function (Reader.SetSkip) leaves out the
+	// events of this record (in Level's padding, it takes no room).
+	skip     bool
+	Keywords uint64
+	Opcode   uint8
 	// Fields is the payload layout. It is empty for events that are not
 	// self-describing (the runtime's own events carry no field list).
 	Fields []Field

@@ -41,8 +41,9 @@ func fuzzSeeds(f *testing.F) [][]byte {
 // FuzzReader feeds arbitrary bytes to the reader: it must never panic or
 // hang, must end with io.EOF (only after the end-of-stream marker) or a
 // *FormatError / ErrUnsupportedFormat, everything it returns must be
-// usable, ReadEvent's fast path must agree with the general decoder, and
-// ReadParallel with ReadEvent.
+// usable, ReadEvent's fast path must agree with the general decoder,
+// ReadParallel with ReadEvent, and a read with a skip function (SetSkip)
+// with an unfiltered one.
 func FuzzReader(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
@@ -50,6 +51,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastPath(t, data)
 		checkParallel(t, data, ParallelConfig{Workers: 2, MaxInFlight: 3, SerialBytes: int64(len(data) / 2)})
+		checkSkip(t, data, skipFuncs["half"])
 		r, err := NewReaderConfig(bytes.NewReader(data), ReaderConfig{BufferSize: 4096})
 		if err != nil {
 			var fe *FormatError

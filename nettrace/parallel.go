@@ -82,8 +82,9 @@ type Part interface {
 // ReadParallel continues from where ReadEvent left off; the rest of the
 // current block and the first cfg.SerialBytes of the stream are decoded on
 // the calling goroutine. NetPerf streams, and readers with
-// ReaderConfig.MaxMetadata or MaxThreads set, are read on the calling
-// goroutine alone, with the same results.
+// ReaderConfig.MaxMetadata or MaxThreads set or a skip function
+// (Reader.SetSkip), are read on the calling goroutine alone, with the same
+// results.
 func ReadParallel[P Part](ctx context.Context, r *Reader, cfg ParallelConfig, newPart func() P, merge func(P) error) error {
 	if r.role != roleSerial {
 		return errors.New("nettrace: ReadParallel on a Reader that is already being read in parallel")
@@ -96,7 +97,7 @@ func ReadParallel[P Part](ctx context.Context, r *Reader, cfg ParallelConfig, ne
 	}
 	limit := r.off + cfg.SerialBytes
 	switch {
-	case r.netperf || r.cfg.MaxMetadata > 0 || r.cfg.MaxThreads > 0:
+	case r.netperf || r.cfg.MaxMetadata > 0 || r.cfg.MaxThreads > 0 || r.skipFn != nil:
 		limit = -1 // all of it here
 	case cfg.SerialBytes == 0:
 		limit = r.off + defaultSerialBytes

@@ -65,6 +65,7 @@ func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
 	if flags&spFlushMetadata != 0 {
 		r.ownMeta()
 		clear(r.meta)
+		clear(r.skipMeta)
 		clear(r.metaMap)
 		if r.role == roleSplitter {
 			r.pending = append(r.pending, ordAction{kind: actFlushMeta})

@@ -52,12 +52,25 @@ func read(r io.Reader, cfg Config, pcfg nettrace.ParallelConfig) (*Profile, erro
 	if pcfg.Workers > 0 || runtime.GOMAXPROCS(0) > 1 {
 		err = b.readParallel(tr, pcfg)
 	} else {
-		_, err = b.readSerial(tr, -1)
+		// The events Add would drop at once (kindOther: on a wall
+		// profile the allocation ticks, contention, exceptions and GC
+		// bookkeeping, half of objver4's) are passed over by the
+		// Reader, which fills no Event for them; Add would take only
+		// their time range, which the Reader keeps.
+		tr.SetSkip(b.skipsAll)
+		err = b.readAll(tr)
+		if lo, hi, ok := tr.SkippedTimeRange(); ok {
+			b.minTS, b.maxTS = min(b.minTS, lo), max(b.maxTS, hi)
+		}
 	}
 	p := b.Finish()
 	p.DroppedEvents = tr.Stats().DroppedEvents
 	return p, err
 }
+
+// skipsAll reports whether Add does nothing with the events of md but take
+// their time range (a kind is a function of the record and Config alone).
+func (b *Builder) skipsAll(md *nettrace.Metadata) bool { return b.classify(md) == kindOther }
 
 // readSerial adds tr's events with ReadEvent, to the end of the stream
 // (done), or when limit is not negative until the reader has read past
