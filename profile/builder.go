@@ -1209,7 +1209,11 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// Resolved frames merge by module and name; an unresolved address is a
 	// frame of its own.
 	var names frameNamer
-	names.text.Grow(24 * nAddrs)
+	if b.symbols.Methods() > 0 {
+		names.text.Grow(24 * nAddrs)
+	} else {
+		names.text.Grow(18 * nAddrs) // "0x" and at most 16 digits each
+	}
 	// merge is asked once per method an address resolves to and once for
 	// the over-the-cap frame: its table, sized once for that many, never
 	// fills.
@@ -1371,11 +1375,10 @@ func (fn *frameNamer) add(nameEnd int) (name, signature string) {
 // unresolved adds the frame of an address no method holds, named by the
 // address in hex.
 func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
-	var buf [18]byte
-	hex := appendHex(buf[:0], addr)
-	fn.text.Write(hex)
+	buf, i := hexText(addr)
+	fn.text.Write(buf[i:]) // one copy, not a second from a buffer appendHex fills
 	all := fn.text.String()
-	p.Frames = append(p.Frames, Frame{Name: all[len(all)-len(hex):], Address: addr})
+	p.Frames = append(p.Frames, Frame{Name: all[len(all)-(len(buf)-i):], Address: addr})
 	return len(p.Frames) - 1
 }
 
@@ -1384,12 +1387,17 @@ func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
 // digit (an unresolved frame is named so for each address): all 16 digits
 // are made eight at a time, then the leading zeros skipped.
 func appendHex(b []byte, v uint64) []byte {
-	var buf [18]byte
+	buf, i := hexText(v)
+	return append(b, buf[i:]...)
+}
+
+// hexText returns appendHex's text of v as buf[i:].
+func hexText(v uint64) (buf [18]byte, i int) {
 	binary.BigEndian.PutUint64(buf[2:], hexDigits8(uint32(v>>32)))
 	binary.BigEndian.PutUint64(buf[10:], hexDigits8(uint32(v)))
-	i := 16 - max(1, (bits.Len64(v)+3)/4) // the first digit is buf[i+2]
+	i = 16 - max(1, (bits.Len64(v)+3)/4) // the first digit is buf[i+2]
 	buf[i], buf[i+1] = '0', 'x'
-	return append(b, buf[i:]...)
+	return buf, i
 }
 
 // hexDigits8 returns the eight hex digits of x, the least significant in
