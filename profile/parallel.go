@@ -49,19 +49,19 @@ func read(r io.Reader, cfg Config, pcfg nettrace.ParallelConfig) (*Profile, erro
 		return nil, err
 	}
 	b := NewBuilder(tr.Header(), cfg)
+	// The events Add would drop at once (kindOther: on a wall profile the
+	// allocation ticks, contention, exceptions and GC bookkeeping, half of
+	// objver4's) are passed over by the Reader, which fills no Event for
+	// them; Add would take only their time range, which the Reader keeps.
+	// readParallel turns this off before the workers start.
+	tr.SetSkip(b.skipsAll)
 	if pcfg.Workers > 0 || runtime.GOMAXPROCS(0) > 1 {
 		err = b.readParallel(tr, pcfg)
 	} else {
-		// The events Add would drop at once (kindOther: on a wall
-		// profile the allocation ticks, contention, exceptions and GC
-		// bookkeeping, half of objver4's) are passed over by the
-		// Reader, which fills no Event for them; Add would take only
-		// their time range, which the Reader keeps.
-		tr.SetSkip(b.skipsAll)
 		err = b.readAll(tr)
-		if lo, hi, ok := tr.SkippedTimeRange(); ok {
-			b.minTS, b.maxTS = min(b.minTS, lo), max(b.maxTS, hi)
-		}
+	}
+	if lo, hi, ok := tr.SkippedTimeRange(); ok {
+		b.minTS, b.maxTS = min(b.minTS, lo), max(b.maxTS, hi)
 	}
 	p := b.Finish()
 	p.DroppedEvents = tr.Stats().DroppedEvents
@@ -127,7 +127,8 @@ func (b *Builder) readParallel(tr *nettrace.Reader, pcfg nettrace.ParallelConfig
 		if done, err := b.readSerial(tr, limit); done {
 			return err
 		}
-		if st := tr.Stats(); pcfg.SerialBytes == 0 && (st.Bytes > maxParallelEventBytes*st.Events || b.orderedEvents()*4 > st.Events) {
+		// The events read so far: those added and those skipped.
+		if st := tr.Stats(); pcfg.SerialBytes == 0 && (st.Bytes > maxParallelEventBytes*(st.Events+st.Skipped) || b.orderedEvents()*4 > st.Events+st.Skipped) {
 			// Few events in many bytes, or many that the Builder takes
 			// one by one: the workers would not pay.
 			_, err := b.readSerial(tr, -1)
@@ -136,6 +137,10 @@ func (b *Builder) readParallel(tr *nettrace.Reader, pcfg nettrace.ParallelConfig
 	}
 	// The rest of the current block goes to the first part, on this
 	// goroutine, straight to the Builder; then the workers take over.
+	// ReadParallel reads a Reader that skips on this goroutine alone, so
+	// skipping stops here: the workers classify every event (the time
+	// range of those skipped so far stays with the Reader).
+	tr.SetSkip(nil)
 	pcfg.SerialBytes = -1
 	if pcfg.MaxInFlight <= 0 {
 		// The merge is the slower side: blocks read far ahead only
