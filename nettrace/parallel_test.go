@@ -65,27 +65,7 @@ func checkParallel(t *testing.T, data []byte, cfg ParallelConfig) {
 // header variety, metadata defined inside event blocks, V6 tables and the
 // shared captures, whole and cut, in parallel and serially.
 func TestReadParallelMatchesReadEvent(t *testing.T) {
-	var inputs []benchInput
-	for _, name := range []string{"v4", "v6", "v4-uncompressed", "v6-uncompressed", "netperf"} {
-		cfg, ok := writerConfigs()[name]
-		if !ok {
-			continue
-		}
-		cfg.MaxEventBlockSize = 300
-		data, _, _ := buildTraceN(t, cfg, 40)
-		inputs = append(inputs, benchInput{name, data})
-	}
-	for _, name := range []string{"v4", "v6"} {
-		cfg := writerConfigs()[name]
-		cfg.MaxEventBlockSize = 4000
-		inputs = append(inputs, benchInput{name + "-variety", varietyStream(t, cfg, 3000, 7)})
-	}
-	inputs = append(inputs, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
-	for _, rel := range captureFiles {
-		if testcapture.Available(rel) {
-			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
-		}
-	}
+	inputs := testInputs(t, []string{"v4", "v6"}, 7)
 	for _, in := range inputs {
 		t.Run(in.name, func(t *testing.T) {
 			for _, cfg := range []ParallelConfig{{}, {Workers: 1, MaxInFlight: 1, SerialBytes: -1},
@@ -101,6 +81,35 @@ func TestReadParallelMatchesReadEvent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testInputs are the streams the tests that hold a way of reading to
+// ReadEvent read: every writer configuration, streams with every header
+// variety (of the configurations varieties names, from seed), metadata
+// defined inside event blocks and the shared captures.
+func testInputs(t *testing.T, varieties []string, seed uint64) []benchInput {
+	var inputs []benchInput
+	for _, name := range []string{"v4", "v6", "v4-uncompressed", "v6-uncompressed", "netperf"} {
+		cfg, ok := writerConfigs()[name]
+		if !ok {
+			continue
+		}
+		cfg.MaxEventBlockSize = 300
+		data, _, _ := buildTraceN(t, cfg, 40)
+		inputs = append(inputs, benchInput{name, data})
+	}
+	for _, name := range varieties {
+		cfg := writerConfigs()[name]
+		cfg.MaxEventBlockSize = 4000
+		inputs = append(inputs, benchInput{name + "-variety", varietyStream(t, cfg, 3000, seed)})
+	}
+	inputs = append(inputs, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
+	for _, rel := range captureFiles {
+		if testcapture.Available(rel) {
+			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
+		}
+	}
+	return inputs
 }
 
 // metaInEventBlocks builds a V4 stream whose event blocks define metadata

@@ -9,8 +9,6 @@ import (
 	"io"
 	"math"
 	"testing"
-
-	"github.com/clrdiag/clrdiag/internal/testcapture"
 )
 
 // skipFuncs are the skip functions the tests read with: each decides by the
@@ -126,38 +124,10 @@ func checkSkip(t *testing.T, data []byte, skip func(*Metadata) bool) {
 	}
 }
 
-// skipInputs are the streams the skip tests read: every writer
-// configuration, the header varieties, metadata inside event blocks and
-// the shared captures.
-func skipInputs(t *testing.T) []benchInput {
-	var inputs []benchInput
-	for _, name := range []string{"v4", "v6", "v4-uncompressed", "v6-uncompressed", "netperf"} {
-		cfg, ok := writerConfigs()[name]
-		if !ok {
-			continue
-		}
-		cfg.MaxEventBlockSize = 300
-		data, _, _ := buildTraceN(t, cfg, 40)
-		inputs = append(inputs, benchInput{name, data})
-	}
-	for _, name := range []string{"v4", "v6", "v4-uncompressed"} {
-		cfg := writerConfigs()[name]
-		cfg.MaxEventBlockSize = 4000
-		inputs = append(inputs, benchInput{name + "-variety", varietyStream(t, cfg, 3000, 5)})
-	}
-	inputs = append(inputs, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
-	for _, rel := range captureFiles {
-		if testcapture.Available(rel) {
-			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
-		}
-	}
-	return inputs
-}
-
 // TestSkipMatchesFilteredRead reads every input, whole and cut at many
 // points (with one), with each skip function, and compares with an unfiltered read.
 func TestSkipMatchesFilteredRead(t *testing.T) {
-	for _, in := range skipInputs(t) {
+	for _, in := range testInputs(t, []string{"v4", "v6", "v4-uncompressed"}, 5) {
 		t.Run(in.name, func(t *testing.T) {
 			for _, skip := range skipFuncs {
 				checkSkip(t, in.data, skip)
