@@ -220,28 +220,36 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 	// The frames' part of the output and of the string table: at most a
 	// name, a system name and a module per frame, but most frames have no
 	// signature (their system name is their name) and share their module
-	// with the frame before.
+	// with the frame before. A frame's location and function are sized to
+	// the byte but for their string indices, of at most idLen bytes each
+	// (the table holds at most 3 strings a frame, the comments, the types'
+	// and the few fixed ones): the buffer's capacity is what the
+	// conversion allocates and clears. A location (appendPprofLocation:
+	// ID, mapping, address, a line of the function's ID) and a function
+	// (appendPprofFunction: ID and three string indices) are each under
+	// 128 bytes, their key and length 2 bytes.
+	idLen := varintLen(uint64(3*nFrames + len(w.Comments) + 2*len(w.Types) + 16))
+	perFrame := 2 + 2 + 2 + 2 + 3*(1+idLen) // keys and lengths, mapping, line, string indices
 	frameSize, frameStrings, sysSize := 0, 0, 0
 	for i := range w.Frames {
 		f := &w.Frames[i]
-		// A location (<= 24 bytes with a 10-byte address), a function
-		// (<= 20 bytes with string indices below 1<<21), its strings (<=
-		// 4 bytes of key and length each beyond their bytes): the name,
-		// and the system name when the frame has a signature (the name
-		// and the signature).
-		frameSize += 24 + 20 + 4 + len(f.Name)
+		// The location, the function (the ID three times in all) and the
+		// name's string.
+		frameSize += perFrame + 3*(1+varintLen(uint64(i)+1)) + uintFieldLen(f.Address) + lenFieldLen(len(f.Name))
 		frameStrings++
+		// The system name when the frame has a signature (the name and
+		// the signature; writeSystemName).
 		if f.Signature != "" {
-			sysSize += len(f.Name) + len(f.Signature) + 1
-			frameSize += 4
+			n := len(f.Name) + len(f.Signature) + 1
+			sysSize += n
+			frameSize += lenFieldLen(n)
 			frameStrings++
 		}
 		if i == 0 || f.Module != w.Frames[i-1].Module {
-			frameSize += len(f.Module) + 4
+			frameSize += lenFieldLen(len(f.Module))
 			frameStrings++
 		}
 	}
-	frameSize += sysSize
 	strs := newPprofStrings(frameStrings + len(w.Comments) + 2*len(w.Types) + 8)
 
 	for _, t := range w.Types {
@@ -252,7 +260,7 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 	// (location i+1 is frame i; the empty stack's pseudo-location comes
 	// after the frames), 0 until a sample uses the stack.
 	emptyID := uint64(nFrames + 1)
-	stackLocs := make([]int, len(w.Stacks))
+	stackLocs := make([]int32, len(w.Stacks))
 	// Check the samples first, as Pprof's CheckValid does, and size the
 	// buffer from above so that it never grows: the samples exactly, the
 	// tables with every string written once and each module once per run
@@ -273,7 +281,7 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 			if uint(s.Stack) >= uint(len(w.Stacks)) {
 				return b, fmt.Errorf("profile: pprof conversion: sample of thread %d has stack %d of %d", w.Groups[gi].ThreadID, s.Stack, len(w.Stacks))
 			}
-			locs := stackLocs[s.Stack]
+			locs := int(stackLocs[s.Stack])
 			if locs == 0 {
 				frames := w.Stacks[s.Stack].Frames
 				for _, f := range frames {
@@ -286,7 +294,7 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 					empty = true
 					locs = varintLen(emptyID)
 				}
-				stackLocs[s.Stack] = locs
+				stackLocs[s.Stack] = int32(locs)
 			}
 			n, _ := pprofSampleLen(locs, s.Values, label)
 			size += lenFieldLen(n)
@@ -322,7 +330,7 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		}
 		for _, s := range g.Samples {
 			frames := w.Stacks[s.Stack].Frames
-			locs := stackLocs[s.Stack]
+			locs := int(stackLocs[s.Stack])
 			n, vals := pprofSampleLen(locs, s.Values, len(label))
 			// The sample is written in place, after one check for room
 			// (the buffer was sized for it above).
