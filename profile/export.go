@@ -1144,6 +1144,11 @@ type chromiumEvents struct {
 	// (encode). It has one entry per frame from the start: the loops that
 	// write the events read it inline, a load and a test per event.
 	span [][2]int32
+	// cat is the category of the frame encoded last, and
+	// enc[catAt[0]:catAt[1]] its text from ,"cat": to the timestamp: most
+	// frames share it with the frame before, and copy it.
+	cat   string
+	catAt [2]int
 }
 
 // phaseAt is the index of the phase ("B" or "E") in an encoded event.
@@ -1170,9 +1175,15 @@ func (e *chromiumEvents) encode(f int) [2]int32 {
 	begin := len(e.enc)
 	e.enc = append(e.enc, ",\n{\"ph\":\"B\",\"name\":"...)
 	e.enc = appendJSONString(e.enc, fr.Name)
-	e.enc = append(e.enc, `,"cat":`...)
-	e.enc = appendJSONString(e.enc, cat)
-	e.enc = append(e.enc, `,"ts":`...)
+	if cat == e.cat { // never "" (unknownModule)
+		e.enc = append(e.enc, e.enc[e.catAt[0]:e.catAt[1]]...)
+	} else {
+		lo := len(e.enc)
+		e.enc = append(e.enc, `,"cat":`...)
+		e.enc = appendJSONString(e.enc, cat)
+		e.enc = append(e.enc, `,"ts":`...)
+		e.cat, e.catAt = cat, [2]int{lo, len(e.enc)}
+	}
 	e.span[f] = [2]int32{int32(begin), int32(len(e.enc))}
 	return e.span[f]
 }

@@ -16,6 +16,12 @@ func appendJSONString(dst []byte, s string) []byte {
 		for i+8 <= len(s) && plain8(load8(s[i:])) {
 			i += 8
 		}
+		// Fewer than 8 bytes left: they are the end of the last 8, which
+		// are tested at once (those before i, already written or
+		// escaped, are tested again).
+		if i+8 > len(s) && len(s) >= 8 && plain8(load8(s[len(s)-8:])) {
+			break
+		}
 		if i == len(s) {
 			break
 		}

@@ -45,7 +45,10 @@ func jsonStringByByte(s string) []byte {
 func FuzzAppendJSONString(f *testing.F) {
 	for _, s := range []string{"", "plain", `q"uote\back`, "ctl\x00\x01\n\r\t\x1f", "List`1[System.Int32]",
 		"日本語😀", "bad\xffutf8", "System.Collections.Generic.Dictionary`2[System.__Canon,System.__Canon].TryInsert",
-		"abcdefg\"abcdefgh\\abcdefg\x7fabcdefg\x80", "0123456789abcdef\x1f0123456789abcdef "} {
+		"abcdefg\"abcdefgh\\abcdefg\x7fabcdefg\x80", "0123456789abcdef\x1f0123456789abcdef ",
+		// The last 8 bytes, tested at once, with and without a byte to
+		// escape, after one escaped before them.
+		"0x7ffa70508916", "abcdefghij\"k", "a\"bcdefghijk", "abcdefgh日", "abcdefghi\x00"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
