@@ -137,11 +137,9 @@ type threadAcc struct {
 	// cont is the thread's lock wait state (events.go), nil until it has
 	// a contention event.
 	cont        *contThread
-	counts      countTable // stack<<1 | 1 for managed -> samples
-	managed     int64
-	external    int64
-	all         int64 // samples of any kind, for the period estimate
-	changes     int64 // kept samples whose stack differs from the previous one
+	counts      countLog // stack<<1 | 1 for managed -> samples
+	all         int64    // samples of any kind, for the period estimate
+	changes     int64    // kept samples whose stack differs from the previous one
 	first, last int64
 	// timeline holds runs with their raw stacks until Finish converts it;
 	// runs is its last chunk, filled in place (Timeline.grow), head the
@@ -187,79 +185,98 @@ func (t *threadAcc) flushSlot(i int) {
 	}
 }
 
-// countTable maps a thread's sample keys (stack<<1 | 1 for Managed) to
-// sample counts: an open-addressing table, at most 3/4 full, that grows
-// by doubling (a map's growth and per-entry costs were a tenth of the
-// Builder's time on a trace of 13 threads and 1 762 stacks). A slot is
-// 8 bytes, a key and a count of 32 bits: a stack index fits in 31 (the
-// stack store numbers them with int32), and the rare count past 32 bits
-// keeps its excess in over.
-type countTable struct {
-	keys []uint32 // key+1 per slot, 0: empty
-	vals []uint32
-	n    int
-	// over holds what the counts of vals could not (a thread with more
-	// than 4 billion samples on one stack); nil until needed.
-	over map[uint32]int64
+// countLog records a thread's sample counts by key (stack<<1 | 1 for
+// Managed) as its recent stacks are flushed: a word per flush, the key
+// above the count (32 bits each: a stack index fits in 31, the stack store
+// numbers them with int32), summed by stack in Finish, which sums the keys
+// of a stack anyway. A thread flushes a key a few times (objver4: 3.9K
+// flushes of 2.4K keys per conversion); a hash table by key cost about 100
+// instructions a flush, a third of them in its growth. The words are kept
+// in chunks, a first small one then chunks of logChunk words, so that
+// growing copies nothing and leaves less room unused than doubling. A
+// thread that cycles through more stacks than it remembers flushes at each
+// sample: the log is then compacted (sorted, and summed by key) whenever it
+// has doubled since the last compaction, so that it stays within about
+// twice its keys, plus minCompact words.
+type countLog struct {
+	chunks    [][]uint64 // the full chunks
+	words     []uint64   // the last chunk, filled in place
+	n         int        // words in chunks
+	compacted int        // words after the last compaction
 }
 
-// add adds v (> 0) to the count of key k (0 <= k < 1<<32-1).
-func (c *countTable) add(k, v int64) {
-	if 4*(c.n+1) > 3*len(c.keys) {
-		old, oldVals := c.keys, c.vals
-		c.keys = make([]uint32, max(16, 2*len(old)))
-		c.vals = make([]uint32, len(c.keys))
-		mask := uint64(len(c.keys) - 1)
-		for i, ok := range old {
-			if ok != 0 {
-				j := hashAddr(uint64(ok-1)) >> 32 & mask
-				for c.keys[j] != 0 {
-					j = (j + 1) & mask
-				}
-				c.keys[j], c.vals[j] = ok, oldVals[i]
-			}
-		}
-	}
-	key := uint32(k + 1)
-	mask := uint64(len(c.keys) - 1)
-	for i := hashAddr(uint64(k)) >> 32 & mask; ; i = (i + 1) & mask {
-		switch c.keys[i] {
-		case key:
-			c.addAt(i, v)
-			return
-		case 0:
-			c.keys[i] = key
-			c.n++
-			c.addAt(i, v)
-			return
-		}
-	}
-}
+const (
+	// minCompact is the length under which a countLog is not compacted.
+	minCompact = 1024
+	// firstChunk and logChunk are the sizes of a countLog's first chunk
+	// and of the others.
+	firstChunk = 16
+	logChunk   = 128
+)
 
-// addAt adds v to the count of slot i.
-func (c *countTable) addAt(i uint64, v int64) {
-	sum := uint64(c.vals[i]) + uint64(v)
-	if sum <= math.MaxUint32 {
-		c.vals[i] = uint32(sum)
+// add adds v (> 0) to the count of key k (0 <= k < 1<<32).
+func (c *countLog) add(k, v int64) {
+	if n := len(c.words); n < cap(c.words) && v <= math.MaxUint32 {
+		c.words = c.words[:n+1]
+		c.words[n] = uint64(k)<<32 | uint64(v)
 		return
 	}
-	if c.over == nil {
-		c.over = make(map[uint32]int64)
+	for ; v > math.MaxUint32; v -= math.MaxUint32 {
+		c.push(uint64(k)<<32 | math.MaxUint32)
 	}
-	c.vals[i] = math.MaxUint32
-	c.over[c.keys[i]] += int64(sum - math.MaxUint32)
+	c.push(uint64(k)<<32 | uint64(v))
 }
 
-// count returns the key and count of slot i, ok false for an empty slot.
-func (c *countTable) count(i int) (k, n int64, ok bool) {
-	if c.keys[i] == 0 {
-		return 0, 0, false
+// push appends a word, starting a chunk when the last one is full, after
+// compacting the log when it has doubled since the last compaction.
+func (c *countLog) push(w uint64) {
+	if len(c.words) == cap(c.words) {
+		if c.n+len(c.words) >= max(minCompact, 2*c.compacted) {
+			c.compact()
+		}
+		if len(c.words) == cap(c.words) {
+			size := logChunk
+			if c.words == nil {
+				size = firstChunk
+			} else {
+				c.chunks = append(c.chunks, c.words)
+				c.n += len(c.words)
+			}
+			c.words = make([]uint64, 0, size)
+		}
 	}
-	n = int64(c.vals[i])
-	if c.over != nil {
-		n += c.over[c.keys[i]]
+	c.words = append(c.words, w)
+}
+
+// compact sorts the log into one chunk and sums the words of each key,
+// into more than one word when the sum does not fit in 32 bits. The chunk
+// keeps the log's length as its capacity, room for the words to come.
+func (c *countLog) compact() {
+	all := make([]uint64, 0, c.n+len(c.words))
+	for _, ch := range c.chunks {
+		all = append(all, ch...)
 	}
-	return int64(c.keys[i]) - 1, n, true
+	all = append(all, c.words...)
+	slices.Sort(all)
+	out := all[:0]
+	for _, w := range all {
+		if m := len(out) - 1; m >= 0 && out[m]>>32 == w>>32 && out[m]&math.MaxUint32+w&math.MaxUint32 <= math.MaxUint32 {
+			out[m] += w & math.MaxUint32
+			continue
+		}
+		out = append(out, w)
+	}
+	c.chunks, c.words, c.n, c.compacted = nil, out, 0, len(out)
+}
+
+// seal puts the last chunk with the others: the log is then read from
+// chunks.
+func (c *countLog) seal() {
+	if len(c.words) > 0 {
+		c.chunks = append(c.chunks, c.words)
+		c.n += len(c.words)
+	}
+	c.words = nil
 }
 
 // flush adds every pending sample to counts.
@@ -715,9 +732,9 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	} else if slot = b.recentSlot(t, ev); slot < 0 {
 		slot = t.remember(b.intern(ev))
 	}
-	// firstStack is set from the first sample counted on: a change is a
-	// stack other than the previous counted sample's.
-	if slot != t.hot && t.firstStack >= 0 {
+	// A change is a stack other than the previous counted sample's; the
+	// first counted sample is none: its slot, 0, is hot's zero value.
+	if slot != t.hot {
 		t.changes++
 	}
 	t.hot = slot
@@ -727,10 +744,8 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if managed {
 		kind = clrevents.SampleManaged
 		r.pend[1]++
-		t.managed++
 	} else {
 		r.pend[0]++
-		t.external++
 	}
 	if ts < t.firstTS || t.firstStack < 0 {
 		t.firstStack, t.firstKind, t.firstTS = stack, kind, ts
@@ -1042,12 +1057,13 @@ func (b *Builder) Finish() *Profile {
 	// pos[stack] is 1 + the index of the stack in the thread's Samples (0:
 	// not yet), reset after each thread.
 	pos := make([]int32, len(p.Stacks))
-	// sortSamples' scratch, sized once for the thread with the most keys
-	// (a thread has at most a sample per key).
+	// sortSamples' scratch, sized once for the thread that may have the
+	// most samples (at most one per word of its count log, and per stack).
 	most := 0
 	for _, t := range b.order {
 		t.flush()
-		most = max(most, t.counts.n)
+		t.counts.seal()
+		most = max(most, min(t.counts.n, len(p.Stacks)))
 	}
 	keys := make([]uint64, 0, most)
 	tmp := make([]StackSample, 0, most)
@@ -1055,47 +1071,50 @@ func (b *Builder) Finish() *Profile {
 	// them all; made for the first.
 	var clock *nettrace.Header
 	for _, t := range b.order {
-		if t.managed+t.external == 0 {
+		if t.counts.n == 0 {
 			continue // every sample of the thread was filtered out
 		}
-		th := &Thread{ID: t.id, Managed: t.managed, External: t.external, StackChanges: t.changes,
+		th := &Thread{ID: t.id, StackChanges: t.changes,
 			First: b.hdr.DurationOf(t.first - b.minTS), Last: b.hdr.DurationOf(t.last - b.minTS),
 			FirstStack: -1, FirstKind: t.firstKind}
 		if t.firstStack >= 0 {
 			th.FirstStack = symOf[t.firstStack]
 		}
-		// At most 1% Managed: .NET Core 3.1 labels Managed the odd sample
-		// of a thread blocked in a P/Invoke (one of 3 642 of the Hot
-		// target's main thread in Console.ReadLine, in a run that depended
-		// on nothing but the length of the application's path).
-		all := th.Managed + th.External
-		th.Waiting = th.Managed*100 <= all && th.StackChanges*100 <= all
 		if t.all > 1 {
 			th.Period = b.hdr.DurationOf(t.last-t.first) / time.Duration(t.all-1)
 		}
-		th.Samples = make([]StackSample, 0, t.counts.n)
-		for i := range t.counts.keys {
-			k, n, ok := t.counts.count(i)
-			if !ok {
-				continue
+		// The count log's words, summed by stack: a first pass gives each
+		// stack its index in Samples (pos), in the order of the words
+		// (sortSamples orders them), a second sums the counts.
+		n := int32(0)
+		for _, ch := range t.counts.chunks {
+			for _, w := range ch {
+				if stack := symOf[w>>33]; pos[stack] == 0 {
+					n++
+					pos[stack] = n
+				}
 			}
-			stack := symOf[k>>1]
-			i := int(pos[stack]) - 1
-			if i < 0 {
-				i = len(th.Samples)
-				pos[stack] = int32(i + 1)
-				th.Samples = append(th.Samples, StackSample{Stack: stack})
-			}
-			if k&1 != 0 {
-				th.Samples[i].Managed += n
-			} else {
-				th.Samples[i].External += n
-			}
-			if int(k>>1) == b.overCap {
-				p.Capped.Samples += n
+		}
+		th.Samples = make([]StackSample, n)
+		for _, ch := range t.counts.chunks {
+			for _, w := range ch {
+				raw, c := int(w>>33), int64(w&math.MaxUint32)
+				stack := symOf[raw]
+				s := &th.Samples[pos[stack]-1]
+				s.Stack = stack
+				if w&(1<<32) != 0 {
+					s.Managed += c
+				} else {
+					s.External += c
+				}
+				if raw == b.overCap {
+					p.Capped.Samples += c
+				}
 			}
 		}
 		for _, s := range th.Samples {
+			th.Managed += s.Managed
+			th.External += s.External
 			n := s.Count()
 			frames := int64(len(p.Stacks[s.Stack].Frames))
 			p.Symbols.SampleFrames += n * frames
@@ -1103,6 +1122,12 @@ func (b *Builder) Finish() *Profile {
 			p.Symbols.EventFrames += n * frames
 			p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s.Stack])
 		}
+		// At most 1% Managed: .NET Core 3.1 labels Managed the odd sample
+		// of a thread blocked in a P/Invoke (one of 3 642 of the Hot
+		// target's main thread in Console.ReadLine, in a run that depended
+		// on nothing but the length of the application's path).
+		all := th.Managed + th.External
+		th.Waiting = th.Managed*100 <= all && th.StackChanges*100 <= all
 		keys, tmp = sortSamples(th.Samples, pos, keys, tmp)
 		for _, s := range th.Samples {
 			pos[s.Stack] = 0
