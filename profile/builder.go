@@ -305,15 +305,14 @@ func (b *Builder) recentSlot(t *threadAcc, ev *nettrace.Event) int {
 }
 
 // recentStack returns the slot of stack among the thread's recent stacks,
-// -1 when it is not one of them.
+// -1 when it is not one of them. The slots not used yet hold stack -1
+// (Builder.thread sets it), which no stack is: every slot is compared,
+// without testing nRecent.
 func (t *threadAcc) recentStack(stack int) int {
-	if t.nRecent == 0 {
-		return -1
-	}
 	if t.recent[t.hot].stack == stack {
 		return t.hot
 	}
-	for i := range t.nRecent {
+	for i := range t.recent {
 		if t.recent[i].stack == stack {
 			return i
 		}

@@ -36,6 +36,9 @@ func (b *Builder) thread(id uint64) *threadAcc {
 	if t == nil {
 		t = &threadAcc{id: id, runSK: noRun, kept: b.keep == nil || b.keep[id],
 			first: math.MaxInt64, last: math.MinInt64, firstStack: -1}
+		for i := range t.recent {
+			t.recent[i].stack = -1 // no stack (see recentStack)
+		}
 		b.threads[id] = t
 	}
 	if b.tcache[i] != nil && b.tcache[i^1] == nil {
