@@ -9,6 +9,7 @@ import (
 	"iter"
 	"math"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -1738,6 +1739,12 @@ func (r *Reader) setMeta(md *Metadata) {
 			r.skipMeta[id] = nil // a V6 record redefined
 		}
 		if md.skip {
+			if int(id) >= cap(r.skipMeta) {
+				// Room for 16 ids at least (or as many as meta holds)
+				// rather than append's growth from 1: a trace's dozen
+				// skipped ids took five allocations.
+				r.skipMeta = slices.Grow(r.skipMeta, max(int(id)+1, len(r.meta), 16)-len(r.skipMeta))
+			}
 			for int(id) >= len(r.skipMeta) {
 				r.skipMeta = append(r.skipMeta, nil)
 			}
