@@ -83,8 +83,11 @@ type Builder struct {
 	// Metadata.Index (unique per reader, unlike the ids V6 traces reuse),
 	// below maxDenseIndex; kindUnknown: not classified yet.
 	byIndex []eventKind
-	// tcache holds the recent threads (threads.go).
-	tcache  threadCache
+	// tcache holds the recent threads (threads.go); nil until the first
+	// thread or a sample event's metadata (classify), so that a trace
+	// with neither (a TraceLogging capture) does not allocate and clear
+	// its 1 KB, half of the Builder's size.
+	tcache  *threadCache
 	symbols SymbolTable
 
 	// st holds the distinct raw stacks and the distinct addresses in them,
@@ -461,6 +464,9 @@ func (b *Builder) classify(md *nettrace.Metadata) eventKind {
 	}
 	if b.skip(k) {
 		k = kindOther
+	}
+	if k == kindSample && b.tcache == nil { // addSample looks it up
+		b.tcache = new(threadCache)
 	}
 	if i := md.Index(); i > 0 && i < maxDenseIndex {
 		if i >= len(b.byIndex) {

@@ -25,6 +25,9 @@ func threadSlot(id uint64) int {
 // when two threads of a trace share one (two of 15 threads do in a real
 // trace), so that neither goes through the map at each of its samples.
 func (b *Builder) thread(id uint64) *threadAcc {
+	if b.tcache == nil {
+		b.tcache = new(threadCache)
+	}
 	i := threadSlot(id)
 	if t := b.tcache[i]; t != nil && t.id == id {
 		return t
