@@ -1219,6 +1219,9 @@ type chromiumWriter struct {
 	at        time.Duration
 	// scratch holds the runs of a group without a timeline.
 	scratch []Run
+	// commons remembers commonRoot of pairs of stacks, by a hash of the
+	// pair.
+	commons [256]commonMemo
 }
 
 // setSuffix sets the end of every event of the next group.
@@ -1297,25 +1300,24 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	if stack == c.openStack {
 		return b, nil // no frame starts or ends
 	}
+	prev := c.openStack // the stack of open, or -1 for none
 	c.openStack = stack
 	frames := c.wp.Stacks[stack].Frames
-	// The frames both stacks start with (from the root) stay open.
 	open := c.open
-	// k frames of each, aligned at the root (their last), then the index
-	// d of the last that differ.
-	k := min(len(open), len(frames))
-	ro, rf := open[len(open)-k:], frames[len(frames)-k:]
-	rf = rf[:len(ro)]
-	d := k - 1
-	// Deep stacks share many frames: four compared at a time first.
-	for d >= 3 && *(*[4]int)(ro[d-3 : d+1]) == *(*[4]int)(rf[d-3 : d+1]) {
-		d -= 4
+	// The frames both stacks start with (from the root) stay open: how
+	// many is remembered per pair of stacks, as a thread's runs go back
+	// and forth between a few.
+	common := 0
+	if prev >= 0 {
+		m := &c.commons[(uint(prev)*0x9e3779b1^uint(stack))%uint(len(c.commons))]
+		if m.from == prev && m.to == stack {
+			common = m.common
+		} else {
+			common = commonRoot(open, frames)
+			*m = commonMemo{from: prev, to: stack, common: common}
+		}
 	}
-	for d >= 0 && ro[d] == rf[d] {
-		d--
-	}
-	j := len(frames) - k + d
-	common := len(frames) - 1 - j
+	j := len(frames) - 1 - common
 	if len(open) == common && len(frames) == common {
 		c.open = frames
 		return b, nil
@@ -1357,6 +1359,30 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	c.open = frames
 	return b, nil
 }
+
+// commonRoot returns how many frames stacks a and b (leaf first) start
+// with from the root.
+func commonRoot(a, b []int) int {
+	// k frames of each, aligned at the root (their last), then the index
+	// d of the last that differ.
+	k := min(len(a), len(b))
+	ra, rb := a[len(a)-k:], b[len(b)-k:]
+	rb = rb[:len(ra)]
+	d := k - 1
+	// Deep stacks share many frames: four compared at a time first.
+	for d >= 3 && *(*[4]int)(ra[d-3 : d+1]) == *(*[4]int)(rb[d-3 : d+1]) {
+		d -= 4
+	}
+	for d >= 0 && ra[d] == rb[d] {
+		d--
+	}
+	return k - 1 - d
+}
+
+// commonMemo is chromiumWriter's memo of commonRoot for the stacks from
+// and to (a zero value, from and to 0, is never looked up: a run of the
+// stack open writes nothing).
+type commonMemo struct{ from, to, common int }
 
 // stamp sets ts to the end of an event at t: its timestamp then the
 // group's suffix.
