@@ -1129,10 +1129,11 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 }
 
 // chromiumChunk is the size at which WriteChromium hands its output to the
-// writer: a quarter of the other exporters' flushAt, as the conversion's
+// writer: an eighth of the other exporters' flushAt, as the conversion's
 // allocation drives the collector's work (as foldedChunk), and a chunk
-// holds about 170 events.
-const chromiumChunk = 16 << 10
+// holds about 85 events (the CLI's writer buffers 64 KB). The buffer
+// keeps 4 KB more, for the events of a run that starts below it.
+const chromiumChunk = 8 << 10
 
 // chromiumEvents encodes each frame's B event up to its timestamp, once,
 // when first needed. Its E event is the same text with another phase, at
