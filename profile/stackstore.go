@@ -14,18 +14,18 @@ type stackStore struct {
 	// The stacks' address indexes, one stack after the other, are in chunks
 	// that are filled and never grown or copied (growing one array by
 	// doubling allocated 1.7 times the final size in copies and slack),
-	// a stack never straddling two. off[i] is where stack i starts in the
-	// chunks' filled parts taken end to end: stack i is off[i] up to
-	// off[i+1]. frames is the last chunk, base where it starts; chunks
+	// a stack never straddling two. ends[i+1] holds where stack i ends in
+	// the chunks' filled parts taken end to end, and its hash (the high
+	// half of hashStack, so that neither a lookup's probes nor the growth
+	// of slots hash stored stacks again); ends[0] is {0, 0}. Stack i is
+	// ends[i].end up to ends[i+1].end, and a slot's stack+1 indexes its
+	// hash. (The ends and the hashes were two arrays, allocated and grown
+	// together.) frames is the last chunk, base where it starts; chunks
 	// are the ones before it (none for a small trace).
 	chunks [][]int32
 	frames []int32
 	base   int32
-	off    []int32
-	// hashes holds each stack's hash (the high half of hashStack), so that
-	// neither a lookup's probes nor the growth of slots hash stored stacks
-	// again.
-	hashes []uint32
+	ends   []stackEnd
 	// slots finds stacks: stack+1 per slot (0: empty), at most half full;
 	// inSlots counts them.
 	slots   []int32
@@ -34,6 +34,25 @@ type stackStore struct {
 	// finds them (index+1 per slot, 0: empty), at most half full.
 	addrs     []uint64
 	addrSlots []int32
+}
+
+// stackEnd is where a stack ends among the stacks' addresses, and its hash.
+type stackEnd struct {
+	end  int32
+	hash uint32
+}
+
+// start makes the tables of the stacks, sized for a small trace, when
+// the first stack comes: ends with room for 64 stacks, then slots and
+// addrSlots (64 slots each) and the first chunk (128 addresses), all of
+// int32, in one allocation, each table getting its own when it fills. Two
+// allocations where there were five. (addrs keeps append's growth from the
+// first stack's addresses: a larger start changed the steps by which it
+// grows, and a trace of a few hundred addresses then ended with more.)
+func (s *stackStore) start() {
+	s.ends = make([]stackEnd, 1, 64)
+	t := make([]int32, 64+64+128)
+	s.slots, s.addrSlots, s.frames = t[:64:64], t[64:128:128], t[128:128]
 }
 
 // hashStack hashes a stack's addresses.
@@ -53,11 +72,11 @@ func stackHash(frames []uint64) uint32 { return uint32(hashStack(frames) >> 32) 
 func hashAddr(a uint64) uint64 { return (a ^ a>>31) * 0x9E3779B97F4A7C15 }
 
 // stacks is the number of stacks interned.
-func (s *stackStore) stacks() int { return max(len(s.off)-1, 0) }
+func (s *stackStore) stacks() int { return max(len(s.ends)-1, 0) }
 
 // stack returns the indexes in addrs of the addresses of stack i.
 func (s *stackStore) stack(i int) []int32 {
-	lo, hi := s.off[i], s.off[i+1]
+	lo, hi := s.ends[i].end, s.ends[i+1].end
 	if lo >= s.base {
 		return s.frames[lo-s.base : hi-s.base]
 	}
@@ -79,10 +98,10 @@ func (s *stackStore) stackBefore(lo, hi int32) []int32 {
 
 // totalFrames is the number of addresses of all the stacks.
 func (s *stackStore) totalFrames() int {
-	if len(s.off) == 0 {
+	if len(s.ends) == 0 {
 		return 0
 	}
-	return int(s.off[len(s.off)-1])
+	return int(s.ends[len(s.ends)-1].end)
 }
 
 // find returns the stack with these addresses and hash (stackHash), -1
@@ -97,7 +116,7 @@ func (s *stackStore) find(frames []uint64, h uint32) int {
 		if v == 0 {
 			return -1
 		}
-		if s.hashes[v-1] == h && s.equal(int(v-1), frames) {
+		if s.ends[v].hash == h && s.equal(int(v-1), frames) {
 			return int(v - 1)
 		}
 	}
@@ -122,13 +141,10 @@ func (s *stackStore) equal(i int, frames []uint64) bool {
 // index. With lookup false the stack is only stored (the over-the-cap
 // placeholder): find never returns it.
 func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
-	if len(s.off) == 0 {
-		// Room for the stacks of a small trace (append would grow these
-		// from 1, five times before 64 stacks), then append's growth.
-		s.off = make([]int32, 1, 64)
-		s.hashes = make([]uint32, 0, 64)
+	if s.ends == nil {
+		s.start() // the over-the-cap stack may come first
 	}
-	i := len(s.off) - 1
+	i := len(s.ends) - 1
 	n := len(s.frames)
 	if n+len(frames) > cap(s.frames) {
 		s.addChunk(len(frames))
@@ -137,15 +153,14 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 	// Resliced in place: no pointer is stored (see Timeline.add).
 	s.frames = s.frames[:n+len(frames)]
 	s.addAddrs(s.frames[n:], frames)
-	s.off = append(s.off, s.base+int32(len(s.frames)))
-	s.hashes = append(s.hashes, h)
+	s.ends = append(s.ends, stackEnd{end: s.base + int32(len(s.frames)), hash: h})
 	if lookup {
 		if 2*(s.inSlots+1) > len(s.slots) {
 			old := s.slots
 			s.slots = make([]int32, max(64, 2*len(old)))
 			for _, v := range old {
 				if v != 0 {
-					s.place(s.hashes[v-1], v)
+					s.place(s.ends[v].hash, v)
 				}
 			}
 		}
@@ -163,7 +178,7 @@ func (s *stackStore) add(frames []uint64, h uint32, lookup bool) int {
 // clear).
 func (s *stackStore) addChunk(n int) {
 	least := 128
-	if s.frames != nil {
+	if len(s.frames) > 0 { // not start's first chunk, still empty
 		s.chunks = append(s.chunks, s.frames)
 		s.base += int32(len(s.frames))
 		least = 1024
@@ -202,6 +217,9 @@ func (s *stackStore) hasAddr(a uint64) bool {
 // reserveAddrs makes room for n more addresses: addAddrs then neither
 // grows addrSlots nor reallocates addrs.
 func (s *stackStore) reserveAddrs(n int) {
+	if s.ends == nil {
+		s.start()
+	}
 	if need := 2 * (len(s.addrs) + n); need > len(s.addrSlots) {
 		old := s.addrSlots
 		size := max(64, len(old))
