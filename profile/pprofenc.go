@@ -451,29 +451,31 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 
 // appendPprofLocation appends a Location of the main mapping with one Line
 // of function id (the function of location id has the same ID), written
-// in place after one check for room.
+// in place after one check for room. The message and its line are under
+// 128 bytes (at most 37), so their lengths take one byte.
 func appendPprofLocation(b []byte, id, address uint64) []byte {
-	line := uintFieldLen(id)
-	n := uintFieldLen(id) + uintFieldLen(pprofMappingID) + uintFieldLen(address) + lenFieldLen(line)
-	i, m := len(b), lenFieldLen(n)
+	idLen := varintLen(id)
+	n := 2*(1+idLen) + 2 + uintFieldLen(address) + 2
+	i, m := len(b), 2+n
 	b = slices.Grow(b, m)[:i+m]
-	i = putLenKey(b, i, ppLocation, n)
-	i = putUintField(b, i, ppLocationID, id)
-	i = putUintField(b, i, ppLocationMappingID, pprofMappingID)
-	i = putUintField(b, i, ppLocationAddress, address)
-	i = putLenKey(b, i, ppLocationLine, line)
-	putUintField(b, i, ppLineFunctionID, id)
+	b[i], b[i+1], b[i+2] = ppLocation<<3|wireBytes, byte(n), ppLocationID<<3|wireVarint
+	i = putUvarint(b, i+3, id)
+	b[i], b[i+1] = ppLocationMappingID<<3|wireVarint, pprofMappingID
+	i = putUintField(b, i+2, ppLocationAddress, address)
+	b[i], b[i+1], b[i+2] = ppLocationLine<<3|wireBytes, byte(1+idLen), ppLineFunctionID<<3|wireVarint
+	putUvarint(b, i+3, id)
 	return b
 }
 
 // appendPprofFunction appends a Function; name, sys and file index the
-// string table. It is written in place after one check for room.
+// string table. It is written in place after one check for room; the
+// message is under 128 bytes (at most 44), its length one byte.
 func appendPprofFunction(b []byte, id uint64, name, sys, file int64) []byte {
-	n := uintFieldLen(id) + uintFieldLen(uint64(name)) + uintFieldLen(uint64(sys)) + uintFieldLen(uint64(file))
-	i, m := len(b), lenFieldLen(n)
+	n := 1 + varintLen(id) + uintFieldLen(uint64(name)) + uintFieldLen(uint64(sys)) + uintFieldLen(uint64(file))
+	i, m := len(b), 2+n
 	b = slices.Grow(b, m)[:i+m]
-	i = putLenKey(b, i, ppFunction, n)
-	i = putUintField(b, i, ppFunctionID, id)
+	b[i], b[i+1], b[i+2] = ppFunction<<3|wireBytes, byte(n), ppFunctionID<<3|wireVarint
+	i = putUvarint(b, i+3, id)
 	i = putUintField(b, i, ppFunctionName, uint64(name))
 	i = putUintField(b, i, ppFunctionSystemName, uint64(sys))
 	putUintField(b, i, ppFunctionFilename, uint64(file))
@@ -488,11 +490,4 @@ func putUintField(b []byte, i, field int, x uint64) int {
 	}
 	b[i] = byte(field<<3 | wireVarint)
 	return putUvarint(b, i+1, x)
-}
-
-// putLenKey writes the key and length of a length-delimited field at
-// b[i:], returning the index past them.
-func putLenKey(b []byte, i, field, n int) int {
-	b[i] = byte(field<<3 | wireBytes)
-	return putUvarint(b, i+1, uint64(n))
 }
