@@ -386,7 +386,6 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 	}
 	b := &Builder{
 		cfg: cfg, hdr: h,
-		threads: make(map[uint64]*threadAcc),
 		overCap: -1,
 		minTS:   math.MaxInt64, maxTS: math.MinInt64,
 	}
@@ -1060,8 +1059,11 @@ func (b *Builder) Finish() *Profile {
 	symOf, stackResolved := b.symbolise(p)
 
 	// pos[stack] is 1 + the index of the stack in the thread's Samples (0:
-	// not yet), reset after each thread.
-	pos := make([]int32, len(p.Stacks))
+	// not yet), reset after each thread; none without threads.
+	var pos []int32
+	if len(b.order) > 0 {
+		pos = make([]int32, len(p.Stacks))
+	}
 	// sortSamples' scratch, sized once for the thread that may have the
 	// most samples (at most one per word of its count log, and per stack).
 	most := 0

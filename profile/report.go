@@ -189,7 +189,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	}
 	var byFrame []frameAcc
 	var byStack []int64
-	if !events {
+	if !events && len(p.Threads) > 0 { // without threads, no sample
 		byFrame = make([]frameAcc, len(p.Frames)+1)
 		byStack = make([]int64, len(p.Stacks))
 	}
@@ -377,7 +377,9 @@ func (m methodRanking) key(r *methodRank) int64 {
 // and the report stays the same whatever the shortcut.
 func (m methodRanking) top(n int) []methodRank {
 	if n >= len(m.ranked) || len(m.ranked) <= 4*n {
-		sort.Sort(m)
+		if len(m.ranked) > 1 { // sort.Sort would allocate m's interface anyway
+			sort.Sort(m)
+		}
 		return m.ranked[:min(n, len(m.ranked))]
 	}
 	// The n largest keys in a min-heap: least[0] is the nth largest.

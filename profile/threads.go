@@ -42,6 +42,9 @@ func (b *Builder) thread(id uint64) *threadAcc {
 		for i := range t.recent {
 			t.recent[i].stack = -1 // no stack (see recentStack)
 		}
+		if b.threads == nil {
+			b.threads = make(map[uint64]*threadAcc) // made for the first thread
+		}
 		b.threads[id] = t
 	}
 	if b.tcache[i] != nil && b.tcache[i^1] == nil {
