@@ -1227,8 +1227,15 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// in one allocation: frameOf[i], the frame of address i of the stack
 	// store (resolver.resolve), methodFrame (see resolver), and slots,
 	// which finds the symbolised stacks by their frames: index+1 in
-	// p.Stacks per slot (0: empty), at most half full.
-	nSlots := max(2, 1<<bits.Len(uint(2*nStacks)))
+	// p.Stacks per slot (0: empty), at most half full. Without methods
+	// there are no slots: each address is a frame of its own (the
+	// over-the-cap frame one more), so the raw stacks, distinct as lists
+	// of addresses, are distinct as lists of frames.
+	merging := b.symbols.Methods() > 0
+	nSlots := 0
+	if merging {
+		nSlots = max(2, 1<<bits.Len(uint(2*nStacks)))
+	}
 	tables := make([]uint32, nAddrs+b.symbols.Methods()+nSlots)
 	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
 	mask := uint64(nSlots - 1)
@@ -1268,6 +1275,22 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	}
 	if b.overCap >= 0 && overCapFrame < 0 { // no address after it
 		overCapFrame = r.overCapFrame()
+	}
+	if !merging {
+		// Every raw stack is one of p.Stacks, in the same order, with
+		// no frame resolved (stackResolved stays 0s).
+		for i := range nStacks {
+			lo := len(arena)
+			if i == b.overCap {
+				arena = append(arena, overCapFrame)
+			}
+			for _, ai := range b.st.stack(i) {
+				arena = append(arena, int(frameOf[ai]>>1)-1)
+			}
+			p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
+			symOf[i] = i
+		}
+		return symOf, ints[nStacks:]
 	}
 	for i := range nStacks {
 		// The stack's frames are appended to the arena (sized for every

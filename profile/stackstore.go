@@ -247,9 +247,15 @@ func (s *stackStore) reserveAddrs(n int) {
 			size *= 2
 		}
 		s.addrSlots = make([]int32, size)
+		// The addresses are distinct: each goes to the first empty slot.
+		shift, mask := s.addrShift(), uint64(size-1)
 		for _, v := range old {
 			if v != 0 {
-				s.addrSlots[s.addrSlot(s.addrs[v-1])] = v
+				i := addrHome(s.addrs[v-1], shift)
+				for s.addrSlots[i] != 0 {
+					i = (i + 1) & mask
+				}
+				s.addrSlots[i] = v
 			}
 		}
 	}
