@@ -167,6 +167,12 @@ type threadAcc struct {
 	recent        [recentStacks]recentStack
 	nRecent       int
 	hot, nextSlot int
+	// hotID and hotRegion are the stack id and region of the previous
+	// counted sample when it had a stack id (hotID 0 otherwise): a sample
+	// with the same id has hot's stack (see nettrace.Event.StackRegion),
+	// which it takes without looking the id up.
+	hotID     uint32
+	hotRegion uint64
 }
 
 // recentStacks is the number of stacks a thread remembers.
@@ -725,7 +731,9 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	var slot int
-	if ev.StackID != 0 {
+	if id := ev.StackID; id == t.hotID && id != 0 && ev.StackRegion == t.hotRegion {
+		slot = t.hot
+	} else if id != 0 {
 		stack, ok := b.knownStack(ev)
 		if !ok {
 			stack = b.stackOfSlow(ev)
@@ -733,8 +741,12 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		if slot = t.recentStack(stack); slot < 0 {
 			slot = t.remember(stack)
 		}
-	} else if slot = b.recentSlot(t, ev); slot < 0 {
-		slot = t.remember(b.intern(ev))
+		t.hotID, t.hotRegion = id, ev.StackRegion
+	} else {
+		if slot = b.recentSlot(t, ev); slot < 0 {
+			slot = t.remember(b.intern(ev))
+		}
+		t.hotID = 0
 	}
 	// A change is a stack other than the previous counted sample's; the
 	// first counted sample is none: its slot, 0, is hot's zero value.

@@ -79,6 +79,8 @@ func TestStackIDsAcrossSequencePoints(t *testing.T) {
 	if err := w.WriteStacks(1, [][]uint64{b, c, a}); err != nil {
 		t.Fatal(err)
 	}
+	// Thread 2's previous sample had id 1 too, a's then: b's now.
+	write(sample, 2, 1, 1)
 	write(sample, 1, 1, 4)
 	write(sample, 1, 3, 1)
 	write(sample, 2, 2, 1)
@@ -100,7 +102,7 @@ func TestStackIDsAcrossSequencePoints(t *testing.T) {
 	}
 	want := map[uint64]map[string]int64{
 		1: {"0xa1;0xa2;": 4, "0xb1;": 6},
-		2: {"0xa1;0xa2;": 1, "0xc1;0xc2;0xc3;": 1},
+		2: {"0xa1;0xa2;": 1, "0xb1;": 1, "0xc1;0xc2;0xc3;": 1},
 	}
 	if len(p.Stacks) != 3 {
 		t.Errorf("%d stacks, want 3", len(p.Stacks))
