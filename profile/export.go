@@ -1135,16 +1135,17 @@ func WriteChromium(w io.Writer, wp *Weighted) error {
 // keeps 4 KB more, for the events of a run that starts below it.
 const chromiumChunk = 8 << 10
 
-// chromiumEvents encodes each frame's B event up to its timestamp, once,
-// when first needed. Its E event is the same text with another phase, at
-// phaseAt (the writers patch that byte after copying the B event).
+// chromiumEvents holds each frame's B event up to its timestamp. Its E
+// event is the same text with another phase, at phaseAt (the writers patch
+// that byte after copying the B event).
 type chromiumEvents struct {
 	frames []Frame
 	enc    []byte
-	// span[i]: enc[span[i][0]:span[i][1]] opens frame i; 0 until encoded
-	// (encode). It has one entry per frame from the start: the loops that
-	// write the events read it inline, a load and a test per event.
-	span [][2]int32
+	// span[i]: enc[span[i].lo:span[i].hi] opens frame i.
+	span []eventSpan
+	// copied is how many bytes of an event run copies (eventBlock): two
+	// blocks, or more for a longer event, in steps of 32 bytes (copy32).
+	copied int
 	// cat is the category of the frame encoded last, and
 	// enc[catAt[0]:catAt[1]] its text from ,"cat": to the timestamp: most
 	// frames share it with the frame before, and copy it.
@@ -1152,22 +1153,40 @@ type chromiumEvents struct {
 	catAt [2]int
 }
 
+// eventSpan is where an event is in chromiumEvents.enc (a struct, as the
+// compiler keeps its fields in registers, those of an array in memory).
+type eventSpan struct{ lo, hi int32 }
+
 // phaseAt is the index of the phase ("B" or "E") in an encoded event.
 const phaseAt = len(",\n{\"ph\":\"")
 
 func newChromiumEvents(frames []Frame) chromiumEvents {
-	// Room for the events of every frame, unless a name needs escaping:
-	// appending frame by frame would allocate about as much again.
-	size := 0
+	// Room for the events of every frame, unless a name needs escaping
+	// (appending frame by frame would allocate about as much again), and
+	// to read the bytes run copies (copied) from the last.
+	const quoted = len(",\n{\"ph\":\"B\",\"name\":\"\",\"cat\":\"\",\"ts\":")
+	size, longest := 0, 0
 	for i := range frames {
-		size += len(frames[i].Name) + max(len(frames[i].Module), len(unknownModule))
+		n := len(frames[i].Name) + max(len(frames[i].Module), len(unknownModule))
+		size, longest = size+n, max(longest, n)
 	}
-	size += len(frames) * len(",\n{\"ph\":\"B\",\"name\":\"\",\"cat\":\"\",\"ts\":")
-	return chromiumEvents{frames: frames, enc: make([]byte, 0, size), span: make([][2]int32, len(frames))}
+	size += len(frames)*quoted + max(2*eventBlock, longest+quoted+31)
+	e := chromiumEvents{frames: frames, enc: make([]byte, 0, size), span: make([]eventSpan, len(frames))}
+	// Every frame, at once: the loops that write the events call nothing
+	// (a call spills their values, and reloads them after it), and the
+	// frames of a time profile are those of its samples, which its runs
+	// hold.
+	e.copied = 2 * eventBlock
+	for f := range frames {
+		e.encode(f)
+		e.copied = max(e.copied, (int(e.span[f].hi-e.span[f].lo)+31)&^31)
+	}
+	e.enc = slices.Grow(e.enc, e.copied) // when a name needed escaping
+	return e
 }
 
-// encode writes frame f's B event and returns its span.
-func (e *chromiumEvents) encode(f int) [2]int32 {
+// encode appends frame f's B event and records its span.
+func (e *chromiumEvents) encode(f int) {
 	fr := &e.frames[f]
 	cat := fr.Module
 	if cat == "" {
@@ -1185,8 +1204,27 @@ func (e *chromiumEvents) encode(f int) [2]int32 {
 		e.enc = append(e.enc, `,"ts":`...)
 		e.cat, e.catAt = cat, [2]int{lo, len(e.enc)}
 	}
-	e.span[f] = [2]int32{int32(begin), int32(len(e.enc))}
-	return e.span[f]
+	e.span[f] = eventSpan{int32(begin), int32(len(e.enc))}
+}
+
+// eventBlock is how many bytes of an event (chromiumEvents.enc) the
+// writers copy at once (copy32): most events are one or two blocks. An
+// event is read past its end (into the next event or enc's spare
+// capacity) and written past it (what follows it overwrites the rest). An
+// append calls memmove, and the values of the loop around it are reloaded
+// after the call, which cost more than the copy.
+const eventBlock = 64
+
+// copy32 copies s to d, 8 bytes at a time: a load and a store each,
+// addressed from the slices' pointers and indexes (a copy of an array of
+// more than 16 bytes is a call to memmove, as the arrays could overlap,
+// and one of [16]byte computes each address first). Two copy32 are a
+// block (eventBlock).
+func copy32(d, s *[32]byte) {
+	*(*[8]byte)(d[0:8]) = *(*[8]byte)(s[0:8])
+	*(*[8]byte)(d[8:16]) = *(*[8]byte)(s[8:16])
+	*(*[8]byte)(d[16:24]) = *(*[8]byte)(s[16:24])
+	*(*[8]byte)(d[24:32]) = *(*[8]byte)(s[24:32])
 }
 
 // sixDigits is chromiumWriter.stampHigh for a timestamp of 100 ms to 1 s:
@@ -1204,8 +1242,7 @@ type chromiumWriter struct {
 	// is the timestamp and the suffix, what ends every event at that time.
 	stampBuf []byte
 	ts       []byte
-	// tsPad is ts and what follows it in stampBuf, tsCopy bytes (see
-	// appendTS).
+	// tsPad is ts and what follows it in stampBuf, tsCopy bytes.
 	tsPad *[tsCopy]byte
 	// stampHigh is the current timestamp's whole seconds (its digits
 	// above the last six of microseconds); sixDigits when it has none but
@@ -1324,41 +1361,83 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 		return b, nil
 	}
 	c.stamp(rs)
-	ts, pad, ev := c.ts, *c.tsPad, &c.events
-	short := len(ts) <= tsCopy
+	closing, opening := open[:len(open)-common], frames[:j+1]
+	// An event is copied in blocks (eventBlock) and ends with pad (see
+	// tsCopy) when its end is at most tsCopy bytes and b has room for
+	// every event of the run copied so; otherwise the events are
+	// appended. So the loops below call nothing: a call spills their
+	// values, and reloads them after it.
+	need := (len(closing) + len(opening)) * (c.events.copied + tsCopy)
+	if cap(b)-len(b) < need && len(b) > 0 {
+		if _, err := c.w.Write(b); err != nil {
+			return b, err
+		}
+		b = b[:0]
+	}
+	if cap(b)-len(b) < need || len(c.ts) > tsCopy {
+		b = c.appendEvents(b, closing, opening)
+		c.open = frames
+		return b, nil
+	}
+	ts, pad := c.ts, *c.tsPad
+	span, enc := c.events.span, c.events.enc
 	// closeTo(b, common), inline (a call per run is about as much as
 	// an event).
-	for _, f := range open[:len(open)-common] {
-		sp := ev.span[f]
-		if sp[1] == 0 {
-			sp = ev.encode(f)
+	for _, f := range closing {
+		sp := span[f]
+		n, l := len(b), int(sp.hi-sp.lo)
+		d := (*[2 * eventBlock]byte)(b[n : n+2*eventBlock])
+		e := (*[2 * eventBlock]byte)(enc[sp.lo : int(sp.lo)+2*eventBlock])
+		copy32((*[32]byte)(d[0:32]), (*[32]byte)(e[0:32]))
+		copy32((*[32]byte)(d[32:64]), (*[32]byte)(e[32:64]))
+		if l > eventBlock {
+			copy32((*[32]byte)(d[64:96]), (*[32]byte)(e[64:96]))
+			copy32((*[32]byte)(d[96:128]), (*[32]byte)(e[96:128]))
+			for k := 2 * eventBlock; k < l; k += 32 { // rare
+				copy32((*[32]byte)(b[n+k:n+k+32]), (*[32]byte)(enc[int(sp.lo)+k:int(sp.lo)+k+32]))
+			}
 		}
-		n := len(b)
-		b = append(b, ev.enc[sp[0]:sp[1]]...)
-		b[n+phaseAt] = 'E'
-		// appendTS, inline (its argument would be one more copy of pad).
-		if n := len(b); short && cap(b)-n >= tsCopy {
-			*(*[tsCopy]byte)(b[n : n+tsCopy]) = pad
-			b = b[:n+len(ts)]
-		} else {
-			b = append(b, ts...)
-		}
+		*(*[tsCopy]byte)(b[n+l : n+l+tsCopy]) = pad
+		d[phaseAt] = 'E'
+		b = b[:n+l+len(ts)]
 	}
-	for ; j >= 0; j-- {
-		sp := ev.span[frames[j]]
-		if sp[1] == 0 {
-			sp = ev.encode(frames[j])
+	for j := len(opening) - 1; j >= 0; j-- {
+		sp := span[opening[j]]
+		n, l := len(b), int(sp.hi-sp.lo)
+		d := (*[2 * eventBlock]byte)(b[n : n+2*eventBlock])
+		e := (*[2 * eventBlock]byte)(enc[sp.lo : int(sp.lo)+2*eventBlock])
+		copy32((*[32]byte)(d[0:32]), (*[32]byte)(e[0:32]))
+		copy32((*[32]byte)(d[32:64]), (*[32]byte)(e[32:64]))
+		if l > eventBlock {
+			copy32((*[32]byte)(d[64:96]), (*[32]byte)(e[64:96]))
+			copy32((*[32]byte)(d[96:128]), (*[32]byte)(e[96:128]))
+			for k := 2 * eventBlock; k < l; k += 32 { // rare
+				copy32((*[32]byte)(b[n+k:n+k+32]), (*[32]byte)(enc[int(sp.lo)+k:int(sp.lo)+k+32]))
+			}
 		}
-		b = append(b, ev.enc[sp[0]:sp[1]]...)
-		if n := len(b); short && cap(b)-n >= tsCopy {
-			*(*[tsCopy]byte)(b[n : n+tsCopy]) = pad
-			b = b[:n+len(ts)]
-		} else {
-			b = append(b, ts...)
-		}
+		*(*[tsCopy]byte)(b[n+l : n+l+tsCopy]) = pad
+		b = b[:n+l+len(ts)]
 	}
 	c.open = frames
 	return b, nil
+}
+
+// appendEvents appends the E events of the frames closing, then the B
+// events of the frames opening from the last (leaf first, both), ending
+// each with ts (stamp).
+func (c *chromiumWriter) appendEvents(b []byte, closing, opening []int) []byte {
+	ts, ev := c.ts, &c.events
+	for _, f := range closing {
+		sp := ev.span[f]
+		n := len(b)
+		b = append(append(b, ev.enc[sp.lo:sp.hi]...), ts...)
+		b[n+phaseAt] = 'E'
+	}
+	for j := len(opening) - 1; j >= 0; j-- {
+		sp := ev.span[opening[j]]
+		b = append(append(b, ev.enc[sp.lo:sp.hi]...), ts...)
+	}
+	return b
 }
 
 // commonRoot returns how many frames stacks a and b (leaf first) start
@@ -1425,37 +1504,17 @@ func (c *chromiumWriter) stamp(t time.Duration) {
 // closeTo appends the E events of the open frames beyond the first n from
 // the root, leaf first, ending each with ts (stamp), and leaves none open.
 func (c *chromiumWriter) closeTo(b []byte, n int) []byte {
-	open, ts, pad, ev := c.open, c.ts, *c.tsPad, &c.events
-	for _, f := range open[:len(open)-n] {
-		sp := ev.span[f]
-		if sp[1] == 0 {
-			sp = ev.encode(f)
-		}
-		n := len(b)
-		b = append(b, ev.enc[sp[0]:sp[1]]...)
-		b[n+phaseAt] = 'E'
-		b = appendTS(b, ts, pad)
-	}
+	b = c.appendEvents(b, c.open[:len(c.open)-n], nil)
 	c.open = nil
 	return b
 }
 
-// tsCopy is how many bytes appendTS copies: more than the end of most
-// events (a timestamp of 10-13 characters, pid and tid of up to 10
-// digits each).
-const tsCopy = 48
-
-// appendTS appends ts, the end of an event (chromiumWriter.stamp), whose
-// first tsCopy bytes (and those after it in its buffer) are pad. Every
-// event ends so, and the copy of a local array of a fixed size compiles
+// tsCopy is how many bytes of the end of an event (chromiumWriter.stamp:
+// ts and what follows it in its buffer, tsPad) run copies: more than the
+// end of most events (a timestamp of 10-13 characters, pid and tid of up
+// to 10 digits each). The copy of a local array of a fixed size compiles
 // to a few moves where append calls memmove (so would a copy from a
-// pointer, which could overlap b): with room in b, pad is copied whole
-// and b is cut after ts (the rest is in b's spare capacity, overwritten
-// next).
-func appendTS(b, ts []byte, pad [tsCopy]byte) []byte {
-	if n := len(b); len(ts) <= tsCopy && cap(b)-n >= tsCopy {
-		*(*[tsCopy]byte)(b[n : n+tsCopy]) = pad
-		return b[:n+len(ts)]
-	}
-	return append(b, ts...)
-}
+// pointer, which could overlap b): with room in b, the tsCopy bytes are
+// copied whole and b is cut after ts (the rest is in b's spare capacity,
+// overwritten next).
+const tsCopy = 48
