@@ -634,13 +634,22 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 			b.commandLine = utf16z(ev.Payload)
 		}
 	case kindGCStart:
-		g, err := clrevents.DecodeGCStart(ev.Payload, version)
-		if err != nil {
-			b.decodeFailed(err)
-			return
+		// Only Depth and Reason are needed (u32s at 4 and 8): read in
+		// place when the payload has the bytes the decoder needs for the
+		// version (18 for version 1, 26 from 2), as it would accept it.
+		var depth, reason uint32
+		if pl := ev.Payload; version == 1 && len(pl) >= 18 || version >= 2 && len(pl) >= 26 {
+			depth, reason = le32(pl[4:]), le32(pl[8:])
+		} else {
+			g, err := clrevents.DecodeGCStart(pl, version)
+			if err != nil {
+				b.decodeFailed(err)
+				return
+			}
+			depth, reason = g.Depth, uint32(g.Reason)
 		}
-		b.gc.Collections[min(g.Depth, 2)]++
-		b.gc.Reasons[g.Reason.String()]++
+		b.gc.Collections[min(depth, 2)]++
+		b.gc.Reasons[clrevents.GCReason(reason).String()]++
 	case kindSuspendBegin:
 		// Only the Reason is needed: read in place when the payload has
 		// the 10 bytes of versions 1 and later (u32 Reason first), as the
