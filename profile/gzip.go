@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -35,6 +36,10 @@ func writeGzip(w io.Writer, data []byte) error {
 		if err != nil {
 			return err
 		}
+		// No time in the header (MTIME 0), as the stored stream has:
+		// klauspost's writer stores the zero time.Time's Unix seconds
+		// cut to 32 bits (a date in 2042) unless told the epoch.
+		zw.ModTime = time.Unix(0, 0)
 		if _, err := zw.Write(data); err != nil {
 			return err
 		}

@@ -30,6 +30,11 @@ func TestWriteGzip(t *testing.T) {
 			if err != nil || !bytes.Equal(back, data) {
 				t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
 			}
+			// RFC 1952: MTIME 0 means no time is recorded. Any other
+			// value is one gunzip -N would give the unpacked file.
+			if !zr.ModTime.IsZero() {
+				t.Errorf("%d bytes: the gzip header records the time %v, want none (MTIME 0)", n, zr.ModTime)
+			}
 		}
 		// writeGzipAfter writes the same bytes as writeGzip, the data
 		// after room for the headers.
