@@ -1007,14 +1007,24 @@ func (b *Builder) stackOfSlow(ev *nettrace.Event) int {
 		if s := b.idStacks[i]; s != 0 {
 			return s - 1
 		}
-	} else if s, ok := b.idMap[id]; ok {
-		return s
+	} else if b.idMap != nil {
+		if s, ok := b.idMap[id]; ok {
+			return s
+		}
 	}
 	s := b.intern(ev)
 	switch {
 	case i < maxIDStacks:
-		if int(i) >= len(b.idStacks) {
-			b.idStacks = append(b.idStacks, make([]int, int(i)+1-len(b.idStacks))...)
+		if n := len(b.idStacks); int(i) >= n {
+			if int(i) < cap(b.idStacks) {
+				// In place when there is room (ids mostly come one
+				// after the other), the entries skipped zeroed (what
+				// lies past the length is not relied upon).
+				b.idStacks = b.idStacks[:i+1]
+				clear(b.idStacks[n:i])
+			} else {
+				b.idStacks = append(b.idStacks, make([]int, int(i)+1-n)...)
+			}
 		}
 		b.idStacks[i] = s + 1
 	default:
