@@ -1317,7 +1317,14 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	if b.symbols.Methods() > 0 {
 		names.text.Grow(24 * nAddrs)
 	} else {
-		names.text.Grow(18 * nAddrs) // "0x" and at most 16 digits each
+		// Every address is named by hexText: "0x" and its digits, as
+		// many as its value needs (a user-space address takes 12 of the
+		// 16 a uint64 may), counted rather than taken at most.
+		n := 0
+		for _, a := range b.st.addrs {
+			n += 2 + max(1, (bits.Len64(a)+3)/4)
+		}
+		names.text.Grow(n)
 	}
 	// merge is asked once per method an address resolves to and once for
 	// the over-the-cap frame: its table, sized once for that many, never
