@@ -595,11 +595,46 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 	if kind == kindUnknown {
 		kind = b.classify(md)
 	}
+	// The GC suspensions (thousands in a trace) first, before the version
+	// and the stack count the other kinds take.
 	switch kind {
 	case kindOther:
 		return
 	case kindSample:
 		b.addSample(ev)
+		return
+	case kindSuspendBegin:
+		// Only the Reason is needed: read in place when the payload has
+		// the 10 bytes of versions 1 and later (u32 Reason first), as the
+		// decoder would accept it.
+		var reason uint32
+		if pl := ev.Payload; md.Version >= 1 && len(pl) >= 10 {
+			reason = le32(pl)
+		} else {
+			s, err := clrevents.DecodeGCSuspendEEBegin(pl, uint8(min(md.Version, 255)))
+			if err != nil {
+				b.decodeFailed(err)
+				return
+			}
+			reason = s.Reason
+		}
+		b.suspending, b.suspendStart = true, ts
+		b.suspendForGC = reason == 1 || reason == 6
+		return
+	case kindRestartEnd:
+		if !b.suspending {
+			return
+		}
+		b.suspending = false
+		d := b.hdr.DurationOf(ts - b.suspendStart)
+		if b.suspendForGC {
+			b.gc.Pauses++
+			b.gc.PauseTotal += d
+			b.gc.PauseMax = max(b.gc.PauseMax, d)
+		} else {
+			b.gc.OtherSuspensions++
+			b.gc.OtherSuspensionTotal += d
+		}
 		return
 	}
 	version := uint8(min(md.Version, 255))
@@ -654,37 +689,6 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 		}
 		b.gc.Collections[min(depth, 2)]++
 		b.countGCReason(reason)
-	case kindSuspendBegin:
-		// Only the Reason is needed: read in place when the payload has
-		// the 10 bytes of versions 1 and later (u32 Reason first), as the
-		// decoder would accept it.
-		var reason uint32
-		if pl := ev.Payload; version >= 1 && len(pl) >= 10 {
-			reason = le32(pl)
-		} else {
-			s, err := clrevents.DecodeGCSuspendEEBegin(pl, version)
-			if err != nil {
-				b.decodeFailed(err)
-				return
-			}
-			reason = s.Reason
-		}
-		b.suspending, b.suspendStart = true, ts
-		b.suspendForGC = reason == 1 || reason == 6
-	case kindRestartEnd:
-		if !b.suspending {
-			return
-		}
-		b.suspending = false
-		d := b.hdr.DurationOf(ts - b.suspendStart)
-		if b.suspendForGC {
-			b.gc.Pauses++
-			b.gc.PauseTotal += d
-			b.gc.PauseMax = max(b.gc.PauseMax, d)
-		} else {
-			b.gc.OtherSuspensions++
-			b.gc.OtherSuspensionTotal += d
-		}
 	case kindAllocTick:
 		b.addAllocTick(ev, version)
 	case kindException:
