@@ -238,13 +238,15 @@ type timelineWord struct {
 }
 
 // Timeline chunk sizes, in words: the first chunk holds minTimelineChunk,
-// each next one twice as many, up to maxTimelineChunk (4 KB): a thread's
+// each next one twice as many, up to maxTimelineChunk (2 KB): a thread's
 // last chunk is half empty on average, and with chunks of up to 8192 runs
-// the slack was a fifth of objver4's timeline. A run's head and its
-// extension are always in the same chunk.
+// the slack was a fifth of objver4's timeline; with 128 to 512 words, a
+// third of counters-truncated's (15 threads of 80 to 676 runs), which
+// these sizes make a seventh. A run's head and its extension are always
+// in the same chunk.
 const (
-	minTimelineChunk = 128
-	maxTimelineChunk = 512
+	minTimelineChunk = 64
+	maxTimelineChunk = 256
 )
 
 // Len is the number of runs.
