@@ -460,11 +460,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	// The text is built in one buffer without fmt (most of a small
 	// report's cost otherwise), then aligned as a tabwriter would
 	// (writeAligned).
-	size := 640 + 160*(len(r.Methods)+len(r.Threads)+len(r.GC.Allocations))
-	for _, n := range r.Notes {
-		size += len(n) + 8
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, r.textSize())
 	b = append(b, "Process "...)
 	b = appendInt(b, int64(r.ProcessID))
 	if r.ProcessName != "" {
@@ -658,6 +654,55 @@ func (r *Report) WriteText(w io.Writer) error {
 		b = appendSites(b, c.Sites)
 	}
 	return writeAligned(w, b)
+}
+
+// textSize is about the length of WriteText's text, a little more: the
+// first lines and the section headers, and each note, line and site with
+// its names (a line's numbers and tabs take less than 64 bytes). A short
+// estimate only makes append grow the buffer; one of 640 bytes plus 160 a
+// line was twice the text.
+func (r *Report) textSize() int {
+	size := 352 + len(r.ProcessName) + len(r.Runtime) + len(r.RuntimeBuild)
+	for _, n := range r.Notes {
+		size += len(n) + 8
+	}
+	size += 160 * min(1, len(r.Methods))
+	for _, m := range r.Methods {
+		size += 64 + len(m.Module) + len(m.Method)
+		if m.Waiting {
+			size += 176 // "  (waiting)", and the note on waiting once
+		}
+	}
+	size += 96 * min(1, len(r.Threads))
+	for _, t := range r.Threads {
+		size += 64 + len(t.WaitingIn)
+	}
+	g := r.GC
+	if g.Collections[0]+g.Collections[1]+g.Collections[2] > 0 || g.Pauses > 0 || len(g.Allocations) > 0 {
+		size += 256
+	}
+	for k := range g.Reasons {
+		size += 24 + len(k)
+	}
+	for _, a := range g.Allocations {
+		size += 64 + len(a.Type)
+	}
+	for _, x := range r.Exceptions {
+		size += 32 + len(x.Type) + sitesSize(x.Sites)
+	}
+	if r.Contention.Count > 0 {
+		size += 128 + sitesSize(r.Contention.Sites)
+	}
+	return size
+}
+
+// sitesSize is about the length of appendSites' lines.
+func sitesSize(sites []SiteReport) int {
+	n := 0
+	for _, s := range sites {
+		n += 32 + len(s.Site)
+	}
+	return n
 }
 
 // appendSites appends a report's lines of sites.
