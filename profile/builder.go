@@ -154,11 +154,11 @@ type threadAcc struct {
 	all         int64    // samples of any kind, for the period estimate
 	changes     int64    // kept samples whose stack differs from the previous one
 	first, last int64
-	// timeline holds runs with their raw stacks until Finish converts it;
-	// runs is its last chunk, filled in place (Timeline.grow), head the
-	// index in runs of the last run's head; runSK is that run's stackKind
-	// (noRun before the first run), runStart and runLast the ticks of its
-	// first and last sample.
+	// timeline holds runs with their raw stacks (Finish gives it their
+	// map to Stacks); runs is its last chunk, filled in place
+	// (Timeline.grow), head the index in runs of the last run's head;
+	// runSK is that run's stackKind (noRun before the first run),
+	// runStart and runLast the ticks of its first and last sample.
 	timeline          Timeline
 	runs              []timelineWord
 	head              int
@@ -1214,7 +1214,13 @@ func (b *Builder) Finish() *Profile {
 			clock = new(nettrace.Header)
 			*clock = b.hdr
 		}
-		b.finishTimeline(&th.Timeline, symOf, clock)
+		// Every sample of the thread is in its timeline (if it has one),
+		// unless the timeline stopped (-1: count them).
+		samples := all
+		if b.truncated {
+			samples = -1
+		}
+		b.finishTimeline(&th.Timeline, symOf, clock, samples)
 		p.Threads = append(p.Threads, th)
 	}
 	for raw, n := range b.eventStack {
@@ -1232,30 +1238,20 @@ func (b *Builder) Finish() *Profile {
 	return p
 }
 
-// finishTimeline makes the runs of a timeline as a Builder recorded them
-// (raw stacks) those of a Profile (its Stacks), in place, counts them and
-// their samples, and gives it the clock that makes its starts, in ticks,
-// offsets from Profile.Start.
-func (b *Builder) finishTimeline(tl *Timeline, symOf []int, clock *nettrace.Header) {
-	tl.clock, tl.base = clock, b.minTS
-	tl.n, tl.samples = remapTimeline(tl.chunks, symOf)
-}
-
-// remapTimeline replaces the raw stacks of a timeline's runs by their
-// Stacks (symOf), and returns the number of runs and of their samples.
-func remapTimeline(chunks [][]timelineWord, symOf []int) (runs int, samples int64) {
-	for _, c := range chunks {
-		for i := 0; i < len(c); i++ {
-			h := c[i].a
-			c[i].a = uint32(symOf[h>>2])<<2 | h&3
-			if h&1 != 0 {
-				i++
-				samples += int64(c[i].a) - 1
-			}
-			runs++
-		}
+// finishTimeline gives a timeline as a Builder recorded it the map from
+// its runs' stacks (raw) to the Profile's Stacks (symOf), the number of
+// its samples (samples, or counted when -1; none without runs, as
+// without Config.Timeline), and the clock that makes its starts, in
+// ticks, offsets from Profile.Start.
+func (b *Builder) finishTimeline(tl *Timeline, symOf []int, clock *nettrace.Header, samples int64) {
+	tl.clock, tl.base, tl.stacks = clock, b.minTS, symOf
+	switch {
+	case len(tl.chunks) == 0:
+		samples = 0
+	case samples < 0:
+		_, samples = countTimeline(tl.chunks)
 	}
-	return runs, samples + int64(runs)
+	tl.samples = samples
 }
 
 // sortSamples orders a thread's samples by count, largest first, then by

@@ -793,9 +793,10 @@ func appendSpeedscopeRuns(w io.Writer, b []byte, g *Group, unit string, period i
 				continue
 			}
 			// stacks.get, inline
-			sp := stacks.span[sk>>1]
+			stack := runs.stacks[sk>>1]
+			sp := stacks.span[stack]
 			if sp == 0 {
-				sp = stacks.encode(int(sk >> 1))
+				sp = stacks.encode(stack)
 			}
 			lo := int(sp>>32) - 1
 			if !sep {
@@ -1296,7 +1297,7 @@ func (c *chromiumWriter) appendRuns(b []byte, g *Group) ([]byte, error) {
 			}
 			// run's most frequent case, inline: the stack of the run
 			// before (of the other kind), with no gap, writes nothing.
-			stack, start := int(sk>>1), clock.DurationOf(at-base)
+			stack, start := runs.stacks[sk>>1], clock.DurationOf(at-base)
 			if stack == c.openStack && start <= c.at+4*c.period && !apart {
 				c.at = max(start, c.at) + time.Duration(n)*c.period
 				continue

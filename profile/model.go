@@ -201,9 +201,13 @@ type Run struct {
 // never copied as it grows); All yields the runs.
 type Timeline struct {
 	chunks [][]timelineWord
-	// n counts the runs, samples their samples.
-	n       int
+	// samples counts the runs' samples.
 	samples int64
+	// The runs hold the Builder's stacks (those of the trace, before
+	// symbolising); stacks maps them to the Profile's Stacks. They are
+	// mapped as the runs are read (a load a run) rather than rewritten
+	// when the profile is finished (a pass over every run).
+	stacks []int
 	// The runs' starts are in ticks: a run's start, as an offset from
 	// Profile.Start, is clock.DurationOf(ticks - base) (its ticks the sum
 	// of the deltas up to it).
@@ -217,12 +221,12 @@ func (tl *Timeline) startOf(ticks int64) time.Duration { return tl.clock.Duratio
 // timelineWord is 8 bytes of a Timeline: the head of a run, or the
 // extension word that follows the head of a run that needs one.
 //
-// A head's a is the run's Stacks index shifted left twice, with bit 1 set
-// for Managed and bit 0 for a head followed by its extension (stackKind
-// is a >> 1; a timeline of more than 2^30 stacks stops, as
-// Config.MaxTimelineRuns stops it); its b is the low 32 bits of delta, the
-// run's start in ticks minus the start of the run before (the start itself
-// for the first run). An extension's a is the run's sample count, its b
+// A head's a is the run's stack (the Builder's, see Timeline.stacks)
+// shifted left twice, with bit 1 set for Managed and bit 0 for a head
+// followed by its extension (stackKind is a >> 1; a timeline of more
+// than 2^30 stacks stops, as Config.MaxTimelineRuns stops it); its b is
+// the low 32 bits of delta, the run's start in ticks minus the start of
+// the run before (the start itself for the first run). An extension's a is the run's sample count, its b
 // the high 32 bits of delta. A run without an extension has one sample
 // and a delta that fits in an int32 (b sign-extended). The starts stay in
 // ticks (Timeline.startOf converts them): a delta in nanoseconds could
@@ -250,7 +254,23 @@ const (
 )
 
 // Len is the number of runs.
-func (tl *Timeline) Len() int { return tl.n }
+func (tl *Timeline) Len() int {
+	n, _ := countTimeline(tl.chunks)
+	return n
+}
+
+// countTimeline returns the number of runs of chunks and of their samples.
+func countTimeline(chunks [][]timelineWord) (runs int, samples int64) {
+	for _, c := range chunks {
+		for i := 0; i < len(c); i++ {
+			_, n, _, last := runAt(c, i)
+			i = last
+			runs++
+			samples += int64(n)
+		}
+	}
+	return runs, samples
+}
 
 // All yields the runs in time order.
 func (tl *Timeline) All() iter.Seq[Run] {
@@ -261,7 +281,7 @@ func (tl *Timeline) All() iter.Seq[Run] {
 				sk, count, delta, last := runAt(c, i)
 				i = last
 				ticks += delta
-				if !yield(runOf(sk, count, tl.startOf(ticks))) {
+				if !yield(runOf(tl.stacks, sk, count, tl.startOf(ticks))) {
 					return
 				}
 			}
@@ -269,9 +289,9 @@ func (tl *Timeline) All() iter.Seq[Run] {
 	}
 }
 
-// runAt decodes the run whose head is c[i]: its stackKind (the Stacks
-// index shifted left once, the low bit set for Managed), sample count and
-// delta, and the index of its last word (i, or i+1 for a run with an
+// runAt decodes the run whose head is c[i]: its stackKind (its stack, see
+// Timeline.stacks, shifted left once, the low bit set for Managed),
+// sample count and delta, and the index of its last word (i, or i+1 for a run with an
 // extension), from which a loop's i++ moves to the next run.
 func runAt(c []timelineWord, i int) (sk, count uint32, delta int64, last int) {
 	h := c[i]
@@ -282,13 +302,13 @@ func runAt(c []timelineWord, i int) (sk, count uint32, delta int64, last int) {
 	return h.a >> 1, x.a, int64(uint64(x.b)<<32 | uint64(h.b)), i + 1
 }
 
-// runOf is the Run of a decoded run.
-func runOf(sk, count uint32, start time.Duration) Run {
+// runOf is the Run of a decoded run, its stack mapped by stacks.
+func runOf(stacks []int, sk, count uint32, start time.Duration) Run {
 	kind := clrevents.SampleExternal
 	if sk&1 != 0 {
 		kind = clrevents.SampleManaged
 	}
-	return Run{Stack: int(sk >> 1), Kind: kind, Start: start, Count: int64(count)}
+	return Run{Stack: stacks[sk>>1], Kind: kind, Start: start, Count: int64(count)}
 }
 
 // A Builder fills a timeline's last chunk in place, through its own copy

@@ -1,12 +1,15 @@
 package profile
 
 import (
+	"bytes"
+	"errors"
 	"math"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
@@ -82,7 +85,7 @@ func TestTimelineChunks(t *testing.T) {
 			for i := range symOf {
 				symOf[i] = 4 - i
 			}
-			if b.finishTimeline(&tl, symOf, &b.hdr); tl.Len() != n {
+			if b.finishTimeline(&tl, symOf, &b.hdr, -1); tl.Len() != n {
 				t.Fatalf("Len = %d, want %d", tl.Len(), n)
 			}
 			var samples int64
@@ -115,13 +118,27 @@ func TestTimelineChunks(t *testing.T) {
 // The timeline and the per-stack counts are recorded separately (the
 // counts through each thread's cache of recent stacks, which a thread with
 // more than four stacks cycles through); summed by stack and kind, the runs
-// must give exactly the counts.
+// must give exactly the counts, and their samples the timeline's count
+// (Finish takes it from the counts, without reading the runs).
 func TestTimelineMatchesSamples(t *testing.T) {
-	p := readCapture(t, "perfview/only_managed_samples.nettrace.zip", Config{Timeline: true})
-	if p.TimelineTruncated {
-		t.Fatal("timeline truncated")
+	for _, rel := range everyCapture() {
+		p, err := Read(bytes.NewReader(testcapture.Load(t, rel)), Config{Timeline: true})
+		if fe := (*nettrace.FormatError)(nil); err != nil && !errors.As(err, &fe) {
+			t.Fatalf("%s: %v", rel, err) // a damaged capture converts what it has
+		}
+		if p.TimelineTruncated {
+			t.Fatalf("%s: timeline truncated", rel)
+		}
+		timelineMatchesSamples(t, p)
 	}
+}
+
+func timelineMatchesSamples(t *testing.T, p *Profile) {
+	t.Helper()
 	for _, th := range p.Threads {
+		if _, samples := countTimeline(th.Timeline.chunks); th.Timeline.samples != samples {
+			t.Errorf("thread %d: timeline of %d samples counts %d", th.ID, samples, th.Timeline.samples)
+		}
 		fromRuns := make(map[int]StackSample)
 		var last time.Duration
 		for r := range th.Timeline.All() {
@@ -158,6 +175,13 @@ func TestTimelineTruncated(t *testing.T) {
 	runs := 0
 	for _, th := range p.Threads {
 		runs += th.Timeline.Len()
+		var samples int64
+		for r := range th.Timeline.All() {
+			samples += r.Count
+		}
+		if th.Timeline.samples != samples {
+			t.Errorf("thread %d: timeline of %d samples counts %d", th.ID, samples, th.Timeline.samples)
+		}
 	}
 	if !p.TimelineTruncated || runs != 100 {
 		t.Errorf("truncated %v with %d runs, want true with 100", p.TimelineTruncated, runs)

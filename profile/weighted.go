@@ -90,8 +90,10 @@ type Group struct {
 // call per run several times that).
 type runList struct {
 	// tl is the timeline whose chunks these are, nil for runs.
-	tl      *Timeline
-	chunks  [][]timelineWord
+	tl     *Timeline
+	chunks [][]timelineWord
+	// stacks maps the stacks of chunks' runs to Stacks (Timeline.stacks).
+	stacks  []int
 	managed bool
 	runs    []Run
 	// samples counts the samples of chunks when they are a whole
@@ -103,7 +105,7 @@ type runList struct {
 // are collected into *scratch first.
 func (g *Group) runList(scratch *[]Run) runList {
 	if g.timeline != nil {
-		l := runList{tl: g.timeline, chunks: g.timeline.chunks, managed: g.managedRuns, samples: -1}
+		l := runList{tl: g.timeline, chunks: g.timeline.chunks, stacks: g.timeline.stacks, managed: g.managedRuns, samples: -1}
 		if !l.managed {
 			l.samples = g.timeline.samples
 		}
@@ -190,7 +192,7 @@ func (p *Profile) Weighted(measure string) (*Weighted, error) {
 			values = append(values, s.Count(), s.Count()*period, s.Managed*period)
 			g.Samples[i] = Sample{Stack: s.Stack, Values: values[len(values)-3 : len(values) : len(values)]}
 		}
-		if t.Timeline.n > 0 {
+		if t.Timeline.samples > 0 { // it has runs
 			g.Runs, g.timeline = t.Timeline.All(), &t.Timeline
 			if measure == MeasureCPU {
 				g.Runs, g.managedRuns = t.Timeline.managed(), true
@@ -238,7 +240,7 @@ func (tl *Timeline) managed() iter.Seq[Run] {
 				sk, count, delta, last := runAt(c, i)
 				i = last
 				ticks += delta
-				if sk&1 != 0 && !yield(runOf(sk, count, tl.startOf(ticks))) {
+				if sk&1 != 0 && !yield(runOf(tl.stacks, sk, count, tl.startOf(ticks))) {
 					return
 				}
 			}
