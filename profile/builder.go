@@ -1224,9 +1224,9 @@ func (b *Builder) Finish() *Profile {
 		p.Threads = append(p.Threads, th)
 	}
 	for raw, n := range b.eventStack {
-		s := symOf[raw]
+		s, resolved := symStack(symOf, stackResolved, raw)
 		p.Symbols.EventFrames += n * int64(len(p.Stacks[s].Frames))
-		p.Symbols.ResolvedEventFrames += n * int64(stackResolved[s])
+		p.Symbols.ResolvedEventFrames += n * int64(resolved)
 	}
 	if b.overCap >= 0 && b.overCap < len(b.eventStack) {
 		p.Capped.Events = b.eventStack[b.overCap]
@@ -1285,7 +1285,10 @@ func sortSamples(samples []StackSample, pos []int32, keys []uint64, tmp []StackS
 // symbolise resolves every distinct address once and turns the raw stacks
 // into p.Frames and p.Stacks, merging raw stacks that resolve to the same
 // frames. It returns the p.Stacks index of each raw stack and the number of
-// resolved frames of each of p.Stacks.
+// resolved frames of each of p.Stacks; both nil when the trace has neither
+// methods nor sampled threads: each raw stack is then the Stack of the same
+// index, with no frame resolved (symStack reads them), and nothing else
+// needs the tables.
 func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	nStacks, nAddrs := b.st.stacks(), len(b.st.addrs)
 	// Sized once (a frame per address at most, a stack per raw stack at
@@ -1305,8 +1308,13 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	tables := make([]uint32, nAddrs+b.symbols.Methods()+nSlots)
 	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
 	mask := uint64(nSlots - 1)
-	ints := make([]int, 2*nStacks)
-	symOf, stackResolved = ints[:nStacks:nStacks], ints[nStacks:nStacks]
+	// Without methods symOf is the identity, and only the threads'
+	// samples and timelines index it rather than calling symStack.
+	var ints []int
+	if merging || len(b.order) > 0 {
+		ints = make([]int, 2*nStacks)
+		symOf, stackResolved = ints[:nStacks:nStacks], ints[nStacks:nStacks]
+	}
 	overCap := min(b.overCap+1, 1) // the over-the-cap frame
 	p.Frames = make([]Frame, 0, nAddrs+overCap)
 	p.Stacks = make([]Stack, 0, nStacks)
@@ -1350,17 +1358,11 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		overCapFrame = r.overCapFrame()
 	}
 	if !merging {
-		// Every raw stack is one of p.Stacks, in the same order, with
-		// no frame resolved (stackResolved stays 0s).
-		for i := range nStacks {
-			lo := len(arena)
-			if i == b.overCap {
-				arena = append(arena, overCapFrame)
-			}
-			for _, ai := range b.st.stack(i) {
-				arena = append(arena, int(frameOf[ai]>>1)-1)
-			}
-			p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
+		rawStacks(p, &b.st, arena, frameOf, b.overCap, overCapFrame)
+		if symOf == nil {
+			return nil, nil
+		}
+		for i := range symOf {
 			symOf[i] = i
 		}
 		return symOf, ints[nStacks:]
@@ -1400,6 +1402,36 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		symOf[i] = si
 	}
 	return symOf, stackResolved
+}
+
+// rawStacks makes p.Stacks of the raw stacks of a trace without methods:
+// every raw stack is one of p.Stacks, in the same order, with no frame
+// resolved, its frames appended to arena (sized for them all).
+func rawStacks(p *Profile, st *stackStore, arena []int, frameOf []uint32, overCap, overCapFrame int) {
+	for i := range st.stacks() {
+		lo := len(arena)
+		if i == overCap {
+			arena = append(arena, overCapFrame)
+		}
+		// Indexed stores rather than append's capacity test per frame.
+		addrs := st.stack(i)
+		frames := arena[len(arena) : len(arena)+len(addrs)]
+		for j, ai := range addrs {
+			frames[j] = int(frameOf[ai]>>1) - 1
+		}
+		arena = arena[:len(arena)+len(addrs)]
+		p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
+	}
+}
+
+// symStack returns the Stack of raw stack raw and its resolved frames
+// from symbolise's tables (raw and 0 when they are nil).
+func symStack(symOf, stackResolved []int, raw int) (stack, resolved int) {
+	if symOf == nil {
+		return raw, 0
+	}
+	stack = symOf[raw]
+	return stack, stackResolved[stack]
 }
 
 // resolver turns the addresses of the raw stacks into frames for
@@ -1506,8 +1538,18 @@ func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
 	buf, i := hexText(addr)
 	fn.text.Write(buf[i:]) // one copy, not a second from a buffer appendHex fills
 	all := fn.text.String()
-	p.Frames = append(p.Frames, Frame{Name: all[len(all)-(len(buf)-i):], Address: addr})
-	return len(p.Frames) - 1
+	// The frame is filled in place (symbolise sized p.Frames, zeroed):
+	// appending the literal copied all 64 bytes of it, through the write
+	// barrier while the collector marks.
+	fi := len(p.Frames)
+	if fi < cap(p.Frames) {
+		p.Frames = p.Frames[:fi+1]
+	} else {
+		p.Frames = append(p.Frames, Frame{})
+	}
+	f := &p.Frames[fi]
+	f.Name, f.Address = all[len(all)-(len(buf)-i):], addr
+	return fi
 }
 
 // appendHex appends "0x" and v in lower-case hex, as

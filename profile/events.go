@@ -603,9 +603,9 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 			if raw == b.overCap {
 				p.Capped.Events += v.count
 			}
-			s := symOf[raw]
+			s, resolved := symStack(symOf, stackResolved, raw)
 			p.Symbols.EventFrames += v.count * int64(len(p.Stacks[s].Frames))
-			p.Symbols.ResolvedEventFrames += v.count * int64(stackResolved[s])
+			p.Symbols.ResolvedEventFrames += v.count * int64(resolved)
 			key := eventKey{k.thread, int32(s), k.leaf}
 			j, ok := merged[key]
 			if !ok {
@@ -694,7 +694,8 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 			}
 			tw := ThreadWaits{Thread: t.id, Waits: make([]Wait, len(c.waits))}
 			for i, w := range c.waits {
-				tw.Waits[i] = Wait{Start: b.hdr.DurationOf(w.start - b.minTS), Duration: time.Duration(w.dur), Stack: symOf[w.stack]}
+				stack, _ := symStack(symOf, stackResolved, int(w.stack))
+				tw.Waits[i] = Wait{Start: b.hdr.DurationOf(w.start - b.minTS), Duration: time.Duration(w.dur), Stack: stack}
 			}
 			sort.SliceStable(tw.Waits, func(i, j int) bool { return tw.Waits[i].Start < tw.Waits[j].Start })
 			p.Waits = append(p.Waits, tw)
