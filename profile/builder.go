@@ -158,11 +158,15 @@ type threadAcc struct {
 	// map to Stacks); runs is its last chunk, filled in place
 	// (Timeline.grow), head the index in runs of the last run's head;
 	// runSK is that run's stackKind (noRun before the first run),
-	// runStart and runLast the ticks of its first and last sample.
+	// runStart and runLast the ticks of its first and last sample, and
+	// runExtra its samples after the first that are not in its words yet
+	// (endRun writes them when the next run starts, or in Finish: a
+	// sample of the run then adds to a count, not to a word of the chunk
+	// found through runs and head).
 	timeline          Timeline
 	runs              []timelineWord
 	head              int
-	runSK             uint32
+	runSK, runExtra   uint32
 	runStart, runLast int64
 	// firstStack is the stack of the earliest kept sample (at firstTS), -1
 	// until one is kept.
@@ -817,42 +821,40 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	sk := uint32(sampleKey(stack, kind))
-	if sk == t.runSK && ts-t.runLast <= b.gapTicks && ts >= t.runLast {
-		h := t.head
-		if run := &t.runs[h]; run.a&1 == 0 { // the run's second sample
-			t.runLast = ts
-			if n := len(t.runs); n < cap(t.runs) {
-				// extend's most frequent case, inline: the
-				// extension after the run (its last word).
-				run.a |= 1
-				x := timelineWord{a: 2, b: uint32(int32(run.b) >> 31)}
-				t.runs = t.runs[:n+1]
-				t.runs[n] = x
-				return
-			}
-			t.extend()
-			return
-		}
-		if x := &t.runs[h+1]; x.a < math.MaxUint32 {
-			t.runLast = ts
-			x.a++
-			return
-		}
+	// A run has at most math.MaxUint32 samples (its extension's count).
+	if sk == t.runSK && ts-t.runLast <= b.gapTicks && ts >= t.runLast && t.runExtra < math.MaxUint32-1 {
+		t.runLast = ts
+		t.runExtra++
+		return
 	}
 	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>2 {
 		b.truncated = true
 		return
 	}
 	b.runs++
+	if k := t.runExtra; k != 0 {
+		// endRun's most frequent case, inline: the last run's
+		// extension after it (the chunk's last word).
+		if h, n := &t.runs[t.head], len(t.runs); h.a&1 == 0 && n < cap(t.runs) {
+			t.runs = t.runs[:n+1]
+			t.runs[n] = timelineWord{a: k + 1, b: uint32(int32(h.b) >> 31)}
+			h.a |= 1
+			t.runExtra = 0
+		} else {
+			t.endRun()
+		}
+	}
 	if d := ts - t.runStart; int64(int32(d)) == d && len(t.runs) < cap(t.runs) {
 		// newRun's most frequent case, inline (before the first run
 		// runs has no room). Appended in place: only the length is
 		// stored, not the chunk's pointer (a store the collector's
 		// write barrier would see while it marks).
+		// The fields after the chunk: a store to them before would
+		// make the compiler load the chunk's capacity again.
 		n := len(t.runs)
-		t.runStart, t.runLast, t.head, t.runSK = ts, ts, n, sk
 		t.runs = t.runs[:n+1]
 		t.runs[n] = timelineWord{a: sk << 1, b: uint32(d)}
+		t.runStart, t.runLast, t.head, t.runSK = ts, ts, n, sk
 		return
 	}
 	t.newRun(sk, ts)
@@ -891,15 +893,22 @@ func (t *threadAcc) add(h, x timelineWord) {
 	t.runs, t.head = t.timeline.grow(t.runs, h, &x), 0
 }
 
-// extend gives the thread's last run, of one sample and without an
-// extension, its extension with a count of two.
-func (t *threadAcc) extend() {
+// endRun writes the samples of the thread's last run counted in runExtra
+// into its extension, which it adds when the run has none (one sample,
+// and a delta that fits in an int32).
+func (t *threadAcc) endRun() {
+	count := t.runExtra + 1
+	t.runExtra = 0
 	h := t.runs[t.head]
+	if h.a&1 != 0 {
+		t.runs[t.head+1].a += count - 1
+		return
+	}
 	h.a |= 1
 	// The run is the chunk's last word: its extension follows it, in
 	// place or, in a new chunk, with it (a run's words share a chunk).
 	t.runs = t.runs[:t.head]
-	t.add(h, timelineWord{a: 2, b: uint32(int32(h.b) >> 31)})
+	t.add(h, timelineWord{a: count, b: uint32(int32(h.b) >> 31)})
 }
 
 // addRundownMethod adds a method of the rundown (MethodDCStartVerbose or
@@ -1207,6 +1216,9 @@ func (b *Builder) Finish() *Profile {
 		keys, tmp = sortSamples(th.Samples, pos, keys, tmp)
 		for _, s := range th.Samples {
 			pos[s.Stack] = 0
+		}
+		if t.runExtra != 0 {
+			t.endRun()
 		}
 		t.timeline.sync(t.runs)
 		th.Timeline = t.timeline

@@ -54,22 +54,19 @@ func TestTimelineChunks(t *testing.T) {
 				if i%13 == 0 {
 					r.count = 1<<32 - 1
 				}
-				th.newRun(r.sk, r.ticks)
-				for range r.count - 1 {
-					// As Builder.addSample adds a sample to the run.
-					if h := th.runs[th.head]; h.a&1 == 0 {
-						th.extend()
-					} else if r.count < 100 || th.runs[th.head+1].a == 2 {
-						th.runs[th.head+1].a++
-					} else {
-						th.runs[th.head+1].a = r.count // not 4 billion increments
-						break
-					}
+				// As Builder.addSample starts a run and adds samples to it.
+				if th.runExtra != 0 {
+					th.endRun()
 				}
+				th.newRun(r.sk, r.ticks)
+				th.runExtra = r.count - 1
 				if i == 0 {
 					first = &th.runs[0]
 				}
 				runs = append(runs, r)
+			}
+			if th.runExtra != 0 { // as Finish does
+				th.endRun()
 			}
 			th.timeline.sync(th.runs)
 			tl := th.timeline
