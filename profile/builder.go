@@ -1309,17 +1309,8 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// store (resolver.resolve), methodFrame (see resolver), and slots,
 	// which finds the symbolised stacks by their frames: index+1 in
 	// p.Stacks per slot (0: empty), at most half full. Without methods
-	// there are no slots: each address is a frame of its own (the
-	// over-the-cap frame one more), so the raw stacks, distinct as lists
-	// of addresses, are distinct as lists of frames.
+	// there are no tables: see symboliseUnresolved.
 	merging := b.symbols.Methods() > 0
-	nSlots := 0
-	if merging {
-		nSlots = max(2, 1<<bits.Len(uint(2*nStacks)))
-	}
-	tables := make([]uint32, nAddrs+b.symbols.Methods()+nSlots)
-	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
-	mask := uint64(nSlots - 1)
 	// Without methods symOf is the identity, and only the threads'
 	// samples and timelines index it rather than calling symStack.
 	var ints []int
@@ -1331,27 +1322,29 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	p.Frames = make([]Frame, 0, nAddrs+overCap)
 	p.Stacks = make([]Stack, 0, nStacks)
 	arena := make([]int, 0, b.st.totalFrames()+overCap)
+	if !merging {
+		b.symboliseUnresolved(p, arena)
+		if symOf == nil {
+			return nil, nil
+		}
+		for i := range symOf {
+			symOf[i] = i
+		}
+		return symOf, ints[nStacks:]
+	}
+	nSlots := max(2, 1<<bits.Len(uint(2*nStacks)))
+	tables := make([]uint32, nAddrs+b.symbols.Methods()+nSlots)
+	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
+	mask := uint64(nSlots - 1)
 	// Resolved frames merge by module and name; an unresolved address is a
 	// frame of its own.
 	var names frameNamer
-	if b.symbols.Methods() > 0 {
-		names.text.Grow(24 * nAddrs)
-	} else {
-		// Every address is named by hexText: "0x" and its digits, as
-		// many as its value needs (a user-space address takes 12 of the
-		// 16 a uint64 may), counted rather than taken at most.
-		n := 0
-		for _, a := range b.st.addrs {
-			n += 2 + max(1, (bits.Len64(a)+3)/4)
-		}
-		names.text.Grow(n)
-	}
+	names.text.Grow(24 * nAddrs)
 	// merge is asked once per method an address resolves to and once for
 	// the over-the-cap frame: its table, sized once for that many, never
 	// fills.
 	mergeable := min(nAddrs, b.symbols.Methods()) + overCap
-	r := resolver{b: b, p: p, names: &names, methodFrame: methodFrame,
-		mergeable: mergeable, hasMethods: b.symbols.Methods() > 0}
+	r := resolver{b: b, p: p, names: &names, methodFrame: methodFrame, mergeable: mergeable}
 	// The frames are numbered in order of first sight in the stacks taken
 	// in order. Every address is in a stack, and the store's addresses
 	// are in that order already (a stack's new addresses are added with
@@ -1368,16 +1361,6 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	}
 	if b.overCap >= 0 && overCapFrame < 0 { // no address after it
 		overCapFrame = r.overCapFrame()
-	}
-	if !merging {
-		rawStacks(p, &b.st, arena, frameOf, b.overCap, overCapFrame)
-		if symOf == nil {
-			return nil, nil
-		}
-		for i := range symOf {
-			symOf[i] = i
-		}
-		return symOf, ints[nStacks:]
 	}
 	for i := range nStacks {
 		// The stack's frames are appended to the arena (sized for every
@@ -1416,22 +1399,57 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	return symOf, stackResolved
 }
 
-// rawStacks makes p.Stacks of the raw stacks of a trace without methods:
-// every raw stack is one of p.Stacks, in the same order, with no frame
-// resolved, its frames appended to arena (sized for them all).
-func rawStacks(p *Profile, st *stackStore, arena []int, frameOf []uint32, overCap, overCapFrame int) {
-	for i := range st.stacks() {
+// symboliseUnresolved is symbolise for a trace without methods: every
+// address is an unresolved frame of its own, numbered as the stack store
+// numbers the addresses but for the over-the-cap frame, made between the
+// addresses of the stacks before the over-the-cap stack and the others
+// (from cut on, address ai is frame ai+1). The raw stacks, distinct as
+// lists of addresses, are then distinct as lists of frames: each is one of
+// p.Stacks, in the same order, with no frame resolved, and no table maps
+// the addresses to frames or finds the stacks by their frames. arena is
+// sized for every stack's frames.
+func (b *Builder) symboliseUnresolved(p *Profile, arena []int) {
+	addrs := b.st.addrs
+	// Every address is named by hexText: "0x" and its digits, as many as
+	// its value needs (a user-space address takes 12 of the 16 a uint64
+	// may), counted rather than taken at most.
+	var names frameNamer
+	n := 0
+	for _, a := range addrs {
+		n += 2 + max(1, (bits.Len64(a)+3)/4)
+	}
+	names.text.Grow(n)
+	cut, overCapFrame := len(addrs), -1
+	if b.overCap >= 0 {
+		cut = b.overCapAddrs
+	}
+	for _, a := range addrs[:cut] {
+		names.unresolved(p, a)
+	}
+	if b.overCap >= 0 {
+		names.scratch = append(names.scratch[:0], OverCapFrame...)
+		overCapFrame = names.merge(p, Frame{}, len(OverCapFrame), 1)
+	}
+	for _, a := range addrs[cut:] {
+		names.unresolved(p, a)
+	}
+	p.Symbols.Addresses += len(addrs)
+	for i := range b.st.stacks() {
 		lo := len(arena)
-		if i == overCap {
+		if i == b.overCap {
 			arena = append(arena, overCapFrame)
 		}
 		// Indexed stores rather than append's capacity test per frame.
-		addrs := st.stack(i)
-		frames := arena[len(arena) : len(arena)+len(addrs)]
-		for j, ai := range addrs {
-			frames[j] = int(frameOf[ai]>>1) - 1
+		st := b.st.stack(i)
+		frames := arena[len(arena) : len(arena)+len(st)]
+		for j, ai := range st {
+			f := int(ai)
+			if f >= cut {
+				f++
+			}
+			frames[j] = f
 		}
-		arena = arena[:len(arena)+len(addrs)]
+		arena = arena[:len(arena)+len(st)]
 		p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
 	}
 }
@@ -1455,9 +1473,6 @@ type resolver struct {
 	names       *frameNamer
 	methodFrame []uint32
 	mergeable   int
-	// hasMethods is unset for a trace with no method events (none in a
-	// TraceLogging capture): its addresses are not looked up.
-	hasMethods bool
 }
 
 // overCapFrame makes the frame of the over-the-cap stack.
@@ -1473,10 +1488,7 @@ func (r *resolver) resolve(ai int32) uint32 {
 	b, p := r.b, r.p
 	addr := b.st.addrs[ai]
 	p.Symbols.Addresses++
-	mi := -1
-	if r.hasMethods {
-		mi = b.symbols.index(addr)
-	}
+	mi := b.symbols.index(addr)
 	var v uint32
 	if mi >= 0 {
 		p.Symbols.ResolvedAddresses++
