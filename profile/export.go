@@ -1341,6 +1341,10 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 	}
 	prev := c.openStack // the stack of open, or -1 for none
 	c.openStack = stack
+	// The timestamp first, though a run may write no event (a stack of
+	// the frames open, rare): values loaded before a call are spilled
+	// and loaded again after it.
+	c.stamp(rs)
 	frames := c.wp.Stacks[stack].Frames
 	open := c.open
 	// The frames both stacks start with (from the root) stay open: how
@@ -1361,7 +1365,6 @@ func (c *chromiumWriter) run(b []byte, stack int, start time.Duration, count int
 		c.open = frames
 		return b, nil
 	}
-	c.stamp(rs)
 	closing, opening := open[:len(open)-common], frames[:j+1]
 	// An event is copied in blocks (eventBlock) and ends with pad (see
 	// tsCopy) when its end is at most tsCopy bytes and b has room for
