@@ -36,9 +36,13 @@ func clean(s string, keepNL bool) bool {
 	// a byte with its high bit set, one below 0x20 (subtracting 0x20
 	// borrows) or 0x7f (adding 1 reaches 0x80) sets a high bit of the
 	// test, and the loop below looks at those bytes one by one.
+	// (The bytes are read from an 8-byte substring: with constant indexes
+	// and no bounds test between them, the compiler makes the eight loads
+	// one; indexing s at i+k made eight loads, shifts and ors.)
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		b := s[i : i+8]
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 		if (w|(w-0x2020202020202020)|(w+0x0101010101010101))&0x8080808080808080 != 0 {
 			break
 		}
