@@ -149,6 +149,23 @@ func putUvarint(b []byte, i int, x uint64) int {
 	return i + 1
 }
 
+// putLocationIDs writes the location IDs of frames (location f+1 is frame
+// f) at b[j:], returning the index past them and -1, or the index in frames
+// of the first frame not below nFrames. A function of its own, not
+// inlined: in appendPprof's body the loop kept its variables on the stack
+// and took about 7 more instructions an ID.
+//
+//go:noinline
+func putLocationIDs(b []byte, j int, frames []int, nFrames int) (int, int) {
+	for k, f := range frames {
+		if uint(f) >= uint(nFrames) {
+			return j, k
+		}
+		j = putUvarint(b, j, uint64(f)+1)
+	}
+	return j, -1
+}
+
 // pprofSampleLen returns the size of a Sample message of locs bytes of
 // packed location IDs, the values and a label field of labelLen bytes, and
 // the size of its packed values.
@@ -256,47 +273,26 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		strs.id(t.Type)
 		strs.id(t.Unit)
 	}
-	// stackLocs[stack] is the size of the stack's packed location IDs
-	// (location i+1 is frame i; the empty stack's pseudo-location comes
-	// after the frames), 0 until a sample uses the stack.
+	// Every location ID is at most emptyID, the empty stack's
+	// pseudo-location after the frames (location i+1 is frame i).
 	emptyID := uint64(nFrames + 1)
-	stackLocs := make([]int32, len(w.Stacks))
-	// Check the samples first, as Pprof's CheckValid does, and size the
-	// buffer from above so that it never grows: the samples exactly, the
-	// tables with every string written once and each module once per run
-	// of frames of that module.
-	size, empty := 256+16*len(w.Types), false
+	idMax := varintLen(emptyID)
+	// Size the buffer from above so that it never grows: each sample with
+	// idMax bytes an ID (the samples are checked as they are written,
+	// below), the tables with every string written once and each
+	// module once per run of frames of that module.
+	size, base := 256+16*len(w.Types), len(b)
 	for gi := range w.Groups {
 		label := 0
 		if id := w.Groups[gi].ThreadID; id != 0 && len(w.Groups[gi].Samples) > 0 {
 			label = pprofLabelLen(uint64(strs.id("thread")), id)
 		}
 		for _, s := range w.Groups[gi].Samples {
-			if len(w.Types) == 0 {
-				return b, fmt.Errorf("profile: pprof conversion: missing sample type information")
+			ids := 1 // a stack out of range is refused when written
+			if uint(s.Stack) < uint(len(w.Stacks)) {
+				ids = max(ids, len(w.Stacks[s.Stack].Frames))
 			}
-			if len(s.Values) != len(w.Types) {
-				return b, fmt.Errorf("profile: pprof conversion: mismatch: sample has %d values vs. %d types", len(s.Values), len(w.Types))
-			}
-			if uint(s.Stack) >= uint(len(w.Stacks)) {
-				return b, fmt.Errorf("profile: pprof conversion: sample of thread %d has stack %d of %d", w.Groups[gi].ThreadID, s.Stack, len(w.Stacks))
-			}
-			locs := int(stackLocs[s.Stack])
-			if locs == 0 {
-				frames := w.Stacks[s.Stack].Frames
-				for _, f := range frames {
-					if uint(f) >= uint(nFrames) {
-						return b, fmt.Errorf("profile: pprof conversion: stack %d has frame %d of %d", s.Stack, f, nFrames)
-					}
-					locs += varintLen(uint64(f) + 1)
-				}
-				if len(frames) == 0 {
-					empty = true
-					locs = varintLen(emptyID)
-				}
-				stackLocs[s.Stack] = int32(locs)
-			}
-			n, _ := pprofSampleLen(locs, s.Values, label)
+			n, _ := pprofSampleLen(ids*idMax, s.Values, label)
 			size += lenFieldLen(n)
 		}
 	}
@@ -317,8 +313,16 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 	}
 
 	// Samples: one per group and stack, locations leaf first, the group's
-	// thread label encoded once.
+	// thread label encoded once. Each is checked as Pprof's CheckValid
+	// does, in the order of the samples, and written in place after one
+	// check for room for its bound (see above). Its location IDs are
+	// written first, 4 bytes in: where they go when the sample's size and
+	// the IDs' size take one byte each, as they do but for samples of
+	// more than 60 to 120 frames. Otherwise the IDs are moved up to make
+	// room for the header (a sizing pass over the frames cost more: about
+	// 16 instructions an ID, for a move of a few samples).
 	var label []byte
+	empty := false
 	for gi := range w.Groups {
 		g := &w.Groups[gi]
 		label = label[:0]
@@ -329,31 +333,50 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 			label = appendUintField(label, ppLabelNum, g.ThreadID)
 		}
 		for _, s := range g.Samples {
+			if len(w.Types) == 0 {
+				return b[:base], fmt.Errorf("profile: pprof conversion: missing sample type information")
+			}
+			if len(s.Values) != len(w.Types) {
+				return b[:base], fmt.Errorf("profile: pprof conversion: mismatch: sample has %d values vs. %d types", len(s.Values), len(w.Types))
+			}
+			if uint(s.Stack) >= uint(len(w.Stacks)) {
+				return b[:base], fmt.Errorf("profile: pprof conversion: sample of thread %d has stack %d of %d", g.ThreadID, s.Stack, len(w.Stacks))
+			}
 			frames := w.Stacks[s.Stack].Frames
-			locs := int(stackLocs[s.Stack])
-			n, vals := pprofSampleLen(locs, s.Values, len(label))
-			// The sample is written in place, after one check for room
-			// (the buffer was sized for it above).
-			i, m := len(b), 1+varintLen(uint64(n))+n
-			b = slices.Grow(b, m)[:i+m]
+			// The sample's size when its IDs take ids bytes.
+			ids := max(len(frames), 1) * idMax
+			n, vals := pprofSampleLen(ids, s.Values, len(label))
+			i := len(b)
+			b = slices.Grow(b, lenFieldLen(n))
+			b = b[:cap(b)]
+			j, bad := putLocationIDs(b, i+4, frames, nFrames)
+			if bad >= 0 {
+				return b[:base], fmt.Errorf("profile: pprof conversion: stack %d has frame %d of %d", s.Stack, frames[bad], nFrames)
+			}
+			if len(frames) == 0 {
+				empty = true
+				j = putUvarint(b, j, emptyID)
+			}
+			locs := j - (i + 4)
+			n += lenFieldLen(locs) - lenFieldLen(ids)
+			if n >= 0x80 {
+				// locs < n: the IDs' size takes 1 or more bytes.
+				head := 2 + varintLen(uint64(n)) + varintLen(uint64(locs))
+				j = i + head + locs
+				copy(b[i+head:j], b[i+4:])
+			}
 			b[i] = ppSample<<3 | wireBytes
 			i = putUvarint(b, i+1, uint64(n))
 			b[i] = ppSampleLocationID<<3 | wireBytes
-			i = putUvarint(b, i+1, uint64(locs))
-			if len(frames) == 0 {
-				i = putUvarint(b, i, emptyID)
-			}
-			for _, f := range frames {
-				i = putUvarint(b, i, uint64(f)+1)
-			}
+			putUvarint(b, i+1, uint64(locs))
 			if len(s.Values) > 0 {
-				b[i] = ppSampleValue<<3 | wireBytes
-				i = putUvarint(b, i+1, uint64(vals))
+				b[j] = ppSampleValue<<3 | wireBytes
+				j = putUvarint(b, j+1, uint64(vals))
 				for _, v := range s.Values {
-					i = putUvarint(b, i, uint64(v))
+					j = putUvarint(b, j, uint64(v))
 				}
 			}
-			copy(b[i:], label)
+			b = append(b[:j], label...)
 		}
 	}
 

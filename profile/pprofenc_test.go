@@ -198,6 +198,20 @@ func TestPprofEncodingCrafted(t *testing.T) {
 			w.Groups = []Group{{ThreadID: 1, Samples: []Sample{{Stack: 1}}}}
 		},
 		"no types, no samples": func(w *Weighted) { w.Types, w.Default = nil, 0; w.Groups = []Group{{ThreadID: 1}} },
+		// Samples of more than 127 bytes (their size and their IDs' size
+		// in two bytes or more; the encoder writes the IDs first).
+		"deep stacks": func(w *Weighted) {
+			deep := func(n int) Stack {
+				st := Stack{Frames: make([]int, n)}
+				for i := range st.Frames {
+					st.Frames[i] = i % len(w.Frames)
+				}
+				return st
+			}
+			w.Stacks = append(slices.Clone(w.Stacks), deep(63), deep(64), deep(130), deep(1000))
+			w.Groups[0].Samples = append(w.Groups[0].Samples, Sample{4, []int64{1, 1}}, Sample{5, []int64{300, 1 << 40}})
+			w.Groups[1].Samples = append(w.Groups[1].Samples, Sample{6, []int64{1, 1}}, Sample{7, []int64{1, 1}}, Sample{0, []int64{1, 1}})
+		},
 	}
 	for name, edit := range cases {
 		w := base()
@@ -220,6 +234,9 @@ func TestPprofEncodingBadIndex(t *testing.T) {
 			Groups: []Group{{ThreadID: 3, Samples: []Sample{{Stack: -1, Values: []int64{1}}}}}},
 		"frame": {Types: []ValueType{{"samples", "count"}}, Frames: []Frame{{Name: "a"}}, Stacks: []Stack{{Frames: []int{0, 1}}},
 			Groups: []Group{{Samples: []Sample{{Stack: 0, Values: []int64{1}}}}}},
+		// The first sample in error is reported, whatever its error.
+		"frame, then mismatch": {Types: []ValueType{{"samples", "count"}}, Frames: []Frame{{Name: "a"}}, Stacks: []Stack{{Frames: []int{0, 1}}, {Frames: []int{0}}},
+			Groups: []Group{{Samples: []Sample{{Stack: 1, Values: []int64{1}}, {Stack: 0, Values: []int64{1}}, {Stack: 1, Values: []int64{1, 2}}}}}},
 	} {
 		err := WritePprof(&bytes.Buffer{}, w)
 		if err == nil || !strings.Contains(err.Error(), "pprof conversion") {
