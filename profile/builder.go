@@ -1423,16 +1423,12 @@ func (b *Builder) symboliseUnresolved(p *Profile, arena []int) {
 	if b.overCap >= 0 {
 		cut = b.overCapAddrs
 	}
-	for _, a := range addrs[:cut] {
-		names.unresolved(p, a)
-	}
+	names.unresolvedAll(p, addrs[:cut])
 	if b.overCap >= 0 {
 		names.scratch = append(names.scratch[:0], OverCapFrame...)
 		overCapFrame = names.merge(p, Frame{}, len(OverCapFrame), 1)
 	}
-	for _, a := range addrs[cut:] {
-		names.unresolved(p, a)
-	}
+	names.unresolvedAll(p, addrs[cut:])
 	p.Symbols.Addresses += len(addrs)
 	for i := range b.st.stacks() {
 		lo := len(arena)
@@ -1574,6 +1570,21 @@ func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
 	f := &p.Frames[fi]
 	f.Name, f.Address = all[len(all)-(len(buf)-i):], addr
 	return fi
+}
+
+// unresolvedAll is unresolved for each of addrs, the frames filled in
+// place in p.Frames grown once.
+func (fn *frameNamer) unresolvedAll(p *Profile, addrs []uint64) {
+	fi := len(p.Frames)
+	p.Frames = slices.Grow(p.Frames, len(addrs))[:fi+len(addrs)]
+	frames := p.Frames[fi:]
+	for k, a := range addrs {
+		buf, i := hexText(a)
+		fn.text.Write(buf[i:])
+		all := fn.text.String()
+		f := &frames[k]
+		f.Name, f.Address = all[len(all)-(len(buf)-i):], a
+	}
 }
 
 // appendHex appends "0x" and v in lower-case hex, as
