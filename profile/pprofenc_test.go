@@ -448,3 +448,31 @@ func TestPprofStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendPprofLocation holds the location encoder, a word a varint for
+// IDs and addresses below 1<<56 and byte by byte above, to the message
+// built field by field with encoding/binary, at every varint length, after
+// a prefix it must keep and with no more room than the message needs.
+func TestAppendPprofLocation(t *testing.T) {
+	values := []uint64{0, 1, 0x7f, 0x80, 0x3fff, 0x4000, 0x1234_5678, 0x7ffd_1234_5678, 1<<56 - 1, 1 << 56, 0xffff_ffff_8100_0000, math.MaxUint64}
+	for _, id := range values[1:] {
+		for _, addr := range values {
+			var line, msg []byte
+			line = binary.AppendUvarint(append(line, ppLineFunctionID<<3|wireVarint), id)
+			msg = binary.AppendUvarint(append(msg, ppLocationID<<3|wireVarint), id)
+			msg = append(msg, ppLocationMappingID<<3|wireVarint, pprofMappingID)
+			if addr != 0 {
+				msg = binary.AppendUvarint(append(msg, ppLocationAddress<<3|wireVarint), addr)
+			}
+			msg = append(append(msg, ppLocationLine<<3|wireBytes, byte(len(line))), line...)
+			want := append([]byte{0xee, ppLocation<<3 | wireBytes, byte(len(msg))}, msg...)
+			for _, room := range []int{0, len(want) - 1, 64} {
+				b := make([]byte, 1, 1+room)
+				b[0] = 0xee
+				if got := appendPprofLocation(b, id, addr); !bytes.Equal(got, want) {
+					t.Errorf("id %#x address %#x, room %d: got % x, want % x", id, addr, room, got, want)
+				}
+			}
+		}
+	}
+}
