@@ -86,16 +86,17 @@ type Builder struct {
 	// tcache holds the recent threads (threads.go); nil until the first
 	// thread or a sample event's metadata (classify), so that a trace
 	// with neither (a TraceLogging capture) does not allocate and clear
-	// its 1 KB, half of the Builder's size.
-	tcache  *threadCache
-	symbols SymbolTable
+	// its 1 KB.
+	tcache *threadCache
+	// sym holds the methods and modules; nil until the first method,
+	// module or rundown method event: a trace with none (a TraceLogging
+	// capture) does not allocate its 320 bytes (with contention in
+	// eventState, the Builder is then an allocation of 768 bytes rather
+	// than 1 152).
+	sym *symState
 
-	// st holds the distinct raw stacks and the distinct addresses in them,
-	// addrs the same addresses for range queries (is a rundown method
-	// touched by a stack?), taken in from st.addrs by the queries, so
-	// that a trace without rundown methods does not pay for the set.
+	// st holds the distinct raw stacks and the distinct addresses in them.
 	st             stackStore
-	addrs          addrSet
 	overCap        int // the over-the-cap stack, -1 until needed
 	overCapAddrs   int // the addresses in st when it was made
 	rundownMethods int
@@ -123,14 +124,12 @@ type Builder struct {
 
 	gc           GCStats
 	suspendStart int64
-	contention   ContentionStats
 	ev           *eventState // allocation ticks, exceptions, lock waits (events.go); nil until one
 
 	// The flags, side by side (a bool between two words takes a word of
-	// its own): with them the Builder, 1 144 bytes, is an allocation of
-	// 1 152 (the allocator adds an 8-byte header), not 1 280. A field
-	// added to the Builder costs 128 bytes a conversion unless it fits in
-	// this word.
+	// its own): with them the Builder, 760 bytes, is an allocation of 768
+	// (the next size class). A field added to the Builder costs 128 bytes
+	// a conversion unless it fits in these 8 bytes or this word.
 	truncated                bool // the timeline reached Config.MaxTimelineRuns
 	rundown                  bool
 	suspending, suspendForGC bool
@@ -140,6 +139,33 @@ type Builder struct {
 	// (countGCReason): the collections of a trace mostly have one reason,
 	// and a count by name is a map update (about 150 instructions).
 	gcReason, gcPending uint8
+}
+
+// symState is what a Builder keeps of the methods and modules of the
+// trace: the symbol table, and addrs, the stack store's addresses for
+// range queries (is a rundown method touched by a stack?), taken in from
+// st.addrs by the queries, so that a trace without rundown methods does
+// not pay for the set.
+type symState struct {
+	symbols SymbolTable
+	addrs   addrSet
+}
+
+// syms returns the Builder's symState, made by the first event that
+// needs it.
+func (b *Builder) syms() *symState {
+	if b.sym == nil {
+		b.sym = new(symState)
+	}
+	return b.sym
+}
+
+// methods is the number of methods in the symbol table.
+func (b *Builder) methods() int {
+	if b.sym == nil {
+		return 0
+	}
+	return b.sym.symbols.Methods()
 }
 
 type threadAcc struct {
@@ -647,7 +673,7 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 	}
 	switch kind {
 	case kindMethod:
-		if err := b.symbols.AddMethodPayload(ev.Payload, version); err != nil {
+		if err := b.syms().symbols.AddMethodPayload(ev.Payload, version); err != nil {
 			b.decodeFailed(err)
 			return
 		}
@@ -659,7 +685,7 @@ func (b *Builder) addEvent(ev *nettrace.Event, md *nettrace.Metadata, kind event
 			b.decodeFailed(err)
 			return
 		}
-		b.symbols.AddModule(&m)
+		b.syms().symbols.AddModule(&m)
 		if b.runtimeVersion == "" {
 			b.runtimeVersion = versionFromPath(m.ModuleILPath)
 		}
@@ -931,7 +957,7 @@ func (b *Builder) addRundownMethod(ev *nettrace.Event, version uint8) {
 	if start := le64(pl[16:]); !b.touched(start, start+uint64(le32(pl[24:]))) {
 		return
 	}
-	if err := b.symbols.AddMethodPayload(pl, version); err != nil {
+	if err := b.syms().symbols.AddMethodPayload(pl, version); err != nil {
 		b.decodeFailed(err)
 	}
 }
@@ -954,7 +980,7 @@ func (b *Builder) sameStack(ev *nettrace.Event, n int, st int) bool {
 // touched reports whether a stack address seen so far lies in [start, end]
 // (end included: a caller's return address can point just past the call).
 func (b *Builder) touched(start, end uint64) bool {
-	return b.addrs.any(start, end, b.st.addrs)
+	return b.syms().addrs.any(start, end, b.st.addrs)
 }
 
 // intern returns the index of the event's stack among the distinct stacks
@@ -1115,8 +1141,10 @@ func (b *Builder) Finish() *Profile {
 		p.Duration = b.hdr.DurationOf(b.maxTS - b.minTS)
 	}
 	p.Period = b.period()
-	p.Symbols = SymbolStats{Methods: b.symbols.Methods(), Modules: len(b.symbols.modules),
-		Rundown: b.rundown, RundownMethods: b.rundownMethods}
+	p.Symbols = SymbolStats{Methods: b.methods(), Rundown: b.rundown, RundownMethods: b.rundownMethods}
+	if b.sym != nil {
+		p.Symbols.Modules = len(b.sym.symbols.modules)
+	}
 	p.RuntimeVersion = b.runtimeVersion
 	if b.runtime != nil {
 		if v := versionFromPath(b.runtime.RuntimeDllPath); v != "" {
@@ -1310,7 +1338,7 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// which finds the symbolised stacks by their frames: index+1 in
 	// p.Stacks per slot (0: empty), at most half full. Without methods
 	// there are no tables: see symboliseUnresolved.
-	merging := b.symbols.Methods() > 0
+	merging := b.methods() > 0
 	// Without methods symOf is the identity, and only the threads'
 	// samples and timelines index it rather than calling symStack.
 	var ints []int
@@ -1333,7 +1361,7 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		return symOf, ints[nStacks:]
 	}
 	nSlots := max(2, 1<<bits.Len(uint(2*nStacks)))
-	tables := make([]uint32, nAddrs+b.symbols.Methods()+nSlots)
+	tables := make([]uint32, nAddrs+b.methods()+nSlots)
 	frameOf, methodFrame, slots := tables[:nAddrs:nAddrs], tables[nAddrs:len(tables)-nSlots:len(tables)-nSlots], tables[len(tables)-nSlots:]
 	mask := uint64(nSlots - 1)
 	// Resolved frames merge by module and name; an unresolved address is a
@@ -1343,7 +1371,7 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 	// merge is asked once per method an address resolves to and once for
 	// the over-the-cap frame: its table, sized once for that many, never
 	// fills.
-	mergeable := min(nAddrs, b.symbols.Methods()) + overCap
+	mergeable := min(nAddrs, b.methods()) + overCap
 	r := resolver{b: b, p: p, names: &names, methodFrame: methodFrame, mergeable: mergeable}
 	// The frames are numbered in order of first sight in the stacks taken
 	// in order. Every address is in a stack, and the store's addresses
@@ -1484,15 +1512,15 @@ func (r *resolver) resolve(ai int32) uint32 {
 	b, p := r.b, r.p
 	addr := b.st.addrs[ai]
 	p.Symbols.Addresses++
-	mi := b.symbols.index(addr)
+	mi := b.sym.symbols.index(addr)
 	var v uint32
 	if mi >= 0 {
 		p.Symbols.ResolvedAddresses++
 		fi := int(r.methodFrame[mi]) - 1
 		if fi < 0 {
 			var n int
-			r.names.scratch, n = b.symbols.appendNames(r.names.scratch[:0], mi)
-			start, module := b.symbols.method(mi)
+			r.names.scratch, n = b.sym.symbols.appendNames(r.names.scratch[:0], mi)
+			start, module := b.sym.symbols.method(mi)
 			fi = r.names.merge(p, Frame{Module: module, Resolved: true, Address: start}, n, r.mergeable)
 			r.methodFrame[mi] = uint32(fi + 1)
 		}

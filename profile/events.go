@@ -238,6 +238,9 @@ type eventState struct {
 	lastTick              lastTick
 	contOrder             []*threadAcc // the threads with contention events, by first one
 	stopsWithoutStart     int64
+	// contention is only counted with a thread's contThread, which makes
+	// the eventState (it was 72 bytes of the Builder).
+	contention ContentionStats
 }
 
 // lastTick is the key of the last allocation tick, its stack by stack id
@@ -505,8 +508,8 @@ func (b *Builder) addContentionStart(ev *nettrace.Event, ts int64) {
 	if !b.kept(ev.ThreadID) {
 		return
 	}
-	b.contention.Count++
 	c := b.contThread(ev.ThreadID)
+	b.ev.contention.Count++ // contThread made b.ev
 	if c.pending {
 		b.endWait(ev.ThreadID, c, ts, b.hdr.DurationOf(ts-c.start))
 	}
@@ -535,7 +538,7 @@ func (b *Builder) addContentionStop(ev *nettrace.Event, version uint8, ts int64)
 	case c.pending:
 		d = b.hdr.DurationOf(ts - c.start)
 	case s.DurationNs > 0 && s.DurationNs < 1<<62:
-		b.contention.Count++
+		b.ev.contention.Count++ // contThread made b.ev
 		d = time.Duration(s.DurationNs)
 		c.start, c.stack = ts-b.ticksOf(d), int32(b.stackOf(ev))
 	default:
@@ -558,9 +561,10 @@ func (b *Builder) ticksOf(d time.Duration) int64 {
 func (b *Builder) endWait(thread uint64, c *contThread, start int64, d time.Duration) {
 	c.pending = false
 	d = max(d, 0)
-	b.contention.Total += d
-	b.contention.Max = max(b.contention.Max, d)
-	b.events().waits.add(eventKey{thread, c.stack, -1}, int64(d), 0)
+	e := b.events()
+	e.contention.Total += d
+	e.contention.Max = max(e.contention.Max, d)
+	e.waits.add(eventKey{thread, c.stack, -1}, int64(d), 0)
 	if !b.cfg.Timeline || b.truncated {
 		return
 	}
@@ -584,12 +588,12 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 	for _, t := range e.contOrder {
 		if c := t.cont; c.pending {
 			d := b.hdr.DurationOf(b.maxTS - c.start)
-			b.contention.Unfinished++
-			b.contention.UnfinishedTotal += max(d, 0)
+			e.contention.Unfinished++
+			e.contention.UnfinishedTotal += max(d, 0)
 			b.endWait(t.id, c, c.start, d)
 		}
 	}
-	b.contention.StopsWithoutStart = e.stopsWithoutStart
+	e.contention.StopsWithoutStart = e.stopsWithoutStart
 
 	fill := func(a *eventAcc) EventStacks {
 		es := EventStacks{Leaves: a.leaves}
@@ -676,7 +680,7 @@ func (b *Builder) finishEvents(p *Profile, symOf, stackResolved []int) {
 	slices.SortFunc(p.Exceptions, func(a, c ExceptionStats) int {
 		return cmp.Or(cmp.Compare(c.Count, a.Count), cmp.Compare(a.Type, c.Type))
 	})
-	p.Contention = b.contention
+	p.Contention = e.contention
 	p.Contention.Sites = []Site{}
 	if len(p.ContentionStacks.Samples) > 0 {
 		sites := make(map[int]int64)
