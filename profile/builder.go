@@ -1581,27 +1581,17 @@ func (fn *frameNamer) add(nameEnd int) (name, signature string) {
 }
 
 // unresolved adds the frame of an address no method holds, named by the
-// address in hex.
+// address in hex, and returns its index.
 func (fn *frameNamer) unresolved(p *Profile, addr uint64) int {
-	buf, i := hexText(addr)
-	fn.text.Write(buf[i:]) // one copy, not a second from a buffer appendHex fills
-	all := fn.text.String()
-	// The frame is filled in place (symbolise sized p.Frames, zeroed):
-	// appending the literal copied all 64 bytes of it, through the write
-	// barrier while the collector marks.
-	fi := len(p.Frames)
-	if fi < cap(p.Frames) {
-		p.Frames = p.Frames[:fi+1]
-	} else {
-		p.Frames = append(p.Frames, Frame{})
-	}
-	f := &p.Frames[fi]
-	f.Name, f.Address = all[len(all)-(len(buf)-i):], addr
-	return fi
+	fn.unresolvedAll(p, []uint64{addr})
+	return len(p.Frames) - 1
 }
 
-// unresolvedAll is unresolved for each of addrs, the frames filled in
-// place in p.Frames grown once.
+// unresolvedAll adds the frame of each of addrs, addresses no method
+// holds, named by the address in hex. The frames are filled in place in
+// p.Frames grown once (symbolise sized it): appending a Frame literal
+// copied all 64 bytes of it, through the write barrier while the
+// collector marks. A name is written once into the names' text.
 func (fn *frameNamer) unresolvedAll(p *Profile, addrs []uint64) {
 	fi := len(p.Frames)
 	p.Frames = slices.Grow(p.Frames, len(addrs))[:fi+len(addrs)]
