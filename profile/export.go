@@ -416,8 +416,8 @@ func compareFoldedToken(a []byte, moreA bool, b []byte, moreB bool) int {
 }
 
 // WritePprof writes the profile as a gzipped pprof protocol buffer, the
-// profile Weighted.Pprof builds, encoded directly (see pprofenc.go): stored
-// up to 32 KB, compressed without state beyond (writeGzip).
+// profile Weighted.Pprof builds, encoded directly (see pprofenc.go): one
+// stored block up to 64 KB, compressed without state beyond (writeGzip).
 func WritePprof(w io.Writer, wp *Weighted) error {
 	raw, err := wp.appendPprof(make([]byte, gzipHeadRoom))
 	if err != nil {

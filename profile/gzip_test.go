@@ -9,7 +9,8 @@ import (
 )
 
 // writeGzip's output reads back with compress/gzip at every size: empty,
-// one stored block, several, the block limit, and compressed.
+// one stored block up to the block limit, and compressed beyond. Up to
+// storedGzipMax the stream is one stored block: the data at a fixed place.
 func TestWriteGzip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 100, 0xFFFF - 1, 0xFFFF, 0xFFFF + 1, storedGzipMax, storedGzipMax + 1, 3*0xFFFF + 7} {
@@ -17,24 +18,29 @@ func TestWriteGzip(t *testing.T) {
 		for i := range data {
 			data[i] = byte(rng.IntN(16)) // compressible
 		}
-		for _, write := range []func(io.Writer, []byte) error{writeGzip, writeStoredGzip} {
-			var buf bytes.Buffer
-			if err := write(&buf, data); err != nil {
-				t.Fatal(err)
-			}
-			zr, err := gzip.NewReader(&buf)
-			if err != nil {
-				t.Fatalf("%d bytes: %v", n, err)
-			}
-			back, err := io.ReadAll(zr)
-			if err != nil || !bytes.Equal(back, data) {
-				t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
-			}
-			// RFC 1952: MTIME 0 means no time is recorded. Any other
-			// value is one gunzip -N would give the unpacked file.
-			if !zr.ModTime.IsZero() {
-				t.Errorf("%d bytes: the gzip header records the time %v, want none (MTIME 0)", n, zr.ModTime)
-			}
+		var buf bytes.Buffer
+		if err := writeGzip(&buf, data); err != nil {
+			t.Fatal(err)
+		}
+		stream := bytes.Clone(buf.Bytes())
+		if n <= storedGzipMax && (len(stream) != gzipHeadRoom+n+8 || !bytes.Equal(stream[gzipHeadRoom:gzipHeadRoom+n], data)) {
+			t.Errorf("%d bytes: wrote %d bytes, want one stored block of %d", n, len(stream), gzipHeadRoom+n+8)
+		}
+		if n > storedGzipMax && len(stream) >= n {
+			t.Errorf("%d bytes of 16 symbols: wrote %d bytes, want them compressed", n, len(stream))
+		}
+		zr, err := gzip.NewReader(&buf)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		back, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(back, data) {
+			t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
+		}
+		// RFC 1952: MTIME 0 means no time is recorded. Any other
+		// value is one gunzip -N would give the unpacked file.
+		if !zr.ModTime.IsZero() {
+			t.Errorf("%d bytes: the gzip header records the time %v, want none (MTIME 0)", n, zr.ModTime)
 		}
 		// writeGzipAfter writes the same bytes as writeGzip, the data
 		// after room for the headers.
