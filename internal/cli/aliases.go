@@ -29,9 +29,9 @@ var verbAliases = []struct{ command, verb, tool string }{
 // instance of the command it stands for (its own flags), renamed.
 func addAliases(e *env, root *cobra.Command) {
 	build := func(name string) *cobra.Command {
-		for _, f := range commands {
-			if c := f(e); c.Name() == name {
-				return c
+		for _, c := range commands {
+			if c.name == name {
+				return c.build(e)
 			}
 		}
 		return nil
@@ -41,8 +41,11 @@ func addAliases(e *env, root *cobra.Command) {
 	}
 	for _, a := range verbAliases {
 		parent := findChild(root, a.command)
+		if parent == nil || findChild(parent, a.verb) != nil {
+			continue
+		}
 		alias := build(a.command)
-		if parent == nil || alias == nil || findChild(parent, a.verb) != nil {
+		if alias == nil {
 			continue
 		}
 		alias.Use = a.verb + strings.TrimPrefix(alias.Use, a.command)

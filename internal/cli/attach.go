@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newAttachCmd) }
+func init() { register("attach", newAttachCmd) }
 
 // attachOptions are the flags of 'clrdiag attach'.
 type attachOptions struct {

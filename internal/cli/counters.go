@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newCountersCmd) }
+func init() { register("counters", newCountersCmd) }
 
 func newCountersCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{

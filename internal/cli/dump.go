@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newDumpCmd) }
+func init() { register("dump", newDumpCmd) }
 
 var dumpTypes = map[string]ipc.DumpType{
 	"full": ipc.DumpFull, "heap": ipc.DumpWithHeap, "mini": ipc.DumpNormal, "triage": ipc.DumpTriage,

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newEnvCmd) }
+func init() { register("env", newEnvCmd) }
 
 func newEnvCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()

@@ -22,14 +22,16 @@ import (
 // (gcdump_collect.go, gcdump_report.go, gcdump_paths.go, gcdump_diff.go,
 // gcdump_convert.go; 'gcdump ps' comes from aliases.go), each added with
 //
-//	func init() { registerGCDump(newGCDumpXxxCmd) }
-func init() { register(newGCDumpCmd) }
+//	func init() { registerGCDump("xxx", newGCDumpXxxCmd) }
+func init() { register("gcdump", newGCDumpCmd) }
 
 // gcdumpCommands are the gcdump subcommand constructors, filled by init
 // functions and never changed after program start.
-var gcdumpCommands []func(*env) *cobra.Command
+var gcdumpCommands []command
 
-func registerGCDump(f func(*env) *cobra.Command) { gcdumpCommands = append(gcdumpCommands, f) }
+func registerGCDump(name string, f func(*env) *cobra.Command) {
+	gcdumpCommands = append(gcdumpCommands, command{name, f})
+}
 
 func newGCDumpCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -45,8 +47,8 @@ func newGCDumpCmd(e *env) *cobra.Command {
 			"  clrdiag gcdump diff before.gcdump after.gcdump      # what grew\n" +
 			"  clrdiag gcdump paths after.gcdump --type MyApp.Item # what holds it",
 	}
-	for _, add := range gcdumpCommands {
-		cmd.AddCommand(add(e))
+	for _, c := range reachable(gcdumpCommands, e.argsAfter("gcdump")) {
+		cmd.AddCommand(c.build(e))
 	}
 	return cmd
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/safefile"
 )
 
-func init() { registerGCDump(newGCDumpCollectCmd) }
+func init() { registerGCDump("collect", newGCDumpCollectCmd) }
 
 func newGCDumpCollectCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()

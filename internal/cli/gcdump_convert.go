@@ -13,7 +13,7 @@ import (
 	"github.com/clrdiag/clrdiag/profile"
 )
 
-func init() { registerGCDump(newGCDumpConvertCmd) }
+func init() { registerGCDump("convert", newGCDumpConvertCmd) }
 
 // gcdumpFormat finds a format of package profile that fits a heap: one
 // that does not draw time.

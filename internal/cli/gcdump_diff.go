@@ -8,7 +8,7 @@ import (
 	"github.com/clrdiag/clrdiag/gcdump"
 )
 
-func init() { registerGCDump(newGCDumpDiffCmd) }
+func init() { registerGCDump("diff", newGCDumpDiffCmd) }
 
 func newGCDumpDiffCmd(e *env) *cobra.Command {
 	var top int

@@ -9,7 +9,7 @@ import (
 	"github.com/clrdiag/clrdiag/gcdump"
 )
 
-func init() { registerGCDump(newGCDumpPathsCmd) }
+func init() { registerGCDump("paths", newGCDumpPathsCmd) }
 
 func newGCDumpPathsCmd(e *env) *cobra.Command {
 	src := gcdumpSource{tf: e.targetFlags()}

@@ -8,7 +8,7 @@ import (
 	"github.com/clrdiag/clrdiag/gcdump"
 )
 
-func init() { registerGCDump(newGCDumpReportCmd) }
+func init() { registerGCDump("report", newGCDumpReportCmd) }
 
 func newGCDumpReportCmd(e *env) *cobra.Command {
 	src := gcdumpSource{tf: e.targetFlags()}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newInfoCmd) }
+func init() { register("info", newInfoCmd) }
 
 type infoJSON struct {
 	PID                  uint64 `json:"pid"`

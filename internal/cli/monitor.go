@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newMonitorCmd) }
+func init() { register("monitor", newMonitorCmd) }
 
 // monitorAddr turns --urls (http://host:port, https://host:port, or
 // host:port) into a listen address; tls tells whether https was asked for.

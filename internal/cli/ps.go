@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newPSCmd) }
+func init() { register("ps", newPSCmd) }
 
 type psEntry struct {
 	PID          int    `json:"pid"`

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newResumeCmd) }
+func init() { register("resume", newResumeCmd) }
 
 func newResumeCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()

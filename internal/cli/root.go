@@ -81,11 +81,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, args: args, ctx: ctx}
-	root := newRootCmd(e)
+	return execute(e, newRootCmd(e))
+}
+
+// execute runs the command line e.args with the tree root and returns the
+// exit status.
+func execute(e *env, root *cobra.Command) int {
+	ctx, args, stdout, stderr := e.ctx, e.args, e.stdout, e.stderr
 	args = colonBools(root, args)
 	e.args = args
 	root.SetArgs(args)
-	root.SetIn(stdin)
+	root.SetIn(e.stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
@@ -144,18 +150,69 @@ func newRootCmd(e *env) *cobra.Command {
 		}
 		return nil
 	}
-	for _, add := range commands {
-		root.AddCommand(add(e))
+	cmds := reachable(commands, e.args)
+	if len(e.args) == 1 && (e.args[0] == "--version" || e.args[0] == "-v") {
+		// Only the version is asked for: no command is needed.
+		cmds = nil
+	}
+	for _, c := range cmds {
+		root.AddCommand(c.build(e))
 	}
 	addAliases(e, root)
 	setupTree(e, root)
-	registerCompletions(e, root)
+	if completionRequest(e.args) {
+		registerCompletions(e, root)
+	}
 	return root
 }
 
-// commands is the list of subcommand constructors, one per file. It is
+// command is a subcommand: its name (the first word of its Use) and its
+// constructor.
+type command struct {
+	name  string
+	build func(*env) *cobra.Command
+}
+
+// commands is the list of top-level subcommands, one per file. It is
 // filled in by init functions of the subcommand files so that each file is
 // self-contained; it is never mutated after program start.
-var commands []func(*env) *cobra.Command
+var commands []command
 
-func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
+func register(name string, f func(*env) *cobra.Command) {
+	commands = append(commands, command{name, f})
+}
+
+// reachable returns the commands of cmds (the subcommands of one parent) a
+// command line can use, given its arguments after the parent's name, so
+// that an invocation builds only the part of the tree it runs (building
+// every command, with its flags and help, was most of the cost of a small
+// command): the command args[0] names, with everything below it; every
+// command otherwise, since the parent's help, its "unknown command"
+// suggestions, shell completion and flags written before the command look
+// at all of them.
+func reachable(cmds []command, args []string) []command {
+	if len(args) > 0 {
+		for _, c := range cmds {
+			if c.name == args[0] {
+				return []command{c}
+			}
+		}
+	}
+	return cmds
+}
+
+// argsAfter returns the command line after its first word when that word
+// is name (the arguments of the top-level command name), else nil.
+func (e *env) argsAfter(name string) []string {
+	if len(e.args) > 0 && e.args[0] == name {
+		return e.args[1:]
+	}
+	return nil
+}
+
+// completionRequest reports whether args is a request of the shell
+// completion scripts (cobra's hidden __complete command), the only use of
+// the flag value completions.
+func completionRequest(args []string) bool {
+	return len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/clrdiag/clrdiag/stacks"
 )
 
-func init() { register(newStackCmd) }
+func init() { register("stack", newStackCmd) }
 
 func newStackCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()

@@ -11,9 +11,9 @@ import (
 )
 
 func init() {
-	register(newStartupProfilerCmd)
-	register(newStartupHookCmd)
-	register(newPerfMapCmd)
+	register("startup-profiler", newStartupProfilerCmd)
+	register("startup-hook", newStartupHookCmd)
+	register("perfmap", newPerfMapCmd)
 }
 
 // suspendedHint explains the refusals of the startup-time commands: a

@@ -6,14 +6,16 @@ import "github.com/spf13/cobra"
 // file (trace_collect.go, trace_stream.go, trace_stats.go, trace_events.go,
 // trace_convert.go, trace_report.go, ...) and adds itself with
 //
-//	func init() { registerTrace(newTraceXxxCmd) }
-func init() { register(newTraceCmd) }
+//	func init() { registerTrace("xxx", newTraceXxxCmd) }
+func init() { register("trace", newTraceCmd) }
 
 // traceCommands are the trace subcommand constructors, filled by init
 // functions and never changed after program start.
-var traceCommands []func(*env) *cobra.Command
+var traceCommands []command
 
-func registerTrace(f func(*env) *cobra.Command) { traceCommands = append(traceCommands, f) }
+func registerTrace(name string, f func(*env) *cobra.Command) {
+	traceCommands = append(traceCommands, command{name, f})
+}
 
 func newTraceCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -22,8 +24,8 @@ func newTraceCmd(e *env) *cobra.Command {
 		Long: "Collect EventPipe traces from a running .NET process (collect, stream) and read\n" +
 			"nettrace/netperf files (stats, events, convert, report).",
 	}
-	for _, add := range traceCommands {
-		cmd.AddCommand(add(e))
+	for _, c := range reachable(traceCommands, e.argsAfter("trace")) {
+		cmd.AddCommand(c.build(e))
 	}
 	return cmd
 }

@@ -27,7 +27,7 @@ import (
 	"golang.org/x/term"
 )
 
-func init() { registerTrace(newTraceCollectCmd) }
+func init() { registerTrace("collect", newTraceCollectCmd) }
 
 // sessionFlags are the options that configure an EventPipe session, shared
 // by trace collect and trace stream (names as in dotnet-trace).

@@ -18,8 +18,8 @@ import (
 )
 
 func init() {
-	registerTrace(newTraceConvertCmd)
-	registerTrace(newTraceReportCmd)
+	registerTrace("convert", newTraceConvertCmd)
+	registerTrace("report", newTraceReportCmd)
 }
 
 type profileFlags struct {

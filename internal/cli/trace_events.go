@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { registerTrace(newTraceEventsCmd) }
+func init() { registerTrace("events", newTraceEventsCmd) }
 
 // eventFilter selects events by provider and by event id or name. Values of
 // one kind are alternatives; the two kinds must both match when given. It

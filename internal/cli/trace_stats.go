@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { registerTrace(newTraceStatsCmd) }
+func init() { registerTrace("stats", newTraceStatsCmd) }
 
 // traceStats is the JSON form of clrdiag trace stats.
 type traceStats struct {

@@ -16,8 +16,8 @@ import (
 )
 
 func init() {
-	registerTrace(newTraceStreamCmd)
-	registerTrace(newTraceListProfilesCmd)
+	registerTrace("stream", newTraceStreamCmd)
+	registerTrace("list-profiles", newTraceListProfilesCmd)
 }
 
 func newTraceStreamCmd(e *env) *cobra.Command {

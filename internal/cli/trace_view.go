@@ -17,7 +17,7 @@ import (
 	"github.com/clrdiag/clrdiag/viewer"
 )
 
-func init() { registerTrace(newTraceViewCmd) }
+func init() { registerTrace("view", newTraceViewCmd) }
 
 // isHeapSnapshot tells whether FILE is a heap snapshot (.gcdump) rather
 // than a trace.

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newVersionCmd) }
+func init() { register("version", newVersionCmd) }
 
 // versionString is the version 'clrdiag --version' and 'clrdiag version'
 // print: the module version, then the VCS revision, its time and whether
