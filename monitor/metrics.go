@@ -79,6 +79,7 @@ type procMetrics struct {
 // each series.
 type collector struct {
 	s      *Server
+	desc   collectorDescs
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -261,21 +262,30 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 // collector is unchecked.
 func (c *collector) Describe(chan<- *prometheus.Desc) {}
 
-var (
-	scrapeErrorsDesc = prometheus.NewDesc("clrdiag_scrape_errors",
-		"Processes whose counters session is failing (see clrdiag_collector_up).", nil, nil)
-	collectorUpDesc = prometheus.NewDesc("clrdiag_collector_up",
-		"1 while the process's counters session is open, 0 while it is being (re)opened after an error.",
-		[]string{"pid", "process_name"}, nil)
-	collectorErrorsDesc = prometheus.NewDesc("clrdiag_collector_errors_total",
-		"Counters sessions of the process that could not be opened, broke or stalled.",
-		[]string{"pid", "process_name"}, nil)
-	seriesDroppedDesc = prometheus.NewDesc("clrdiag_collector_series_dropped_total",
-		"Samples dropped because the process has more than MaxSeriesPerProcess (1000) time series.",
-		[]string{"pid", "process_name"}, nil)
-	discoveryUpDesc = prometheus.NewDesc("clrdiag_discovery_up",
-		"1 when the last process discovery succeeded.", nil, nil)
-)
+// collectorDescs describe the collector's own metrics. They are made with
+// the collector, not at program start (which every clrdiag command would
+// pay).
+type collectorDescs struct {
+	scrapeErrors, collectorUp, collectorErrors, seriesDropped, discoveryUp *prometheus.Desc
+}
+
+func newCollectorDescs() collectorDescs {
+	return collectorDescs{
+		scrapeErrors: prometheus.NewDesc("clrdiag_scrape_errors",
+			"Processes whose counters session is failing (see clrdiag_collector_up).", nil, nil),
+		collectorUp: prometheus.NewDesc("clrdiag_collector_up",
+			"1 while the process's counters session is open, 0 while it is being (re)opened after an error.",
+			[]string{"pid", "process_name"}, nil),
+		collectorErrors: prometheus.NewDesc("clrdiag_collector_errors_total",
+			"Counters sessions of the process that could not be opened, broke or stalled.",
+			[]string{"pid", "process_name"}, nil),
+		seriesDropped: prometheus.NewDesc("clrdiag_collector_series_dropped_total",
+			"Samples dropped because the process has more than MaxSeriesPerProcess (1000) time series.",
+			[]string{"pid", "process_name"}, nil),
+		discoveryUp: prometheus.NewDesc("clrdiag_discovery_up",
+			"1 when the last process discovery succeeded.", nil, nil),
+	}
+}
 
 // Collect implements prometheus.Collector from the collector's state; it
 // never talks to a process. A series whose name clashes with another family
@@ -299,10 +309,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			failed++
 		}
 		pid := strconv.Itoa(pm.p.PID)
-		ch <- prometheus.MustNewConstMetric(collectorUpDesc, prometheus.GaugeValue, up, pid, pm.p.Name)
-		ch <- prometheus.MustNewConstMetric(collectorErrorsDesc, prometheus.CounterValue, float64(pm.errors), pid, pm.p.Name)
+		ch <- prometheus.MustNewConstMetric(c.desc.collectorUp, prometheus.GaugeValue, up, pid, pm.p.Name)
+		ch <- prometheus.MustNewConstMetric(c.desc.collectorErrors, prometheus.CounterValue, float64(pm.errors), pid, pm.p.Name)
 		if pm.seriesDropped > 0 {
-			ch <- prometheus.MustNewConstMetric(seriesDroppedDesc, prometheus.CounterValue, float64(pm.seriesDropped), pid, pm.p.Name)
+			ch <- prometheus.MustNewConstMetric(c.desc.seriesDropped, prometheus.CounterValue, float64(pm.seriesDropped), pid, pm.p.Name)
 		}
 		for _, ms := range pm.series {
 			f := ms.fam
@@ -321,11 +331,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, float64(failed))
+	ch <- prometheus.MustNewConstMetric(c.desc.scrapeErrors, prometheus.GaugeValue, float64(failed))
 	if c.discoveryErr != nil {
-		ch <- prometheus.MustNewConstMetric(discoveryUpDesc, prometheus.GaugeValue, 0)
+		ch <- prometheus.MustNewConstMetric(c.desc.discoveryUp, prometheus.GaugeValue, 0)
 	} else if c.discovered {
-		ch <- prometheus.MustNewConstMetric(discoveryUpDesc, prometheus.GaugeValue, 1)
+		ch <- prometheus.MustNewConstMetric(c.desc.discoveryUp, prometheus.GaugeValue, 1)
 	}
 }
 

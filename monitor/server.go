@@ -192,7 +192,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger, guard: g}
 	s.registerRoutes() // routes.go: the table GET / lists
 	if !cfg.NoMetrics {
-		c := &collector{s: s}
+		c := &collector{s: s, desc: newCollectorDescs()}
 		if err := s.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}

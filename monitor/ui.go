@@ -32,16 +32,14 @@ const (
 //go:embed ui
 var uiFiles embed.FS
 
-var (
-	uiStatic = func() fs.FS {
-		sub, err := fs.Sub(uiFiles, "ui/static")
-		if err != nil {
-			panic(err)
-		}
-		return sub
-	}()
-	uiPages = template.Must(template.ParseFS(uiFiles, "ui/*.html"))
-)
+// uiStatic is the dashboard's static files.
+func uiStatic() fs.FS {
+	sub, err := fs.Sub(uiFiles, "ui/static")
+	if err != nil {
+		panic(err) // a fixed, valid path in the embedded files
+	}
+	return sub
+}
 
 // uiSession is one signed-in browser.
 type uiSession struct {
@@ -56,6 +54,9 @@ type ui struct {
 	s     *Server
 	token string // the login link's token; "" with NoAuth
 	mux   *http.ServeMux
+	// pages are the HTML templates, parsed by newUI rather than at program
+	// start, which every clrdiag command would pay.
+	pages *template.Template
 
 	mu       sync.Mutex
 	sessions map[string]*uiSession
@@ -68,7 +69,8 @@ type ui struct {
 }
 
 func newUI(s *Server) *ui {
-	u := &ui{s: s, mux: http.NewServeMux(), sessions: map[string]*uiSession{}, versions: map[int]versionEntry{}}
+	u := &ui{s: s, mux: http.NewServeMux(), sessions: map[string]*uiSession{}, versions: map[int]versionEntry{},
+		pages: template.Must(template.ParseFS(uiFiles, "ui/*.html"))}
 	if !s.cfg.NoAuth {
 		u.token = rand.Text()
 	}
@@ -79,7 +81,7 @@ func newUI(s *Server) *ui {
 	m.HandleFunc("GET /ui/login", u.loginPage)
 	m.HandleFunc("POST /ui/login", u.login)
 	m.HandleFunc("POST /ui/logout", u.logout)
-	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(uiStatic)))
+	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(uiStatic())))
 	m.HandleFunc("GET /ui/api/processes", u.processes)
 	m.HandleFunc("GET /ui/api/processes/{pid}/counters", u.counters)
 	m.HandleFunc("GET /ui/api/processes/{pid}/stacks", u.stacks)
@@ -273,7 +275,7 @@ func (u *ui) renderLogin(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Security-Policy", pageCSP)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = uiPages.ExecuteTemplate(w, "login.html", loginArgs{Error: msg})
+	_ = u.pages.ExecuteTemplate(w, "login.html", loginArgs{Error: msg})
 }
 
 type indexArgs struct {
@@ -288,5 +290,5 @@ func (u *ui) index(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Security-Policy", pageCSP)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = uiPages.ExecuteTemplate(w, "index.html", args)
+	_ = u.pages.ExecuteTemplate(w, "index.html", args)
 }

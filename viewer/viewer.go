@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -157,7 +156,10 @@ func redirect(w http.ResponseWriter, r *http.Request, to string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-var noGraphvizPage = template.Must(template.New("graph").Parse(`<!DOCTYPE html>
+// noGraphvizHTML is the page shown when the graph view cannot be drawn. It
+// is parsed when shown, not at program start (which every clrdiag command
+// would pay).
+const noGraphvizHTML = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Graph view needs Graphviz</title>
 <style>body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;line-height:1.5}code{background:#eee;padding:0 .2em}</style>
 </head><body>
@@ -166,12 +168,13 @@ var noGraphvizPage = template.Must(template.New("graph").Parse(`<!DOCTYPE html>
 <p>Install it (Debian and Ubuntu: <code>apt-get install graphviz</code>; Fedora: <code>dnf install graphviz</code>; macOS: <code>brew install graphviz</code>) and reload this page. The other views do not need it:</p>
 <ul><li><a href="./flamegraph">Flame graph</a></li><li><a href="./top">Top</a></li><li><a href="./peek">Peek</a></li><li><a href="./source">Source</a></li></ul>
 </body></html>
-`))
+`
 
 func noGraphviz(w http.ResponseWriter, err error) {
+	page := template.Must(template.New("graph").Parse(noGraphvizHTML))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusNotImplemented)
-	_ = noGraphvizPage.Execute(w, err.Error())
+	_ = page.Execute(w, err.Error())
 }
 
 // fetcher hands the driver the profile. The empty source name marks it as
@@ -211,13 +214,13 @@ type quietUI struct{ w io.Writer }
 
 func (quietUI) ReadLine(string) (string, error) { return "", io.EOF }
 
-// serving matches the driver's "Serving web UI on http://127.0.0.1:0",
-// which names no real address.
-var serving = regexp.MustCompile(`^Serving web UI on `)
+// servingPrefix starts the driver's "Serving web UI on
+// http://127.0.0.1:0", which names no real address.
+const servingPrefix = "Serving web UI on "
 
 func (u quietUI) Print(args ...any) {
 	msg := fmt.Sprint(args...)
-	if !serving.MatchString(msg) {
+	if !strings.HasPrefix(msg, servingPrefix) {
 		u.line(msg)
 	}
 }
