@@ -21,8 +21,10 @@ type ReaderConfig struct {
 	MaxBlockSize int
 	// BufferSize is the size of the read buffer over the source (default
 	// 4 KiB: it holds block headers and small blocks; the rest of a larger
-	// block is read straight into the block buffer, and a small buffer
-	// keeps the setup of a small file cheap).
+	// block is read straight into the block buffer). The buffer starts at
+	// 512 bytes (or BufferSize if less) and grows to BufferSize once the
+	// stream has passed BufferSize bytes, so a stream smaller than that,
+	// such as a trace of a few events, never allocates the full buffer.
 	BufferSize int
 
 	// The limits below bound what a Reader keeps between blocks. A file's
@@ -74,6 +76,9 @@ type Stats struct {
 type Reader struct {
 	br  *bufio.Reader
 	off int64 // bytes consumed from br
+	// in is the source under br while br is its small starting buffer,
+	// and after growBuffer when that buffer held bytes.
+	in  startSource
 	cfg ReaderConfig
 	hdr Header
 
@@ -83,11 +88,13 @@ type Reader struct {
 	// compressed: the current event block's headers are compressed
 	// (here, in the padding of the bools above).
 	compressed bool
-	err        error // sticky error (returned after pending events)
+	// small: br is the small starting buffer (see growBuffer).
+	small bool
+	err   error // sticky error (returned after pending events)
 
-	goodEnd int64     // stream offset just past the last complete block
-	buf     []byte    // reused block buffer
-	scratch [256]byte // small reads (escapes through io.Reader, so kept here)
+	goodEnd int64    // stream offset just past the last complete block
+	buf     []byte   // reused block buffer
+	scratch [64]byte // small reads (escapes through io.Reader, so kept here)
 
 	// current event block
 	blk    []byte
@@ -231,11 +238,16 @@ func NewReaderConfig(r io.Reader, cfg ReaderConfig) (*Reader, error) {
 		cfg.BufferSize = 4 << 10
 	}
 	rd := &Reader{
-		br:      bufio.NewReaderSize(r, cfg.BufferSize),
 		cfg:     cfg,
 		seqs:    make(map[uint64]uint32),
 		metaMap: make(map[uint32]*Metadata),
 		skipMin: math.MaxInt64, skipMax: math.MinInt64,
+	}
+	if cfg.BufferSize > startBufferSize {
+		rd.in.src, rd.small = r, true
+		rd.br = bufio.NewReaderSize(&rd.in, startBufferSize)
+	} else {
+		rd.br = bufio.NewReaderSize(r, cfg.BufferSize)
 	}
 	rd.metaIdx = &rd.metaIdxOwn
 	if err := rd.readStreamHeader(); err != nil {
@@ -345,6 +357,52 @@ func (r *Reader) All() iter.Seq2[*Event, error] {
 // ---------------------------------------------------------------------------
 // low-level input
 
+// startBufferSize is the size of the read buffer a Reader starts with. The
+// buffer grows to ReaderConfig.BufferSize once the stream has passed that
+// many bytes: a trace of a few events is decoded in about the time it takes
+// to allocate and zero a 4 KiB buffer, so it does not get one.
+const startBufferSize = 512
+
+// startSource is the source under the small starting buffer. It records
+// the source's error, so the buffer is not replaced while it holds one
+// the source returned with data, and after growBuffer it first returns
+// the bytes the small buffer held.
+type startSource struct {
+	src  io.Reader
+	held []byte
+	err  error
+}
+
+func (s *startSource) Read(p []byte) (int, error) {
+	if len(s.held) > 0 {
+		n := copy(p, s.held)
+		s.held = s.held[n:]
+		return n, nil
+	}
+	n, err := s.src.Read(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// growBuffer replaces the small starting buffer by one of cfg.BufferSize
+// once the stream has passed that size (called before each block). The
+// bytes the small buffer holds are read first; a source that has returned
+// an error keeps the small buffer, which returns that error in its turn.
+func (r *Reader) growBuffer() {
+	r.small = false
+	if r.in.err != nil {
+		return
+	}
+	r.in.held, _ = r.br.Peek(r.br.Buffered()) // the small buffer is dropped
+	if len(r.in.held) == 0 {
+		r.br = bufio.NewReaderSize(r.in.src, r.cfg.BufferSize)
+		return
+	}
+	r.br = bufio.NewReaderSize(&r.in, r.cfg.BufferSize)
+}
+
 func (r *Reader) errAt(off int64, cause error, format string, args ...any) error {
 	return &FormatError{Offset: off, Msg: fmt.Sprintf(format, args...), Err: cause}
 }
@@ -402,6 +460,9 @@ func (r *Reader) skip(n int, what, what2 string) error {
 // than the stream holds. On a short read it returns the bytes it got and a
 // truncation error.
 func (r *Reader) readBlock(n int, what, what2 string) ([]byte, error) {
+	if r.small && r.off >= int64(r.cfg.BufferSize) {
+		r.growBuffer()
+	}
 	// The buffer keeps fastMargin bytes of capacity past the block for
 	// ReadEvent's fast path.
 	if n+fastMargin <= cap(r.buf) {
@@ -508,7 +569,14 @@ func (r *Reader) readObjectHeader() (name string, version int32, err error) {
 	if n < 0 || n > 256 {
 		return "", 0, r.errAt(r.off-4, nil, "object type name length %d is out of range (0..256)", n)
 	}
-	nb := r.scratch[:n]
+	// Known names fit the scratch buffer; a longer one (up to 256 bytes)
+	// gets its own, rather than growing every Reader for it.
+	var nb []byte
+	if int(n) <= len(r.scratch) {
+		nb = r.scratch[:n]
+	} else {
+		nb = make([]byte, n)
+	}
 	if err := r.readSmall(nb, "object type name"); err != nil {
 		return "", 0, err
 	}
