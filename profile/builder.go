@@ -581,6 +581,25 @@ func (b *Builder) decodeFailed(err error) {
 // Add feeds one event. It never fails: payloads that do not decode are
 // counted in Profile.DecodeErrors and otherwise ignored.
 func (b *Builder) Add(ev *nettrace.Event) {
+	if b.isSample(ev) {
+		b.addSample(ev)
+		return
+	}
+	b.add(ev)
+}
+
+// isSample reports whether ev is a sample of a kind classified already,
+// which addSample takes whole, time range included; add takes the other
+// events. The loops that read a trace call them directly rather than
+// Add, which is not inlined: a call less per sample, the most frequent
+// event of a time profile, and no frame of Add's own.
+func (b *Builder) isSample(ev *nettrace.Event) bool {
+	md := ev.Metadata
+	return md != nil && uint(md.Index()) < uint(len(b.byIndex)) && b.byIndex[md.Index()] == kindSample
+}
+
+// add is Add for the events other than those isSample reports.
+func (b *Builder) add(ev *nettrace.Event) {
 	md := ev.Metadata
 	if md == nil {
 		return
@@ -600,9 +619,6 @@ func (b *Builder) Add(ev *nettrace.Event) {
 	if i := md.Index(); uint(i) < uint(len(b.byIndex)) {
 		switch kind = b.byIndex[i]; kind {
 		case kindOther:
-			return
-		case kindSample:
-			b.addSample(ev)
 			return
 		case kindAllocTick:
 			b.addAllocTick(ev, uint8(min(md.Version, 255)))
@@ -766,7 +782,16 @@ func (b *Builder) countEventStack(ev *nettrace.Event, n int64) {
 	b.eventStack[st] += n
 }
 
+// addSample adds a sample event, and its timestamp to the time range
+// (as Add does for the other events).
 func (b *Builder) addSample(ev *nettrace.Event) {
+	ts := ev.Timestamp
+	if ts > b.maxTS {
+		b.maxTS = ts
+	}
+	if ts < b.minTS {
+		b.minTS = ts
+	}
 	// The thread changes with nearly every sample: the cache is looked up
 	// here, and no pointer is stored per sample (a store runs the
 	// collector's write barrier while it marks).
@@ -793,7 +818,6 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		t.sampled = true
 		b.order = append(b.order, t)
 	}
-	ts := ev.Timestamp
 	t.all++
 	// Branches rather than min and max: samples come nearly in time
 	// order, so the stores are rare.

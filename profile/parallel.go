@@ -87,7 +87,11 @@ func (b *Builder) readSerial(tr *nettrace.Reader, limit int64) (done bool, err e
 			}
 			return true, err
 		}
-		b.Add(&ev)
+		if b.isSample(&ev) { // Add, inline
+			b.addSample(&ev)
+		} else {
+			b.add(&ev)
+		}
 		if i&1023 == 0 && tr.Stats().Bytes >= limit {
 			return false, nil
 		}
@@ -104,7 +108,11 @@ func (b *Builder) readAll(tr *nettrace.Reader) error {
 	for {
 		err := tr.ReadEvent(&ev)
 		if err == nil {
-			b.Add(&ev)
+			if b.isSample(&ev) { // Add, inline
+				b.addSample(&ev)
+			} else {
+				b.add(&ev)
+			}
 			continue
 		}
 		if errors.Is(err, io.EOF) {
@@ -235,8 +243,12 @@ type eventRec struct {
 
 // Event keeps ev unless the Builder would only take its timestamp.
 func (p *convPart) Event(ev *nettrace.Event) {
-	if p.direct != nil {
-		p.direct.Add(ev)
+	if b := p.direct; b != nil {
+		if b.isSample(ev) { // Add, inline
+			b.addSample(ev)
+		} else {
+			b.add(ev)
+		}
 		return
 	}
 	md := ev.Metadata
@@ -363,7 +375,11 @@ func (b *Builder) mergePart(p *convPart) error {
 			b.countEventStack(ev, int64(r.n))
 			continue
 		}
-		b.Add(ev)
+		if b.isSample(ev) { // Add, inline
+			b.addSample(ev)
+		} else {
+			b.add(ev)
+		}
 	}
 	return nil
 }
