@@ -130,7 +130,10 @@ type Builder struct {
 	// its own): with them the Builder, 760 bytes, is an allocation of 768
 	// (the next size class). A field added to the Builder costs 128 bytes
 	// a conversion unless it fits in these 8 bytes or this word.
-	truncated                bool // the timeline reached Config.MaxTimelineRuns
+	// noRuns: the timeline takes no more runs, as there is none
+	// (Config.Timeline unset) or it reached Config.MaxTimelineRuns (see
+	// truncated); one test per sample for both.
+	noRuns                   bool
 	rundown                  bool
 	suspending, suspendForGC bool
 	// cappedStacks and cappedAddrs are CapStats.Stacks and Addresses.
@@ -434,6 +437,7 @@ func NewBuilder(h nettrace.Header, cfg Config) *Builder {
 		cfg: cfg, hdr: h,
 		overCap: -1,
 		minTS:   math.MaxInt64, maxTS: math.MinInt64,
+		noRuns: !cfg.Timeline,
 	}
 	b.gc.Reasons = make(map[string]int64)
 	if len(cfg.Threads) > 0 {
@@ -570,6 +574,9 @@ func (b *Builder) runtimeProvider(md *nettrace.Metadata) bool {
 	}
 	return false
 }
+
+// truncated reports whether the timeline reached Config.MaxTimelineRuns.
+func (b *Builder) truncated() bool { return b.cfg.Timeline && b.noRuns }
 
 func (b *Builder) decodeFailed(err error) {
 	b.decodeErrors++
@@ -782,16 +789,10 @@ func (b *Builder) countEventStack(ev *nettrace.Event, n int64) {
 	b.eventStack[st] += n
 }
 
-// addSample adds a sample event, and its timestamp to the time range
-// (as Add does for the other events).
+// addSample adds a sample event, and its timestamp to the time range (as
+// Add does for the other events): through its thread's first and last,
+// which Finish takes in, or in firstSample for a sample that stops there.
 func (b *Builder) addSample(ev *nettrace.Event) {
-	ts := ev.Timestamp
-	if ts > b.maxTS {
-		b.maxTS = ts
-	}
-	if ts < b.minTS {
-		b.minTS = ts
-	}
 	// The thread changes with nearly every sample: the cache is looked up
 	// here, and no pointer is stored per sample (a store runs the
 	// collector's write barrier while it marks).
@@ -800,24 +801,16 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if t == nil || t.id != id {
 		t = b.thread(id)
 	}
-	if !t.kept {
-		return
-	}
 	var typ SampleKind
-	if pl := ev.Payload; len(pl) == 4 { // the whole payload: a u32 Type
+	if pl := ev.Payload; len(pl) == 4 && t.sampled { // the whole payload: a u32 Type
 		typ = SampleKind(le32(pl))
 	} else {
-		s, err := clrevents.DecodeThreadSample(pl, uint8(min(ev.Metadata.Version, 255)))
-		if err != nil {
-			b.decodeFailed(err)
+		var ok bool
+		if typ, ok = b.firstSample(t, ev); !ok {
 			return
 		}
-		typ = s.Type
 	}
-	if !t.sampled {
-		t.sampled = true
-		b.order = append(b.order, t)
-	}
+	ts := ev.Timestamp
 	t.all++
 	// Branches rather than min and max: samples come nearly in time
 	// order, so the stores are rare.
@@ -831,31 +824,34 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if !managed && b.cfg.ManagedOnly {
 		return
 	}
-	var slot int
-	if id := ev.StackID; id == t.hotID && id != 0 && ev.StackRegion == t.hotRegion {
-		slot = t.hot
-	} else if id != 0 {
-		stack, ok := b.knownStack(ev)
-		if !ok {
-			stack = b.stackOfSlow(ev)
+	// The stack id of the previous counted sample is hot's stack: its
+	// slot stays.
+	if id := ev.StackID; id != t.hotID || id == 0 || ev.StackRegion != t.hotRegion {
+		var slot int
+		if id != 0 {
+			stack, ok := b.knownStack(ev)
+			if !ok {
+				stack = b.stackOfSlow(ev)
+			}
+			if slot = t.recentStack(stack); slot < 0 {
+				slot = t.remember(stack)
+			}
+			t.hotID, t.hotRegion = id, ev.StackRegion
+		} else {
+			if slot = b.recentSlot(t, ev); slot < 0 {
+				slot = t.remember(b.intern(ev))
+			}
+			t.hotID = 0
 		}
-		if slot = t.recentStack(stack); slot < 0 {
-			slot = t.remember(stack)
+		// A change is a stack other than the previous counted sample's;
+		// the first counted sample is none: its slot, 0, is hot's zero
+		// value.
+		if slot != t.hot {
+			t.changes++
 		}
-		t.hotID, t.hotRegion = id, ev.StackRegion
-	} else {
-		if slot = b.recentSlot(t, ev); slot < 0 {
-			slot = t.remember(b.intern(ev))
-		}
-		t.hotID = 0
+		t.hot = slot
 	}
-	// A change is a stack other than the previous counted sample's; the
-	// first counted sample is none: its slot, 0, is hot's zero value.
-	if slot != t.hot {
-		t.changes++
-	}
-	t.hot = slot
-	r := &t.recent[slot]
+	r := &t.recent[t.hot]
 	stack := r.stack
 	kind := clrevents.SampleExternal
 	if managed {
@@ -867,7 +863,7 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if ts < t.firstTS || t.firstStack < 0 {
 		t.firstStack, t.firstKind, t.firstTS = stack, kind, ts
 	}
-	if !b.cfg.Timeline || b.truncated {
+	if b.noRuns {
 		return
 	}
 	sk := uint32(sampleKey(stack, kind))
@@ -878,7 +874,7 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	if b.runs >= b.cfg.MaxTimelineRuns || stack > math.MaxUint32>>2 {
-		b.truncated = true
+		b.noRuns = true
 		return
 	}
 	b.runs++
@@ -908,6 +904,35 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		return
 	}
 	t.newRun(sk, ts)
+}
+
+// firstSample is addSample for the first sample of a thread, a sample of
+// a thread not kept, and one with more than a u32 Type: it adds the
+// sample's timestamp to the time range, and reports the sample's Type
+// and whether addSample goes on with it (a thread kept, a payload that
+// decodes), then with the thread in Builder.order.
+func (b *Builder) firstSample(t *threadAcc, ev *nettrace.Event) (SampleKind, bool) {
+	ts := ev.Timestamp
+	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
+	if !t.kept {
+		return 0, false
+	}
+	var typ SampleKind
+	if pl := ev.Payload; len(pl) == 4 { // the whole payload: a u32 Type
+		typ = SampleKind(le32(pl))
+	} else {
+		s, err := clrevents.DecodeThreadSample(pl, uint8(min(ev.Metadata.Version, 255)))
+		if err != nil {
+			b.decodeFailed(err)
+			return 0, false
+		}
+		typ = s.Type
+	}
+	if !t.sampled {
+		t.sampled = true
+		b.order = append(b.order, t)
+	}
+	return typ, true
 }
 
 // noRun is threadAcc.runSK before the first run: no stackKind (a
@@ -1156,10 +1181,14 @@ func (b *Builder) Finish() *Profile {
 		Runtime:           b.runtime,
 		DecodeErrors:      b.decodeErrors,
 		FirstDecodeError:  b.firstDecodeErr,
-		TimelineTruncated: b.truncated,
+		TimelineTruncated: b.truncated(),
 		Capped:            CapStats{Stacks: b.cappedStacks, Addresses: b.cappedAddrs},
 	}
 	p.Capped.MaxStacks, p.Capped.MaxAddresses = b.cfg.MaxStacks, b.cfg.MaxAddresses
+	// The samples' time range, from their threads (addSample).
+	for _, t := range b.order {
+		b.minTS, b.maxTS = min(b.minTS, t.first), max(b.maxTS, t.last)
+	}
 	if b.minTS <= b.maxTS { // an event was added
 		p.Start = b.hdr.TimeOf(b.minTS)
 		p.Duration = b.hdr.DurationOf(b.maxTS - b.minTS)
@@ -1281,7 +1310,7 @@ func (b *Builder) Finish() *Profile {
 		// Every sample of the thread is in its timeline (if it has one),
 		// unless the timeline stopped (-1: count them).
 		samples := all
-		if b.truncated {
+		if b.truncated() {
 			samples = -1
 		}
 		b.finishTimeline(&th.Timeline, symOf, clock, samples)

@@ -565,11 +565,11 @@ func (b *Builder) endWait(thread uint64, c *contThread, start int64, d time.Dura
 	e.contention.Total += d
 	e.contention.Max = max(e.contention.Max, d)
 	e.waits.add(eventKey{thread, c.stack, -1}, int64(d), 0)
-	if !b.cfg.Timeline || b.truncated {
+	if b.noRuns {
 		return
 	}
 	if b.runs >= b.cfg.MaxTimelineRuns {
-		b.truncated = true
+		b.noRuns = true
 		return
 	}
 	b.runs++
