@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -196,32 +197,49 @@ func (d dirScan) best(pid int) (candidate, bool) {
 	return candidate{}, false
 }
 
+// scanDirBatch is how many entries scanDir reads at a time.
+const scanDirBatch = 512
+
 // scanDir lists dir once and keeps every endpoint per pid, best first. With
 // wantSockets, entries that are not sockets are ignored. A missing
 // directory is an empty result.
+//
+// The listing is read in batches and not sorted (os.ReadDir would hold and
+// sort every entry): dir is usually /tmp, which can hold tens of thousands
+// of files of which a few are endpoints, and sortCandidates orders those.
 func scanDir(dir string, wantSockets bool) (dirScan, error) {
-	ents, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return dirScan{}, nil
 		}
 		return nil, err
 	}
+	defer f.Close()
 	out := dirScan{}
-	for _, e := range ents {
-		pid, dsr, ok := parseEndpointName(e.Name())
-		if !ok {
-			continue
+	for {
+		ents, err := f.ReadDir(scanDirBatch)
+		for _, e := range ents {
+			pid, dsr, ok := parseEndpointName(e.Name())
+			if !ok {
+				continue
+			}
+			if wantSockets && e.Type()&fs.ModeSocket == 0 {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue // removed since ReadDir
+			}
+			c := candidate{path: filepath.Join(dir, e.Name()), mtime: info.ModTime(), dsrouter: dsr, info: info}
+			out[pid] = append(out[pid], c)
 		}
-		if wantSockets && e.Type()&fs.ModeSocket == 0 {
-			continue
+		if err == io.EOF {
+			break
 		}
-		info, err := e.Info()
 		if err != nil {
-			continue // removed since ReadDir
+			return nil, err
 		}
-		c := candidate{path: filepath.Join(dir, e.Name()), mtime: info.ModTime(), dsrouter: dsr, info: info}
-		out[pid] = append(out[pid], c)
 	}
 	for _, cs := range out {
 		sortCandidates(cs)
