@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,8 @@ type ui struct {
 	// pages are the HTML templates, parsed by newUI rather than at program
 	// start, which every clrdiag command would pay.
 	pages *template.Template
+	// coreclrPath is coreclrPathPattern compiled.
+	coreclrPath *regexp.Regexp
 
 	mu       sync.Mutex
 	sessions map[string]*uiSession
@@ -70,7 +73,7 @@ type ui struct {
 
 func newUI(s *Server) *ui {
 	u := &ui{s: s, mux: http.NewServeMux(), sessions: map[string]*uiSession{}, versions: map[int]versionEntry{},
-		pages: template.Must(template.ParseFS(uiFiles, "ui/*.html"))}
+		pages: template.Must(template.ParseFS(uiFiles, "ui/*.html")), coreclrPath: regexp.MustCompile(coreclrPathPattern)}
 	if !s.cfg.NoAuth {
 		u.token = rand.Text()
 	}

@@ -111,17 +111,21 @@ func (u *ui) lookupVersion(p Process) (string, error) {
 		return "", err
 	}
 	if ep, ok := p.Dialer.(transport.Endpoint); ok && ep.PID > 0 {
-		if v := versionFromMaps(ep.PID); v != "" {
+		if v := versionFromMaps(ep.PID, u.coreclrPath); v != "" {
 			return v, nil
 		}
 	}
 	return "", errors.New("the runtime does not say its version (ProcessInfo2 is .NET 5 and later) and its libcoreclr path names none")
 }
 
-var coreclrPath = regexp.MustCompile(`/Microsoft\.NETCore\.App/([0-9][^/\s]*)/libcoreclr\.(?:so|dylib)`)
+// coreclrPathPattern matches the path of a mapped libcoreclr, its first
+// submatch the runtime version. newUI compiles it (not package init, which
+// every clrdiag command would pay).
+const coreclrPathPattern = `/Microsoft\.NETCore\.App/([0-9][^/\s]*)/libcoreclr\.(?:so|dylib)`
 
-// versionFromMaps reads the runtime version from /proc/PID/maps, or "".
-func versionFromMaps(pid int) string {
+// versionFromMaps reads the runtime version from /proc/PID/maps, or "";
+// coreclrPath is coreclrPathPattern compiled.
+func versionFromMaps(pid int, coreclrPath *regexp.Regexp) string {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return ""
