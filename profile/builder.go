@@ -390,14 +390,6 @@ func (t *threadAcc) remember(stack int) int {
 	return i
 }
 
-func sampleKey(stack int, kind SampleKind) int64 {
-	k := int64(stack) << 1
-	if kind == clrevents.SampleManaged {
-		k |= 1
-	}
-	return k
-}
-
 type eventKind uint8
 
 // maxDenseIndex bounds the metadata indexes cached in a slice.
@@ -820,8 +812,12 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if ts > t.last {
 		t.last = ts
 	}
-	managed := typ == clrevents.SampleManaged
-	if !managed && b.cfg.ManagedOnly {
+	// m is 1 for a Managed sample, 0 for any other: its index in pend
+	// and its bit in a stackKind (stack<<1 | m).
+	m := 0
+	if typ == clrevents.SampleManaged {
+		m = 1
+	} else if b.cfg.ManagedOnly {
 		return
 	}
 	// The stack id of the previous counted sample is hot's stack: its
@@ -851,22 +847,16 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		}
 		t.hot = slot
 	}
-	r := &t.recent[t.hot]
+	r := &t.recent[uint(t.hot)%recentStacks] // hot is a slot: no bounds test
 	stack := r.stack
-	kind := clrevents.SampleExternal
-	if managed {
-		kind = clrevents.SampleManaged
-		r.pend[1]++
-	} else {
-		r.pend[0]++
-	}
+	r.pend[m&1]++
 	if ts < t.firstTS || t.firstStack < 0 {
-		t.firstStack, t.firstKind, t.firstTS = stack, kind, ts
+		t.firstStack, t.firstKind, t.firstTS = stack, clrevents.SampleExternal+SampleKind(m), ts
 	}
 	if b.noRuns {
 		return
 	}
-	sk := uint32(sampleKey(stack, kind))
+	sk := uint32(stack)<<1 | uint32(m) // the stackKind
 	// A run has at most math.MaxUint32 samples (its extension's count).
 	if sk == t.runSK && ts-t.runLast <= b.gapTicks && ts >= t.runLast && t.runExtra < math.MaxUint32-1 {
 		t.runLast = ts
