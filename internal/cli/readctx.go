@@ -5,7 +5,40 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
+
+// cancelable returns a reader of r whose Read returns ctx's error once ctx
+// is done, for a reader that takes no context (profile.Read). A regular
+// file's reads end, so it is read as it is with ctx checked before each
+// Read: no goroutine, no buffers, no second copy of every byte (and none
+// of interruptible's 768 KiB to allocate and clear for a 1 KB trace).
+// Anything else may block (a pipe, a terminal): it goes through
+// interruptible.
+func cancelable(ctx context.Context, r io.Reader) io.Reader {
+	if ctx == nil || ctx.Done() == nil {
+		return r
+	}
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return &ctxReader{ctx: ctx, r: f}
+		}
+	}
+	return interruptible(ctx, r)
+}
+
+// ctxReader is cancelable's reader of a regular file.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
 
 // interruptible returns a reader of r whose Read returns ctx's error as
 // soon as ctx is done, even while r blocks (standard input with nothing

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/iotest"
 )
@@ -67,3 +69,47 @@ func BenchmarkInterruptible(b *testing.B) {
 type onlyRead struct{ r io.Reader }
 
 func (o onlyRead) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// TestCancelable: a regular file is read as it is (no goroutine, no
+// buffers), and Read returns ctx's error once it is done; a pipe goes
+// through interruptible.
+func TestCancelable(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 100000)
+	path := filepath.Join(t.TempDir(), "trace")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := cancelable(ctx, f)
+	if _, ok := r.(*ctxReader); !ok {
+		t.Fatalf("regular file: got %T, want *ctxReader", r)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1000))
+	if err != nil || !bytes.Equal(b, data[:1000]) {
+		t.Fatalf("first 1000 bytes: %d bytes, err %v", len(b), err)
+	}
+	cancel()
+	if n, err := r.Read(make([]byte, 10)); n != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read after cancel: %d, %v; want 0, context.Canceled", n, err)
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	if r := cancelable(ctx2, pr); func() bool { _, ok := r.(*interruptReader); return !ok }() {
+		t.Fatalf("pipe: got %T, want *interruptReader", r)
+	}
+	if r := cancelable(context.Background(), f); r != io.Reader(f) {
+		t.Fatalf("context that never ends: got %T, want the file itself", r)
+	}
+}

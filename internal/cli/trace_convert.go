@@ -114,7 +114,7 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 	}
 	// The decoder buffers what it reads itself: no bufio on top (a second
 	// copy of every byte, and a 1 MiB buffer to clear).
-	p, err := profile.Read(interruptible(e.ctx, r), cfg)
+	p, err := profile.Read(cancelable(e.ctx, r), cfg)
 	var fe *nettrace.FormatError
 	switch {
 	case interruptedError(e.ctx, name, err) != nil:
