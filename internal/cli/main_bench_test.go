@@ -19,6 +19,9 @@ func BenchmarkMain(b *testing.B) {
 		{"version", []string{"--version"}},
 		{"events-limit-1", []string{"trace", "events", "--limit", "1", hot}},
 		{"help", []string{"--help"}},
+		{"stats", []string{"trace", "stats", hot}},
+		{"report", []string{"trace", "report", hot}},
+		{"convert-folded", []string{"trace", "convert", hot, "-f", "folded", "-o", "-"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
