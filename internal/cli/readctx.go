@@ -19,12 +19,21 @@ func cancelable(ctx context.Context, r io.Reader) io.Reader {
 	if ctx == nil || ctx.Done() == nil {
 		return r
 	}
-	if f, ok := r.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return &ctxReader{ctx: ctx, r: f}
-		}
+	if isRegularFile(r) {
+		return &ctxReader{ctx: ctx, r: r}
 	}
 	return interruptible(ctx, r)
+}
+
+// isRegularFile reports whether r is an *os.File of a regular file, whose
+// reads end: it needs none of interruptible's goroutine.
+func isRegularFile(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // ctxReader is cancelable's reader of a regular file.

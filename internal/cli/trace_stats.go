@@ -101,7 +101,7 @@ func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	// small reads and reads blocks straight into its block buffers, one
 	// copy instead of two). Anything else may block: read it through
 	// interruptible so that a Ctrl-C stops the command.
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+	if isRegularFile(f) {
 		return f, path, func() { f.Close() }, nil
 	}
 	return interruptible(e.ctx, f), path, func() { f.Close() }, nil
