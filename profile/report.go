@@ -196,17 +196,17 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		r.Notes = []string{}
 	}
 	// Per frame (byFrame[f+1]; byFrame[0] is the empty stack's): the
-	// inclusive samples of the measure (all, those on waiting threads),
-	// the exclusive samples (all, those that were Managed, those on
-	// waiting threads; excl picks the measure's) and the last stack
-	// (index + 1) that counted the frame inclusively. byStack holds the
-	// samples of the measure per stack, over all threads (byStackWaiting
-	// those of waiting threads, when some are ranked): the frames of a
-	// stack are then counted inclusively once, not once for every thread
-	// sampled on it.
+	// inclusive samples of the measure, the exclusive samples (all, those
+	// that were Managed, those on waiting threads; excl picks the
+	// measure's) and the last stack (index + 1) that counted the frame
+	// inclusively. byStack holds the samples of the measure per stack,
+	// over all threads: the frames of a stack are then counted
+	// inclusively once, not once for every thread sampled on it. When
+	// waiting threads are ranked, byStackWaiting and inclWaiting[f+1] are
+	// the same for their samples only.
 	type frameAcc struct {
-		incl, inclWaiting, exclManaged, exclAll, exclWaiting int64
-		seen                                                 int
+		incl, exclManaged, exclAll, exclWaiting int64
+		seen                                    int
 	}
 	events, cpu := isEventMeasure(measure), measure == MeasureCPU
 	excl := func(a *frameAcc) int64 {
@@ -227,16 +227,17 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	}
 	r.WaitingLeftOut = measure == MeasureWall && !cfg.IncludeWaiting && ran > 0 && waited > 0
 	var byFrame []frameAcc
-	var byStack, byStackWaiting []int64
+	var byStack, byStackWaiting, inclWaiting []int64
 	if !events && len(p.Threads) > 0 { // without threads, no sample
 		byFrame = make([]frameAcc, len(p.Frames)+1)
 		byStack = make([]int64, len(p.Stacks))
 		if waited > 0 && !r.WaitingLeftOut {
 			byStackWaiting = make([]int64, len(p.Stacks))
+			inclWaiting = make([]int64, len(p.Frames)+1)
 		}
 	}
 	var measured int64
-	waitSites := map[string]int{} // index in r.Waiting
+	var waitSites map[string]int // index in r.Waiting
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
 		r.External += t.External
@@ -256,6 +257,9 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			continue // the methods weigh other events
 		}
 		if t.Waiting && r.WaitingLeftOut {
+			if waitSites == nil {
+				waitSites = map[string]int{}
+			}
 			i, ok := waitSites[tt.WaitingIn]
 			if !ok {
 				i = len(r.Waiting)
@@ -298,14 +302,18 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		if len(frames) == 0 {
 			byFrame[0].incl += n
-			byFrame[0].inclWaiting += nw
+			if nw != 0 {
+				inclWaiting[0] += nw
+			}
 			continue
 		}
 		for _, f := range frames {
 			if a := &byFrame[f+1]; a.seen != st+1 {
 				a.seen = st + 1
 				a.incl += n
-				a.inclWaiting += nw
+				if nw != 0 {
+					inclWaiting[f+1] += nw
+				}
 			}
 		}
 	}
@@ -346,15 +354,16 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 				// Waiting: (nearly) only ever on threads that waited
 				// the whole trace; such a method ranks after work that
 				// ran of the same value.
-				ranked = append(ranked, methodRank{frame: i - 1, excl: excl(a) * d, incl: a.incl * d,
-					waiting: a.inclWaiting*10 >= a.incl*9})
+				mr := methodRank{frame: int32(i - 1), excl: excl(a) * d, incl: a.incl * d}
+				mr.waiting = inclWaiting != nil && inclWaiting[i]*10 >= a.incl*9
+				ranked = append(ranked, mr)
 			}
 		}
 	}
 	ranked = methodRanking{ranked: ranked, frames: p.Frames, inclusive: cfg.Inclusive}.top(top)
 	r.Methods = make([]MethodTime, 0, len(ranked))
 	for _, mr := range ranked {
-		f := mr.frame
+		f := int(mr.frame)
 		var m MethodTime
 		if events {
 			m = p.eventMethod(measure, mr)
@@ -408,9 +417,9 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 // empty stack), its exclusive and inclusive values, and whether it was
 // (nearly) only ever on threads that waited the whole trace.
 type methodRank struct {
-	frame      int
-	excl, incl int64
+	frame      int32 // with waiting, 24 bytes
 	waiting    bool
+	excl, incl int64
 }
 
 // methodRanking orders methods by exclusive (or inclusive) value, most
@@ -507,7 +516,7 @@ func (m methodRanking) top(n int) []methodRank {
 
 // name returns the method and module names of a frame (-1: the empty
 // stack's).
-func (m methodRanking) name(f int) (method, module string) {
+func (m methodRanking) name(f int32) (method, module string) {
 	if f < 0 {
 		return noFrames, ""
 	}

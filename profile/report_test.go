@@ -32,7 +32,7 @@ func TestMethodRankingTop(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				continue
 			}
-			ranked = append(ranked, methodRank{frame: f, excl: rng.Int64N(values), incl: rng.Int64N(values), waiting: rng.IntN(3) == 0})
+			ranked = append(ranked, methodRank{frame: int32(f), excl: rng.Int64N(values), incl: rng.Int64N(values), waiting: rng.IntN(3) == 0})
 		}
 		for _, n := range []int{1, 3, 20, 100} {
 			inclusive := round%2 == 1
