@@ -155,6 +155,14 @@ func TestReport(t *testing.T) {
 			t.Errorf("the waiting thread's %s is ranked: %+v", m.Method, r.Methods)
 		}
 	}
+	// With only the waiting thread (--thread 300), no thread ran: its
+	// samples are ranked, and pprof shows wall.
+	if r := BuildReport(readSynth(t, 8, Config{Threads: []uint64{300}}), ReportConfig{}); r.WaitingLeftOut || len(r.Methods) == 0 || !r.Methods[0].Waiting {
+		t.Errorf("only a waiting thread: left out %v, methods %+v", r.WaitingLeftOut, r.Methods)
+	}
+	if wp := weighted(t, readSynth(t, 8, Config{Threads: []uint64{300}}), ""); wp.PprofDefault != "" || wp.pprofDefault() != MeasureWall {
+		t.Errorf("only a waiting thread: pprof default %q", wp.pprofDefault())
+	}
 	r = BuildReport(p, ReportConfig{Inclusive: true, IncludeWaiting: true})
 	if r.Methods[0].Method != "App.Program.Main" || r.Methods[0].Inclusive != 20*time.Millisecond ||
 		r.Methods[0].InclusivePct < 90.9 || r.Methods[0].InclusivePct > 91 || r.WaitingLeftOut || len(r.Waiting) != 0 {
