@@ -51,15 +51,21 @@ func reportMethods(t *testing.T, out string) (*profile.Report, []string, map[str
 	return &r, names, pct
 }
 
-// TestRealReportWaitingMain traces the Spin target on the real runtime: one
-// thread spins in P.Spin while the main thread waits in P.Main for the
-// whole trace, so both have half of the wall time. The report must rank
-// the work that ran, P.Spin, and list P.Main apart as waiting, in text and
-// JSON; --include-waiting gives every thread's ranking, where the tie is
-// broken in favour of P.Spin; and go tool pprof's default view of the
-// same trace agrees with the report.
+// TestRealReportWaitingMain traces the Spin target on each real runtime:
+// one thread spins in P.Spin while the main thread waits on a lock in
+// P.Main for the whole trace, so both have half of the wall time. The
+// report must rank the work that ran, P.Spin, and list the main thread
+// apart as waiting, in text and JSON; --include-waiting gives every
+// thread's ranking, where the tie between P.Spin and the method the main
+// thread waits in is broken in favour of P.Spin; and go tool pprof's
+// default view of the same trace agrees with the report. On .NET Core 3.1
+// the main thread's stack ends in P.Main (Monitor.Enter is a call into
+// the runtime): the case the report used to rank first.
 func TestRealReportWaitingMain(t *testing.T) {
-	rt := dotnettest.Find(t)
+	dotnettest.ForEach(t, dotnettest.Majors, testReportWaitingMain)
+}
+
+func testReportWaitingMain(t *testing.T, rt *dotnettest.Runtime) {
 	tg := rt.Start(t, rt.Build(t, "Spin"), nil, nil)
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "spin.nettrace")
@@ -70,9 +76,35 @@ func TestRealReportWaitingMain(t *testing.T) {
 	}
 	tg.Kill()
 
-	// The text report: P.Spin first, P.Main only under "Waiting the whole
-	// trace".
-	code, out, errOut := run(t, "trace", "report", trace)
+	// JSON: P.Spin first with every sample of the threads that ran, the
+	// main thread apart.
+	code, out, errOut := run(t, "trace", "report", trace, "--json")
+	if code != 0 {
+		t.Fatalf("report --json: exit %d\n%s", code, errOut)
+	}
+	r, names, pct := reportMethods(t, out)
+	if len(names) == 0 || names[0] != "P.Spin" || pct["P.Spin"] < 99.9 || !r.WaitingLeftOut {
+		t.Errorf("JSON methods %v (P.Spin %.1f%%), waiting left out %v", names, pct["P.Spin"], r.WaitingLeftOut)
+	}
+	if _, ok := pct["P.Main"]; ok {
+		t.Errorf("JSON ranks the waiting P.Main: %v", names)
+	}
+	if len(r.Waiting) != 1 || r.Waiting[0].Threads != 1 {
+		t.Fatalf("JSON waiting_whole_trace %+v, want the main thread", r.Waiting)
+	}
+	site := r.Waiting[0].Method // where the main thread waits
+	if rt.Major == 3 && site != "Spin!P.Main" {
+		t.Errorf("on 3.1 the main thread waits in %s, want Spin!P.Main", site)
+	}
+	for _, th := range r.Threads {
+		if th.Waiting != (th.ID == uint64(tg.PID)) {
+			t.Errorf("thread %d (main %d) waiting %v", th.ID, tg.PID, th.Waiting)
+		}
+	}
+
+	// The text report says the same: P.Spin first, the waiting method
+	// only under "Waiting the whole trace".
+	code, out, errOut = run(t, "trace", "report", trace)
 	if code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, errOut)
 	}
@@ -85,61 +117,57 @@ func TestRealReportWaitingMain(t *testing.T) {
 	if len(rows) == 0 || rows[0][1] != "Spin!P.Spin" {
 		t.Errorf("first ranked method %v, want Spin!P.Spin:\n%s", rows, out)
 	}
-	if strings.Contains(top, "P.Main") || !strings.Contains(top, "Top methods by exclusive wall time of the threads that ran (1 of 2 threads") {
-		t.Errorf("the ranking names the waiting P.Main or does not say it ranks the threads that ran:\n%s", out)
+	if strings.Contains(top, "P.Main") || strings.Contains(top, site+"\n") ||
+		!strings.Contains(top, "Top methods by exclusive wall time of the threads that ran (1 of 2 threads") {
+		t.Errorf("the ranking names the waiting main thread's methods or does not say it ranks the threads that ran:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^  1\s+[\d.]+ms\s+Spin!P\.Main$`).MatchString(waiting) {
-		t.Errorf("the waiting section does not list the main thread in Spin!P.Main:\n%s", out)
-	}
-
-	// JSON says the same.
-	code, out, errOut = run(t, "trace", "report", trace, "--json")
-	if code != 0 {
-		t.Fatalf("report --json: exit %d\n%s", code, errOut)
-	}
-	r, names, pct := reportMethods(t, out)
-	if len(names) == 0 || names[0] != "P.Spin" || pct["P.Spin"] < 99.9 || !r.WaitingLeftOut {
-		t.Errorf("JSON methods %v (P.Spin %.1f%%), waiting left out %v", names, pct["P.Spin"], r.WaitingLeftOut)
-	}
-	if _, ok := pct["P.Main"]; ok {
-		t.Errorf("JSON ranks the waiting P.Main: %v", names)
-	}
-	if len(r.Waiting) != 1 || r.Waiting[0].Method != "Spin!P.Main" || r.Waiting[0].Threads != 1 {
-		t.Errorf("JSON waiting_whole_trace %+v, want the main thread in Spin!P.Main", r.Waiting)
+	if !regexp.MustCompile(`(?m)^  1\s+[\d.]+ms\s+` + regexp.QuoteMeta(site) + `$`).MatchString(waiting) {
+		t.Errorf("the waiting section does not list the main thread in %s:\n%s", site, out)
 	}
 
 	// --include-waiting: every thread. The sampler samples both threads at
-	// every tick, so the two methods tie, and the tie goes to P.Spin.
-	code, out, errOut = run(t, "trace", "report", trace, "--json", "--include-waiting")
-	if code != 0 {
-		t.Fatalf("report --include-waiting: exit %d\n%s", code, errOut)
-	}
-	var spin, main profile.MethodTime
-	r, names, _ = reportMethods(t, out)
-	for _, m := range r.Methods {
-		switch m.Method {
-		case "P.Spin":
-			spin = m
-		case "P.Main":
-			main = m
+	// every tick, so P.Spin and the main thread's method tie, and the tie
+	// goes to P.Spin, exclusive or inclusive.
+	for _, inclusive := range []bool{false, true} {
+		args := []string{"trace", "report", trace, "--json", "--include-waiting"}
+		if inclusive {
+			args = append(args, "--inclusive")
 		}
-	}
-	if spin.Exclusive == 0 || spin.Exclusive != main.Exclusive || !main.Waiting || spin.Waiting || r.WaitingLeftOut {
-		t.Fatalf("--include-waiting: P.Spin %+v, P.Main %+v (want equal time, P.Main waiting)", spin, main)
-	}
-	if names[0] != "P.Spin" || names[1] != "P.Main" {
-		t.Errorf("--include-waiting ranks %v, want P.Spin then P.Main (a tie goes to work that ran)", names)
-	}
-	code, out, _ = run(t, "trace", "report", trace, "--include-waiting", "--inclusive")
-	if code != 0 || strings.Index(out, "Spin!P.Spin") > strings.Index(out, "Spin!P.Main") {
-		t.Errorf("--include-waiting --inclusive ranks P.Main above P.Spin at equal time:\n%s", out)
+		code, out, errOut = run(t, args...)
+		if code != 0 {
+			t.Fatalf("report --include-waiting: exit %d\n%s", code, errOut)
+		}
+		r, _, _ = reportMethods(t, out)
+		spin, wait := -1, -1
+		for i, m := range r.Methods {
+			switch {
+			case m.Method == "P.Spin":
+				spin = i
+			case !inclusive && profile.Frame{Name: m.Method, Module: m.Module}.String() == site,
+				inclusive && m.Method == "P.Main":
+				wait = i
+			}
+		}
+		if spin < 0 || wait < 0 || r.WaitingLeftOut {
+			t.Fatalf("--include-waiting (inclusive %v) lacks P.Spin or the main thread's method: %+v", inclusive, r.Methods)
+		}
+		s, w := r.Methods[spin], r.Methods[wait]
+		sv, wv := s.ExclusiveValue, w.ExclusiveValue
+		if inclusive {
+			sv, wv = s.InclusiveValue, w.InclusiveValue
+		}
+		if sv == 0 || sv != wv || !w.Waiting || s.Waiting {
+			t.Fatalf("--include-waiting (inclusive %v): %s %+v, %s %+v (want equal time, the second waiting)", inclusive, s.Method, s, w.Method, w)
+		}
+		if spin > wait {
+			t.Errorf("--include-waiting (inclusive %v) ranks %s (waiting) above P.Spin at equal time: %+v", inclusive, w.Method, r.Methods)
+		}
 	}
 
 	// go tool pprof's default view (wall_ran) ranks as the report does;
 	// -sample_index=wall keeps every sample.
 	pb := filepath.Join(dir, "spin.pb.gz")
-	txt := goToolPprof(t, pb, []string{"-top"}, "Type: wall_ran")
-	if txt != "" {
+	if txt := goToolPprof(t, pb, []string{"-top"}, "Type: wall_ran"); txt != "" {
 		pr := pprofTopRows(txt)
 		if len(pr) == 0 || pr[0].Name != "P.Spin" || pr[0].Flat != 100 {
 			t.Errorf("go tool pprof -top's first row %+v, want P.Spin 100%% as the report:\n%s", pr, txt)
