@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 	pprof "github.com/google/pprof/profile"
 )
 
@@ -141,36 +141,36 @@ func BuildFlame(g *Graph, d *Dominators, cfg FlameConfig) *Flame {
 }
 
 // Weighted converts the flame to package profile's weighted-stack model,
-// which its export formats write (profile.LookupFormat: pprof, folded,
+// which its export formats write (weighted.LookupFormat: pprof, folded,
 // speedscope). The sample types are those of a Go heap profile,
 // inuse_objects (count) and inuse_space (bytes, the default); frames are
 // named by type, with the module's base name (App!App.Item, as the CPU
 // profiles name methods); one group holds every stack.
-func (f *Flame) Weighted(name string) *profile.Weighted {
-	w := &profile.Weighted{
+func (f *Flame) Weighted(name string) *weighted.Profile {
+	w := &weighted.Profile{
 		Name:       name,
-		Types:      []profile.ValueType{{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
+		Types:      []weighted.ValueType{{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
 		Default:    1,
-		PeriodType: profile.ValueType{Type: "space", Unit: "bytes"},
+		PeriodType: weighted.ValueType{Type: "space", Unit: "bytes"},
 		Period:     1,
-		Frames:     make([]profile.Frame, len(f.Frames)),
-		Stacks:     make([]profile.Stack, len(f.Stacks)),
+		Frames:     make([]weighted.Frame, len(f.Frames)),
+		Stacks:     make([]weighted.Stack, len(f.Stacks)),
 		Comments: []string{"heap snapshot: each object weighs its size, on its dominator-tree path from the kind of root that holds it",
 			fmt.Sprintf("%d objects, %d bytes", f.Objects, f.Bytes)},
 	}
 	for i, t := range f.Frames {
-		w.Frames[i] = profile.Frame{Name: t.Name, Module: moduleBase(t.Module), Resolved: true}
+		w.Frames[i] = weighted.Frame{Name: t.Name, Module: moduleBase(t.Module), Resolved: true}
 	}
-	g := profile.Group{Name: "heap", Samples: make([]profile.Sample, len(f.Stacks)), Work: int64(f.Bytes)}
+	g := weighted.Group{Name: "heap", Samples: make([]weighted.Sample, len(f.Stacks)), Work: int64(f.Bytes)}
 	for i, s := range f.Stacks {
 		frames := make([]int, len(s.Frames))
 		for k, fr := range s.Frames {
 			frames[len(frames)-1-k] = fr // leaf first
 		}
-		w.Stacks[i] = profile.Stack{Frames: frames}
-		g.Samples[i] = profile.Sample{Stack: i, Values: []int64{s.Objects, int64(s.Bytes)}}
+		w.Stacks[i] = weighted.Stack{Frames: frames}
+		g.Samples[i] = weighted.Sample{Stack: i, Values: []int64{s.Objects, int64(s.Bytes)}}
 	}
-	w.Groups = []profile.Group{g}
+	w.Groups = []weighted.Group{g}
 	return w
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/gcdump/gcdumptest"
-	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 func leakyGraph(t testing.TB, n int, opt gcdumptest.Options) *gcdump.Graph {
@@ -178,7 +178,7 @@ func TestFlame(t *testing.T) {
 	g := leakyGraph(t, 10, gcdumptest.Options{})
 	f := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{})
 	var folded bytes.Buffer
-	if err := profile.WriteFolded(&folded, f.Weighted("leaky")); err != nil {
+	if err := weighted.WriteFolded(&folded, f.Weighted("leaky")); err != nil {
 		t.Fatal(err)
 	}
 	lines := map[string]string{}

@@ -17,6 +17,7 @@ import (
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // DefaultProfileFormat is the format of GET /processes/{pid}/profile
@@ -55,12 +56,12 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request, p Process, c *d
 		writeError(w, http.StatusBadRequest, fmt.Errorf("sample: %w", err))
 		return
 	}
-	f, err := profile.LookupFormat(cmp.Or(q.Get("format"), DefaultProfileFormat))
+	f, err := weighted.LookupFormat(cmp.Or(q.Get("format"), DefaultProfileFormat))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := f.CheckMeasure(m); err != nil {
+	if err := m.CheckFormat(f); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}

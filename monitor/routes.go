@@ -14,6 +14,7 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Param is a parameter of a route.
@@ -50,7 +51,7 @@ var (
 	queryFormat        = Param{"format", "query", "json (default) or text (as clrdiag stack prints it)"}
 	queryTimeout       = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
 	querySample        = Param{"sample", "query", "what the profile weighs: " + strings.Join(profile.Measures(), ", ") + " (default wall; see clrdiag trace convert --help)"}
-	queryProfileFormat = Param{"format", "query", strings.Join(profile.FormatNames(), ", ") + " (default " + DefaultProfileFormat + "; chromium draws time: wall, cpu, contention)"}
+	queryProfileFormat = Param{"format", "query", strings.Join(weighted.FormatNames(), ", ") + " (default " + DefaultProfileFormat + "; chromium draws time: wall, cpu, contention)"}
 )
 
 // routeTable returns every route, in the order GET / lists them (a

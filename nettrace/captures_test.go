@@ -136,34 +136,13 @@ func TestCapturesGolden(t *testing.T) {
 				t.Fatalf("%v (run go test -run TestCapturesGolden -update to create it)", err)
 			}
 			if got != string(want) {
-				t.Errorf("summary differs from %s (rerun with -update if the change is intended):\n%s", golden, lineDiff(string(want), got))
+				t.Errorf("summary differs from %s (rerun with -update if the change is intended):\n%s", golden, testcapture.LineDiff(string(want), got))
 			}
 			if baseline := strings.TrimSuffix(rel, ".zip") + ".baseline.txt"; testcapture.Available(baseline) {
 				crossCheckBaseline(t, testcapture.Path(t, baseline), data, byName)
 			}
 		})
 	}
-}
-
-// lineDiff shows the first differing lines of two texts.
-func lineDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(wl), len(gl)) && shown < 10; i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			fmt.Fprintf(&b, "line %d\n  - %s\n  + %s\n", i+1, w, g)
-			shown++
-		}
-	}
-	return b.String()
 }
 
 var (

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/timeline"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Config selects what a Builder keeps. The zero value keeps every thread
@@ -192,8 +194,8 @@ type threadAcc struct {
 	// (endRun writes them when the next run starts, or in Finish: a
 	// sample of the run then adds to a count, not to a word of the chunk
 	// found through runs and head).
-	timeline          Timeline
-	runs              []timelineWord
+	timeline          timeline.Data
+	runs              []timeline.Word
 	head              int
 	runSK, runExtra   uint32
 	runStart, runLast int64
@@ -871,10 +873,10 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 	if k := t.runExtra; k != 0 {
 		// endRun's most frequent case, inline: the last run's
 		// extension after it (the chunk's last word).
-		if h, n := &t.runs[t.head], len(t.runs); h.a&1 == 0 && n < cap(t.runs) {
+		if h, n := &t.runs[t.head], len(t.runs); h.A&1 == 0 && n < cap(t.runs) {
 			t.runs = t.runs[:n+1]
-			t.runs[n] = timelineWord{a: k + 1, b: uint32(int32(h.b) >> 31)}
-			h.a |= 1
+			t.runs[n] = timeline.Word{A: k + 1, B: uint32(int32(h.B) >> 31)}
+			h.A |= 1
 			t.runExtra = 0
 		} else {
 			t.endRun()
@@ -889,7 +891,7 @@ func (b *Builder) addSample(ev *nettrace.Event) {
 		// make the compiler load the chunk's capacity again.
 		n := len(t.runs)
 		t.runs = t.runs[:n+1]
-		t.runs[n] = timelineWord{a: sk << 1, b: uint32(d)}
+		t.runs[n] = timeline.Word{A: sk << 1, B: uint32(d)}
 		t.runStart, t.runLast, t.head, t.runSK = ts, ts, n, sk
 		return
 	}
@@ -934,28 +936,28 @@ const noRun = math.MaxUint32
 func (t *threadAcc) newRun(sk uint32, ts int64) {
 	d := ts - t.runStart
 	t.runStart, t.runLast, t.runSK = ts, ts, sk
-	run := timelineWord{a: sk << 1, b: uint32(d)}
+	run := timeline.Word{A: sk << 1, B: uint32(d)}
 	if int64(int32(d)) != d {
-		run.a |= 1
-		t.add(run, timelineWord{a: 1, b: uint32(uint64(d) >> 32)})
+		run.A |= 1
+		t.add(run, timeline.Word{A: 1, B: uint32(uint64(d) >> 32)})
 		return
 	}
 	if len(t.runs) < cap(t.runs) {
 		t.head = len(t.runs)
 		t.runs = append(t.runs, run)
 	} else {
-		t.runs, t.head = t.timeline.grow(t.runs, run, nil), 0
+		t.runs, t.head = t.timeline.Grow(t.runs, run, nil), 0
 	}
 }
 
 // add appends a run with its extension x to the thread's timeline.
-func (t *threadAcc) add(h, x timelineWord) {
+func (t *threadAcc) add(h, x timeline.Word) {
 	if cap(t.runs)-len(t.runs) >= 2 {
 		t.head = len(t.runs)
 		t.runs = append(t.runs, h, x)
 		return
 	}
-	t.runs, t.head = t.timeline.grow(t.runs, h, &x), 0
+	t.runs, t.head = t.timeline.Grow(t.runs, h, &x), 0
 }
 
 // endRun writes the samples of the thread's last run counted in runExtra
@@ -965,15 +967,15 @@ func (t *threadAcc) endRun() {
 	count := t.runExtra + 1
 	t.runExtra = 0
 	h := t.runs[t.head]
-	if h.a&1 != 0 {
-		t.runs[t.head+1].a += count - 1
+	if h.A&1 != 0 {
+		t.runs[t.head+1].A += count - 1
 		return
 	}
-	h.a |= 1
+	h.A |= 1
 	// The run is the chunk's last word: its extension follows it, in
 	// place or, in a new chunk, with it (a run's words share a chunk).
 	t.runs = t.runs[:t.head]
-	t.add(h, timelineWord{a: count, b: uint32(int32(h.b) >> 31)})
+	t.add(h, timeline.Word{A: count, B: uint32(int32(h.B) >> 31)})
 }
 
 // addRundownMethod adds a method of the rundown (MethodDCStartVerbose or
@@ -1291,9 +1293,8 @@ func (b *Builder) Finish() *Profile {
 		if t.runExtra != 0 {
 			t.endRun()
 		}
-		t.timeline.sync(t.runs)
-		th.Timeline = t.timeline
-		if clock == nil && len(t.timeline.chunks) > 0 {
+		t.timeline.Sync(t.runs)
+		if clock == nil && len(t.timeline.Chunks) > 0 {
 			clock = new(nettrace.Header)
 			*clock = b.hdr
 		}
@@ -1303,7 +1304,8 @@ func (b *Builder) Finish() *Profile {
 		if b.truncated() {
 			samples = -1
 		}
-		b.finishTimeline(&th.Timeline, symOf, clock, samples)
+		b.finishTimeline(&t.timeline, symOf, clock, samples)
+		th.Timeline = weighted.TimelineOf(t.timeline)
 		p.Threads = append(p.Threads, th)
 	}
 	for raw, n := range b.eventStack {
@@ -1326,15 +1328,15 @@ func (b *Builder) Finish() *Profile {
 // its samples (samples, or counted when -1; none without runs, as
 // without Config.Timeline), and the clock that makes its starts, in
 // ticks, offsets from Profile.Start.
-func (b *Builder) finishTimeline(tl *Timeline, symOf []int, clock *nettrace.Header, samples int64) {
-	tl.clock, tl.base, tl.stacks = clock, b.minTS, symOf
+func (b *Builder) finishTimeline(tl *timeline.Data, symOf []int, clock *nettrace.Header, samples int64) {
+	tl.Clock, tl.Base, tl.Stacks = clock, b.minTS, symOf
 	switch {
-	case len(tl.chunks) == 0:
+	case len(tl.Chunks) == 0:
 		samples = 0
 	case samples < 0:
-		_, samples = countTimeline(tl.chunks)
+		_, samples = timeline.Count(tl.Chunks)
 	}
-	tl.samples = samples
+	tl.Samples = samples
 }
 
 // sortSamples orders a thread's samples by count, largest first, then by
@@ -1390,8 +1392,8 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		symOf, stackResolved = ints[:nStacks:nStacks], ints[nStacks:nStacks]
 	}
 	overCap := min(b.overCap+1, 1) // the over-the-cap frame
-	p.Frames = make([]Frame, 0, nAddrs+overCap)
-	p.Stacks = make([]Stack, 0, nStacks)
+	p.Frames = make([]weighted.Frame, 0, nAddrs+overCap)
+	p.Stacks = make([]weighted.Stack, 0, nStacks)
 	arena := make([]int, 0, b.st.totalFrames()+overCap)
 	if !merging {
 		b.symboliseUnresolved(p, arena)
@@ -1460,7 +1462,7 @@ func (b *Builder) symbolise(p *Profile) (symOf, stackResolved []int) {
 		if si < 0 {
 			si = len(p.Stacks)
 			slots[j] = uint32(si + 1)
-			p.Stacks = append(p.Stacks, Stack{Frames: frames[:len(frames):len(frames)]})
+			p.Stacks = append(p.Stacks, weighted.Stack{Frames: frames[:len(frames):len(frames)]})
 			stackResolved = append(stackResolved, resolved)
 		} else {
 			arena = arena[:lo]
@@ -1497,7 +1499,7 @@ func (b *Builder) symboliseUnresolved(p *Profile, arena []int) {
 	names.unresolvedAll(p, addrs[:cut])
 	if b.overCap >= 0 {
 		names.scratch = append(names.scratch[:0], OverCapFrame...)
-		overCapFrame = names.merge(p, Frame{}, len(OverCapFrame), 1)
+		overCapFrame = names.merge(p, weighted.Frame{}, len(OverCapFrame), 1)
 	}
 	names.unresolvedAll(p, addrs[cut:])
 	p.Symbols.Addresses += len(addrs)
@@ -1517,7 +1519,7 @@ func (b *Builder) symboliseUnresolved(p *Profile, arena []int) {
 			frames[j] = f
 		}
 		arena = arena[:len(arena)+len(st)]
-		p.Stacks = append(p.Stacks, Stack{Frames: arena[lo:len(arena):len(arena)]})
+		p.Stacks = append(p.Stacks, weighted.Stack{Frames: arena[lo:len(arena):len(arena)]})
 	}
 }
 
@@ -1545,7 +1547,7 @@ type resolver struct {
 // overCapFrame makes the frame of the over-the-cap stack.
 func (r *resolver) overCapFrame() int {
 	r.names.scratch = append(r.names.scratch[:0], OverCapFrame...)
-	return r.names.merge(r.p, Frame{}, len(OverCapFrame), r.mergeable)
+	return r.names.merge(r.p, weighted.Frame{}, len(OverCapFrame), r.mergeable)
 }
 
 // resolve makes the frame of address ai of the stack store and returns
@@ -1564,7 +1566,7 @@ func (r *resolver) resolve(ai int32) uint32 {
 			var n int
 			r.names.scratch, n = b.sym.symbols.appendNames(r.names.scratch[:0], mi)
 			start, module := b.sym.symbols.method(mi)
-			fi = r.names.merge(p, Frame{Module: module, Resolved: true, Address: start}, n, r.mergeable)
+			fi = r.names.merge(p, weighted.Frame{Module: module, Resolved: true, Address: start}, n, r.mergeable)
 			r.methodFrame[mi] = uint32(fi + 1)
 		}
 		v = uint32(fi+1)<<1 | 1
@@ -1594,7 +1596,7 @@ type frameNamer struct {
 // merge returns the frame of f's module whose name is scratch[:nameEnd]
 // and whose signature is the rest of scratch, adding f so named when there
 // is none. most bounds the frames merge is asked for (it sizes the table).
-func (fn *frameNamer) merge(p *Profile, f Frame, nameEnd, most int) int {
+func (fn *frameNamer) merge(p *Profile, f weighted.Frame, nameEnd, most int) int {
 	if fn.slots == nil {
 		fn.seed = maphash.MakeSeed()
 		fn.slots = make([]int32, max(64, 1<<bits.Len(uint(2*most))))

@@ -3,12 +3,12 @@ package profile
 import (
 	"bytes"
 	"io"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
+	"github.com/clrdiag/clrdiag/weighted/weightedtest"
 )
 
 func readCapture(t *testing.T, rel string, cfg Config) *Profile {
@@ -135,7 +135,7 @@ func benchmarkCapture(b *testing.B, data []byte) {
 			}
 		}
 	})
-	for _, f := range Formats() {
+	for _, f := range weighted.Formats() {
 		b.Run("convert-"+f.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
@@ -170,38 +170,11 @@ func benchmarkCapture(b *testing.B, data []byte) {
 	})
 }
 
-// availableCaptures lists the captures of everyCapture that can be read
-// here: the committed ones, and the external ones with CLRDIAG_CAPTURES.
-func availableCaptures() []string {
-	var out []string
-	for _, rel := range everyCapture() {
-		if testcapture.Available(rel) {
-			out = append(out, rel)
-		}
-	}
-	return out
-}
-
-// everyCapture lists the captures of internal/testcapture, committed and
-// external.
-func everyCapture() []string {
-	var out []string
-	for _, m := range []map[string]string{testcapture.Committed, testcapture.External} {
-		for rel := range m {
-			if strings.HasSuffix(rel, ".zip") || strings.HasSuffix(rel, ".nettrace") || strings.HasSuffix(rel, ".netperf") {
-				out = append(out, rel)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // eachCapture runs fn in a subtest per capture (everyCapture) with the
 // capture's bytes; a capture outside the repository is skipped when
 // CLRDIAG_CAPTURES does not give it.
 func eachCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
-	for _, rel := range everyCapture() {
+	for _, rel := range testcapture.Traces() {
 		t.Run(rel, func(t *testing.T) {
 			if !testcapture.Available(rel) {
 				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
@@ -241,8 +214,8 @@ func TestEveryCapture(t *testing.T) {
 		}
 		for _, mi := range MeasureInfos() {
 			m := mi.Name
-			wp := weighted(t, p, m)
-			for _, f := range Formats() {
+			wp := weightedOf(t, p, m)
+			for _, f := range weighted.Formats() {
 				if f.TimeOnly && !mi.Timeline {
 					continue
 				}
@@ -251,7 +224,7 @@ func TestEveryCapture(t *testing.T) {
 					t.Errorf("%s %s: %v", f.Name, m, err)
 				}
 				if f.Name == "chromium" {
-					if _, problems := validateTraceEvents(buf.Bytes()); len(problems) > 0 {
+					if _, problems := weightedtest.ValidateTraceEvents(buf.Bytes()); len(problems) > 0 {
 						t.Errorf("chromium %s: %q", m, problems[:min(5, len(problems))])
 					}
 				}

@@ -22,6 +22,8 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/browsertest"
 	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/weighted"
+	"github.com/clrdiag/clrdiag/weighted/weightedtest"
 )
 
 // devToolsLoad is how long DevTools may take to process a trace on a loaded
@@ -134,12 +136,12 @@ func TestChromiumInDevTools(t *testing.T) {
 			if p == nil {
 				t.Fatal(err)
 			}
-			wp := weighted(t, p, "")
+			wp := weightedOf(t, p, "")
 			var buf bytes.Buffer
-			if err := WriteChromium(&buf, wp); err != nil {
+			if err := weighted.WriteChromium(&buf, wp); err != nil {
 				t.Fatal(err)
 			}
-			if _, problems := validateTraceEvents(buf.Bytes()); len(problems) > 0 {
+			if _, problems := weightedtest.ValidateTraceEvents(buf.Bytes()); len(problems) > 0 {
 				t.Fatalf("the file breaks the format's rules: %q", problems[:min(5, len(problems))])
 			}
 			name := strings.NewReplacer("/", "_", ".zip", "").Replace(c.rel) + ".json"
@@ -265,9 +267,9 @@ console.log(JSON.stringify(out));
 // is valid against speedscope's own schema (ajv), and so is a file that the
 // schema must reject (so the check can fail).
 func TestSpeedscopeSchema(t *testing.T) {
-	files := map[string][]byte{"broken.speedscope.json": []byte(`{"$schema":"` + SpeedscopeSchema + `","shared":{"frames":[{}]},"profiles":[{"type":"sampled"}]}`)}
+	files := map[string][]byte{"broken.speedscope.json": []byte(`{"$schema":"` + weighted.SpeedscopeSchema + `","shared":{"frames":[{}]},"profiles":[{"type":"sampled"}]}`)}
 	files["synthetic.speedscope.json"] = speedscopeOf(t, readSynth(t, 8, Config{Timeline: true}), "")
-	for _, rel := range everyCapture() {
+	for _, rel := range testcapture.Traces() {
 		if !testcapture.Available(rel) {
 			continue
 		}
@@ -293,7 +295,7 @@ func TestSpeedscopeSchema(t *testing.T) {
 func speedscopeOf(t *testing.T, p *Profile, measure string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteSpeedscope(&buf, weighted(t, p, measure)); err != nil {
+	if err := weighted.WriteSpeedscope(&buf, weightedOf(t, p, measure)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -338,9 +340,9 @@ func TestSpeedscopeOpens(t *testing.T) {
 	// on the worker.
 	const rel = "clrdiag/hot-3.1.2-linux-x64.nettrace"
 	p := readCapture(t, rel, Config{Timeline: true})
-	wp := weighted(t, p, "")
+	wp := weightedOf(t, p, "")
 	files := map[string][]byte{}
-	for _, f := range Formats() {
+	for _, f := range weighted.Formats() {
 		if f.Name == "pprof" {
 			continue
 		}
@@ -355,7 +357,7 @@ func TestSpeedscopeOpens(t *testing.T) {
 
 	// The toolbar names the profile shown and its place in the list:
 	// "Thread 6920 (6/14)".
-	texts := openInSpeedscope(t, b, base, "Hot.speedscope.json", wp.title())
+	texts := openInSpeedscope(t, b, base, "Hot.speedscope.json", wp.Title())
 	busiest := wp.Groups[wp.Active].Name
 	found := false
 	for i := 0; i+5 < len(texts); i++ {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"io"
 	"runtime/metrics"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // BenchmarkConvert measures, on every trace capture (the committed ones,
@@ -34,29 +34,13 @@ import (
 // threads, with 35 458 allocation ticks): the stand-in for the many-thread
 // web app.
 func BenchmarkConvert(b *testing.B) {
-	for _, rel := range everyCapture() {
-		name := benchName(rel)
+	for _, rel := range testcapture.Traces() {
+		name := testcapture.ShortName(rel)
 		b.Run(name, func(b *testing.B) {
 			data := testcapture.Load(b, rel)
 			benchmarkConvert(b, data)
 		})
 	}
-}
-
-// benchName shortens a capture's path to a benchmark name.
-func benchName(rel string) string {
-	n := rel[strings.LastIndexByte(rel, '/')+1:]
-	for _, s := range []string{".zip", ".nettrace", ".netperf"} {
-		n = strings.TrimSuffix(n, s)
-	}
-	n = strings.TrimPrefix(n, "eventpipe-")
-	switch {
-	case strings.Contains(n, "objver4"):
-		n = "objver4"
-	case strings.Contains(n, "counters-truncated"):
-		n = "counters-truncated"
-	}
-	return n
 }
 
 // readProfile reads a whole trace, accepting damage (a truncated capture
@@ -87,8 +71,8 @@ func benchmarkConvert(b *testing.B, data []byte) {
 		}
 	})
 	for _, m := range benchMeasures(readBench(b, data, Config{})) {
-		for _, f := range Formats() {
-			if f.CheckMeasure(m) != nil {
+		for _, f := range weighted.Formats() {
+			if m.CheckFormat(f) != nil {
 				continue
 			}
 			b.Run(f.Name+"-"+m.Name, func(b *testing.B) {
@@ -102,7 +86,7 @@ func benchmarkConvert(b *testing.B, data []byte) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := f.Write(io.Discard, wp); err != nil && !errors.Is(err, ErrNoTimeline) {
+					if err := f.Write(io.Discard, wp); err != nil && !errors.Is(err, weighted.ErrNoTimeline) {
 						b.Fatal(err)
 					}
 				}

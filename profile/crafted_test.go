@@ -11,6 +11,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // craftedTrace writes a hostile trace with nettrace.Writer: n rounds, each a
@@ -118,7 +119,7 @@ func TestCraftedCaps(t *testing.T) {
 				t.Error("chromium: no frames")
 			}
 			var folded bytes.Buffer
-			if err := WriteFolded(&folded, weighted(t, p, "")); err != nil || !strings.Contains(folded.String(), OverCapFrame) {
+			if err := weighted.WriteFolded(&folded, weightedOf(t, p, "")); err != nil || !strings.Contains(folded.String(), OverCapFrame) {
 				t.Errorf("folded output lacks %q (%v)", OverCapFrame, err)
 			}
 		})
@@ -186,7 +187,7 @@ func BenchmarkCrafted(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := WritePprof(io.Discard, wp); err != nil {
+					if err := weighted.WritePprof(io.Discard, wp); err != nil {
 						b.Fatal(err)
 					}
 				}))

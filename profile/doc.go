@@ -1,10 +1,11 @@
 // Package profile turns an EventPipe trace into answers: a symbolised
-// CPU/thread-time profile from the SampleProfiler's samples, exporters for
-// speedscope, Chromium trace-event JSON, pprof and folded stacks, and a
-// report of hot methods, threads, garbage collections, exceptions and lock
-// contention.
+// CPU/thread-time profile from the SampleProfiler's samples (the Builder),
+// its weighted stacks for each measure (Profile.Weighted, which package
+// weighted exports to speedscope, Chromium trace-event JSON, pprof and
+// folded stacks), and a report of hot methods, threads, garbage
+// collections, exceptions and lock contention (BuildReport).
 //
-//	format, _ := profile.LookupFormat("pprof") // the export format registry
+//	format, _ := weighted.LookupFormat("pprof") // the export format registry
 //	p, err := profile.Read(f, profile.Config{Timeline: format.Timeline})
 //	if err != nil && p == nil {
 //		return err
@@ -16,16 +17,13 @@
 //	format.Write(out, wp)
 //	profile.BuildReport(p, profile.ReportConfig{Top: 10}).WriteText(os.Stdout)
 //
-// # Export formats
+// # Measures
 //
-// Every exporter writes a Weighted: frames, stacks, groups (threads) of
-// samples with one value per sample type, and optional time-ordered runs.
-// It does not depend on CPU samples: Profile.Weighted gives it for each
-// measure (wall, cpu, alloc, contention, exceptions), and a heap snapshot
-// can give one too. Formats lists the formats (name, file suffix, whether
-// they need a timeline, writer): adding one is adding an entry there. A
-// conversion to one measure reads with Config.Measure set, so that the
-// events of the other measures cost nothing (the report needs them all).
+// Profile.Weighted gives the profile as a weighted.Profile for each
+// measure (wall, cpu, alloc, contention, exceptions; MeasureInfos lists
+// them), which every format of package weighted writes. A conversion to
+// one measure reads with Config.Measure set, so that the events of the
+// other measures cost nothing (the report needs them all).
 //
 // Read decodes a large trace of short events (past its first 8 MiB, when
 // samples and allocation ticks are under a quarter of its events) on every
@@ -87,6 +85,6 @@
 // # Concurrency
 //
 // A Builder is used by one goroutine. A finished Profile is not modified by
-// the exporters or BuildReport, which may run concurrently on it. The
-// package has no global state.
+// the exporters (through Profile.Weighted) or BuildReport, which may run
+// concurrently on it. The package has no global state.
 package profile

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // isEventMeasure reports whether the measure weighs events other than CPU
@@ -79,7 +80,7 @@ func (p *Profile) eventMethod(measure string, mr methodRank) MethodTime {
 		}
 		return 100 * float64(v) / float64(total)
 	}
-	m := MethodTime{Method: noFrames, ExclusiveValue: mr.excl, InclusiveValue: mr.incl, ExclusivePct: pct(mr.excl),
+	m := MethodTime{Method: weighted.NoFrames, ExclusiveValue: mr.excl, InclusiveValue: mr.incl, ExclusivePct: pct(mr.excl),
 		InclusivePct: pct(mr.incl), ManagedPct: -1}
 	if measure == MeasureContention {
 		m.Exclusive, m.Inclusive = time.Duration(mr.excl), time.Duration(mr.incl)

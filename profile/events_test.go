@@ -16,6 +16,8 @@ import (
 	"github.com/clrdiag/clrdiag/internal/speedscopetest"
 	"github.com/clrdiag/clrdiag/internal/wire"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
+	"github.com/clrdiag/clrdiag/weighted/weightedtest"
 )
 
 // eventsTrace writes a trace with allocation ticks, exceptions and lock
@@ -139,7 +141,7 @@ func readEvents(t *testing.T, ptrSize int, tickVersion uint32, cfg Config) *Prof
 func foldedOf(t *testing.T, p *Profile, measure string) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteFolded(&buf, weighted(t, p, measure)); err != nil {
+	if err := weighted.WriteFolded(&buf, weightedOf(t, p, measure)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
@@ -211,7 +213,7 @@ func TestEventMeasures(t *testing.T) {
 func TestAllocObjects(t *testing.T) {
 	// Threads 100 and 200 have only version 4 ticks, with sizes.
 	p := readEvents(t, 8, 4, Config{Threads: []uint64{100, 200}})
-	wp := weighted(t, p, MeasureAlloc)
+	wp := weightedOf(t, p, MeasureAlloc)
 	var types []string
 	for _, ty := range wp.Types {
 		types = append(types, ty.Type+"/"+ty.Unit)
@@ -231,7 +233,7 @@ func TestAllocObjects(t *testing.T) {
 	}
 	// Version 3 ticks (.NET Core 3.x) report no sizes: no alloc_objects.
 	p = readEvents(t, 8, 3, Config{})
-	wp = weighted(t, p, MeasureAlloc)
+	wp = weightedOf(t, p, MeasureAlloc)
 	if len(wp.Types) != 2 || wp.Types[1].Type != "alloc_space" {
 		t.Errorf("version 3 types %v", wp.Types)
 	}
@@ -247,9 +249,9 @@ func TestEventExports(t *testing.T) {
 	p := readEvents(t, 8, 4, Config{Timeline: true})
 	for _, measure := range []string{MeasureAlloc, MeasureContention, MeasureExceptions} {
 		t.Run(measure, func(t *testing.T) {
-			wp := weighted(t, p, measure)
+			wp := weightedOf(t, p, measure)
 			var buf bytes.Buffer
-			if err := WritePprof(&buf, wp); err != nil {
+			if err := weighted.WritePprof(&buf, wp); err != nil {
 				t.Fatal(err)
 			}
 			pp, err := pprofile.Parse(&buf)
@@ -265,7 +267,7 @@ func TestEventExports(t *testing.T) {
 				t.Errorf("pprof total %d (want %d), default %q", sum, value, pp.DefaultSampleType)
 			}
 			buf.Reset()
-			if err := WriteSpeedscope(&buf, wp); err != nil {
+			if err := weighted.WriteSpeedscope(&buf, wp); err != nil {
 				t.Fatal(err)
 			}
 			speedscopetest.Validate(t, buf.Bytes())
@@ -292,9 +294,9 @@ func TestEventExports(t *testing.T) {
 				t.Errorf("speedscope: All threads %d, threads %d, want %d", all, threads, value)
 			}
 			buf.Reset()
-			err = WriteChromium(&buf, wp)
+			err = weighted.WriteChromium(&buf, wp)
 			if measure != MeasureContention {
-				if !errors.Is(err, ErrNoTimeline) {
+				if !errors.Is(err, weighted.ErrNoTimeline) {
 					t.Errorf("chromium of %s: %v", measure, err)
 				}
 				return
@@ -302,19 +304,19 @@ func TestEventExports(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			begins, problems := validateTraceEvents(buf.Bytes())
+			begins, problems := weightedtest.ValidateTraceEvents(buf.Bytes())
 			if len(problems) > 0 || begins == 0 {
 				t.Errorf("chromium: %d B events, problems %v", begins, problems)
 			}
 		})
 	}
-	f, _ := LookupFormat("chromium")
+	f, _ := weighted.LookupFormat("chromium")
 	m, _ := LookupMeasure(MeasureAlloc)
-	if err := f.CheckMeasure(m); err == nil || !strings.Contains(err.Error(), "use speedscope, pprof, folded") {
+	if err := m.CheckFormat(f); err == nil || !strings.Contains(err.Error(), "use speedscope, pprof, folded") {
 		t.Errorf("chromium of alloc: %v", err)
 	}
 	m, _ = LookupMeasure(MeasureContention)
-	if err := f.CheckMeasure(m); err != nil {
+	if err := m.CheckFormat(f); err != nil {
 		t.Errorf("chromium of contention: %v", err)
 	}
 }
@@ -323,7 +325,7 @@ func TestEventExports(t *testing.T) {
 // waited.
 func TestContentionRuns(t *testing.T) {
 	p := readEvents(t, 8, 4, Config{Timeline: true})
-	wp := weighted(t, p, MeasureContention)
+	wp := weightedOf(t, p, MeasureContention)
 	got := map[uint64][]string{}
 	for _, g := range wp.Groups {
 		for r := range g.Runs {

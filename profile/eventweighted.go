@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // AllocTickBytes is about how many bytes the runtime allocates (per heap
@@ -105,35 +106,35 @@ func (p *Profile) NotesFor(measure string) []string {
 //     (Config.Timeline) each thread's Runs are its waits in time order,
 //     Count nanoseconds long at period 1.
 //   - exceptions: "exceptions" (count).
-func (p *Profile) eventWeighted(measure string) *Weighted {
+func (p *Profile) eventWeighted(measure string) *weighted.Profile {
 	var (
 		es     *EventStacks
-		types  []ValueType
+		types  []weighted.ValueType
 		def    int
-		period = ValueType{"exceptions", "count"}
+		period = weighted.ValueType{Type: "exceptions", Unit: "count"}
 		every  = int64(1)
 	)
 	objects := false
 	switch measure {
 	case MeasureAlloc:
 		es = &p.AllocStacks
-		types = []ValueType{{"samples", "count"}}
+		types = []weighted.ValueType{{Type: "samples", Unit: "count"}}
 		if objects = p.Allocs.ObjectsKnown(); objects {
-			types = append(types, ValueType{"alloc_objects", "count"})
+			types = append(types, weighted.ValueType{Type: "alloc_objects", Unit: "count"})
 		}
-		types = append(types, ValueType{"alloc_space", "bytes"})
+		types = append(types, weighted.ValueType{Type: "alloc_space", Unit: "bytes"})
 		def = len(types) - 1
-		period, every = ValueType{"space", "bytes"}, AllocTickBytes
+		period, every = weighted.ValueType{Type: "space", Unit: "bytes"}, AllocTickBytes
 	case MeasureContention:
 		es = &p.ContentionStacks
-		types = []ValueType{{"contentions", "count"}, {"delay", "nanoseconds"}}
+		types = []weighted.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}}
 		def = 1
-		period = ValueType{"contentions", "count"}
+		period = weighted.ValueType{Type: "contentions", Unit: "count"}
 	default:
 		es = &p.ExceptionStacks
-		types = []ValueType{{"exceptions", "count"}}
+		types = []weighted.ValueType{{Type: "exceptions", Unit: "count"}}
 	}
-	w := &Weighted{RunsPartial: p.TimelineTruncated, Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
+	w := &weighted.Profile{RunsPartial: p.TimelineTruncated, Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
 		Types: types, Default: def, PeriodType: period, Period: every, Active: -1,
 		Comments:  append(p.NotesFor(measure), eventComments(measure, objects)...),
 		RunsApart: measure == MeasureContention}
@@ -141,10 +142,10 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 	// The frames and stacks of the profile, then the leaves and the stacks
 	// that end in them (copies: the Profile is not modified).
 	n := len(p.Frames)
-	w.Frames = make([]Frame, n, n+len(es.Leaves))
+	w.Frames = make([]weighted.Frame, n, n+len(es.Leaves))
 	copy(w.Frames, p.Frames)
 	for _, l := range es.Leaves {
-		w.Frames = append(w.Frames, Frame{Name: l})
+		w.Frames = append(w.Frames, weighted.Frame{Name: l})
 	}
 	w.Stacks = p.Stacks[:len(p.Stacks):len(p.Stacks)]
 	leafStack := make(map[[2]int]int)
@@ -158,7 +159,7 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 			frames := make([]int, 0, len(p.Stacks[s.Stack].Frames)+1)
 			frames = append(append(frames, n+s.Leaf), p.Stacks[s.Stack].Frames...)
 			st = len(w.Stacks)
-			w.Stacks = append(w.Stacks, Stack{Frames: frames})
+			w.Stacks = append(w.Stacks, weighted.Stack{Frames: frames})
 			leafStack[k] = st
 		}
 		return st
@@ -168,7 +169,7 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 	values := make([]int64, 0, nv*len(es.Samples))
 	for i := 0; i < len(es.Samples); {
 		th := es.Samples[i].Thread
-		g := Group{Name: fmt.Sprintf("Thread %d", th), ThreadID: th}
+		g := weighted.Group{Name: fmt.Sprintf("Thread %d", th), ThreadID: th}
 		for ; i < len(es.Samples) && es.Samples[i].Thread == th; i++ {
 			s := es.Samples[i]
 			switch measure {
@@ -183,7 +184,7 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 			default:
 				values = append(values, s.Count)
 			}
-			g.Samples = append(g.Samples, Sample{Stack: stackOf(s), Values: values[len(values)-nv : len(values) : len(values)]})
+			g.Samples = append(g.Samples, weighted.Sample{Stack: stackOf(s), Values: values[len(values)-nv : len(values) : len(values)]})
 			g.Work += s.Value
 		}
 		if measure == MeasureContention {
@@ -195,15 +196,15 @@ func (p *Profile) eventWeighted(measure string) *Weighted {
 		}
 		w.Groups = append(w.Groups, g)
 	}
-	w.Active = w.busiest()
+	w.Active = w.Busiest()
 	return w
 }
 
 // waitRuns yields lock waits as Runs of Count nanoseconds.
-func waitRuns(waits []Wait) iter.Seq[Run] {
-	return func(yield func(Run) bool) {
+func waitRuns(waits []Wait) iter.Seq[weighted.Run] {
+	return func(yield func(weighted.Run) bool) {
 		for _, wt := range waits {
-			if !yield(Run{Stack: wt.Stack, Kind: clrevents.SampleExternal, Start: wt.Start, Count: int64(wt.Duration)}) {
+			if !yield(weighted.Run{Stack: wt.Stack, Kind: clrevents.SampleExternal, Start: wt.Start, Count: int64(wt.Duration)}) {
 				return
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Convert a trace to a speedscope file through the format registry, say
@@ -24,7 +25,7 @@ func Example() {
 		return
 	}
 	defer f.Close()
-	format, err := profile.LookupFormat("speedscope")
+	format, err := weighted.LookupFormat("speedscope")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // FuzzRead feeds damaged traces to the whole pipeline: reading, building,
@@ -24,9 +26,9 @@ func FuzzRead(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_ = WriteFolded(io.Discard, wp)
-			_ = WriteSpeedscope(io.Discard, wp)
-			_ = WriteChromium(io.Discard, wp)
+			_ = weighted.WriteFolded(io.Discard, wp)
+			_ = weighted.WriteSpeedscope(io.Discard, wp)
+			_ = weighted.WriteChromium(io.Discard, wp)
 			if _, err := wp.Pprof(); err != nil {
 				t.Fatalf("pprof: %v", err)
 			}

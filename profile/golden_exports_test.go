@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // goldenRuns caps the timeline of the golden files, so that the formats that
@@ -42,8 +44,8 @@ func TestGoldenExports(t *testing.T) {
 		}
 		base := strings.TrimSuffix(filepath.Base(rel), ".zip")
 		for _, m := range []string{MeasureWall, MeasureCPU} {
-			wp := weighted(t, p, m)
-			for _, f := range Formats() {
+			wp := weightedOf(t, p, m)
+			for _, f := range weighted.Formats() {
 				name := base + "." + m + f.Suffix
 				var b bytes.Buffer
 				if f.Name == "pprof" {
@@ -93,6 +95,6 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		return
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (rerun with -update if the change is intended):\n%s", golden, firstDiff(string(want), string(got)))
+		t.Errorf("%s differs (rerun with -update if the change is intended):\n%s", golden, testcapture.LineDiff(string(want), string(got)))
 	}
 }

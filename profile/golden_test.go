@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -58,7 +60,7 @@ func TestGoldenEventMeasures(t *testing.T) {
 					fmt.Fprintf(&b, " %s/%s%s", ty.Type, ty.Unit, mark)
 				}
 				b.WriteString("\n--- folded\n")
-				if err := WriteFolded(&b, wp); err != nil {
+				if err := weighted.WriteFolded(&b, wp); err != nil {
 					t.Fatal(err)
 				}
 				b.WriteString("--- report\n")
@@ -80,27 +82,9 @@ func TestGoldenEventMeasures(t *testing.T) {
 					t.Fatalf("%v (run with -update to create it)", rerr)
 				}
 				if got := b.String(); got != string(want) {
-					t.Errorf("%s differs (rerun with -update if the change is intended):\n%s", golden, firstDiff(string(want), got))
+					t.Errorf("%s differs (rerun with -update if the change is intended):\n%s", golden, testcapture.LineDiff(string(want), got))
 				}
 			})
 		}
 	}
-}
-
-// firstDiff shows the first line where two texts differ.
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, wl, gl)
-		}
-	}
-	return "(no difference)"
 }

@@ -3,6 +3,8 @@ package profile
 import (
 	"fmt"
 	"strings"
+
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Measures of the events of a trace other than CPU samples: the values of
@@ -111,4 +113,10 @@ func (e *NoEventsError) Error() string {
 	}
 	return fmt.Sprintf("the trace has no %s: collect them with clrdiag trace collect -p PID %s",
 		e.Measure.Events, e.Measure.Collect)
+}
+
+// CheckFormat returns an error when format f cannot show the measure (a
+// format that draws only time and a measure without a time order).
+func (m MeasureInfo) CheckFormat(f weighted.Format) error {
+	return f.CheckMeasure(m.Name, m.Noun, m.Timeline)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // TestConfigMeasure checks that a profile built for one measure
@@ -30,7 +31,7 @@ func TestConfigMeasure(t *testing.T) {
 		return p
 	}
 	tested := map[string]int{}
-	for _, rel := range availableCaptures() {
+	for _, rel := range testcapture.AvailableTraces() {
 		data := testcapture.Load(t, rel)
 		full := read(data, Config{Timeline: true})
 		for _, m := range MeasureInfos() {
@@ -52,9 +53,9 @@ func TestConfigMeasure(t *testing.T) {
 					t.Errorf("%s: Measure %s kept %d events of %s", rel, m.Name, gn, o.Name)
 				}
 			}
-			want, got := weighted(t, full, m.Name), weighted(t, only, m.Name)
-			for _, f := range Formats() {
-				if f.CheckMeasure(m) != nil {
+			want, got := weightedOf(t, full, m.Name), weightedOf(t, only, m.Name)
+			for _, f := range weighted.Formats() {
+				if m.CheckFormat(f) != nil {
 					continue
 				}
 				var wb, gb bytes.Buffer

@@ -1,11 +1,10 @@
 package profile
 
 import (
-	"iter"
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
-	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Profile is a CPU/thread-time profile built from SampleProfiler events,
@@ -48,10 +47,10 @@ type Profile struct {
 	DroppedEvents uint64
 
 	// Frames are the distinct frames; Stacks index into them.
-	Frames []Frame
+	Frames []weighted.Frame
 	// Stacks are the distinct stacks, each a list of Frames indexes, leaf
 	// first.
-	Stacks []Stack
+	Stacks []weighted.Stack
 	// Threads are the sampled threads, by first appearance.
 	Threads []*Thread
 
@@ -101,39 +100,6 @@ func (c CapStats) Hit() bool { return c.Stacks || c.Addresses }
 // stack beyond Config.MaxStacks or Config.MaxAddresses.
 const OverCapFrame = "[stack not kept: over the profile's stack cap]"
 
-// Frame is one frame: a resolved managed method, or an address that no
-// method range covered.
-type Frame struct {
-	// Name is Namespace.Type.Method for a resolved frame and the address
-	// in hex ("0x7f3a12345678") for an unresolved one.
-	Name      string
-	Module    string
-	Signature string
-	Resolved  bool
-	// Address is the method's start address (resolved) or the frame's
-	// address (unresolved).
-	Address uint64
-}
-
-// String is Module!Name, or Name without a module.
-func (f Frame) String() string {
-	if f.Module == "" {
-		return f.Name
-	}
-	return f.Module + "!" + f.Name
-}
-
-// Stack is a list of Frames indexes, leaf first. An empty stack means the
-// sampled thread had no managed frames. The stacks of a Profile are
-// distinct as lists of frames: two raw stacks whose return addresses differ
-// but resolve to the same methods are one Stack.
-type Stack struct {
-	Frames []int
-}
-
-// SampleKind is whether a sample found the thread in managed code.
-type SampleKind = clrevents.SampleKind
-
 // Thread holds the samples of one OS thread.
 type Thread struct {
 	ID uint64
@@ -164,7 +130,7 @@ type Thread struct {
 	FirstKind  SampleKind
 	// Timeline is the thread's samples in time order, consecutive samples
 	// with the same stack merged; only with Config.Timeline.
-	Timeline Timeline
+	Timeline weighted.Timeline
 }
 
 // Total is the thread's sampled time: its sample count times the period.
@@ -186,161 +152,6 @@ type StackSample struct {
 
 // Count is the number of samples of either kind.
 func (s StackSample) Count() int64 { return s.Managed + s.External }
-
-// Run is a span of consecutive samples of a thread with the same stack and
-// kind. Start is the offset from Profile.Start of its first sample.
-type Run struct {
-	Stack int
-	Kind  SampleKind
-	Start time.Duration
-	Count int64
-}
-
-// Timeline is a thread's samples in time order as Runs. It is stored
-// compactly (8 bytes for most runs, 16 for the others, in chunks that are
-// never copied as it grows); All yields the runs.
-type Timeline struct {
-	chunks [][]timelineWord
-	// samples counts the runs' samples.
-	samples int64
-	// The runs hold the Builder's stacks (those of the trace, before
-	// symbolising); stacks maps them to the Profile's Stacks. They are
-	// mapped as the runs are read (a load a run) rather than rewritten
-	// when the profile is finished (a pass over every run).
-	stacks []int
-	// The runs' starts are in ticks: a run's start, as an offset from
-	// Profile.Start, is clock.DurationOf(ticks - base) (its ticks the sum
-	// of the deltas up to it).
-	clock *nettrace.Header
-	base  int64
-}
-
-// startOf returns the offset from Profile.Start of ticks.
-func (tl *Timeline) startOf(ticks int64) time.Duration { return tl.clock.DurationOf(ticks - tl.base) }
-
-// timelineWord is 8 bytes of a Timeline: the head of a run, or the
-// extension word that follows the head of a run that needs one.
-//
-// A head's a is the run's stack (the Builder's, see Timeline.stacks)
-// shifted left twice, with bit 1 set for Managed and bit 0 for a head
-// followed by its extension (stackKind is a >> 1; a timeline of more
-// than 2^30 stacks stops, as Config.MaxTimelineRuns stops it); its b is
-// the low 32 bits of delta, the run's start in ticks minus the start of
-// the run before (the start itself for the first run). An extension's a is the run's sample count, its b
-// the high 32 bits of delta. A run without an extension has one sample
-// and a delta that fits in an int32 (b sign-extended). The starts stay in
-// ticks (Timeline.startOf converts them): a delta in nanoseconds could
-// need more bits than the same one in ticks, and the conversion is made
-// once per run that a writer reads the start of anyway.
-//
-// Most runs are one sample a period after the one before: 8 bytes, where
-// a run of stack, count and start took 16 (objver4's timelines of 30 000
-// runs, 490 KB per conversion, were a quarter of what a chromium or
-// speedscope conversion allocated).
-type timelineWord struct {
-	a, b uint32
-}
-
-// Timeline chunk sizes, in words: the first chunk holds minTimelineChunk,
-// each next one twice as many, up to maxTimelineChunk (2 KB): a thread's
-// last chunk is half empty on average, and with chunks of up to 8192 runs
-// the slack was a fifth of objver4's timeline; with 128 to 512 words, a
-// third of counters-truncated's (15 threads of 80 to 676 runs), which
-// these sizes make a seventh. A run's head and its extension are always
-// in the same chunk.
-const (
-	minTimelineChunk = 64
-	maxTimelineChunk = 256
-)
-
-// Len is the number of runs.
-func (tl *Timeline) Len() int {
-	n, _ := countTimeline(tl.chunks)
-	return n
-}
-
-// countTimeline returns the number of runs of chunks and of their samples.
-func countTimeline(chunks [][]timelineWord) (runs int, samples int64) {
-	for _, c := range chunks {
-		for i := 0; i < len(c); i++ {
-			_, n, _, last := runAt(c, i)
-			i = last
-			runs++
-			samples += int64(n)
-		}
-	}
-	return runs, samples
-}
-
-// All yields the runs in time order.
-func (tl *Timeline) All() iter.Seq[Run] {
-	return func(yield func(Run) bool) {
-		var ticks int64
-		for _, c := range tl.chunks {
-			for i := 0; i < len(c); i++ {
-				sk, count, delta, last := runAt(c, i)
-				i = last
-				ticks += delta
-				if !yield(runOf(tl.stacks, sk, count, tl.startOf(ticks))) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// runAt decodes the run whose head is c[i]: its stackKind (its stack, see
-// Timeline.stacks, shifted left once, the low bit set for Managed),
-// sample count and delta, and the index of its last word (i, or i+1 for a run with an
-// extension), from which a loop's i++ moves to the next run.
-func runAt(c []timelineWord, i int) (sk, count uint32, delta int64, last int) {
-	h := c[i]
-	if h.a&1 == 0 {
-		return h.a >> 1, 1, int64(int32(h.b)), i
-	}
-	x := c[i+1]
-	return h.a >> 1, x.a, int64(uint64(x.b)<<32 | uint64(h.b)), i + 1
-}
-
-// runOf is the Run of a decoded run, its stack mapped by stacks.
-func runOf(stacks []int, sk, count uint32, start time.Duration) Run {
-	kind := clrevents.SampleExternal
-	if sk&1 != 0 {
-		kind = clrevents.SampleManaged
-	}
-	return Run{Stack: stacks[sk>>1], Kind: kind, Start: start, Count: int64(count)}
-}
-
-// A Builder fills a timeline's last chunk in place, through its own copy
-// of the chunk's slice (threadAcc.runs): a sample then costs no lookup of
-// the chunk, and a new run stores only a length. The timeline learns the
-// chunk's length when the next chunk starts (grow) and at the end (sync),
-// and its number of runs from Finish.
-
-// grow starts the next chunk, with the words of a run (its head, and its
-// extension unless x is nil), after last (the last chunk as filled in
-// place), and returns it.
-func (tl *Timeline) grow(last []timelineWord, h timelineWord, x *timelineWord) []timelineWord {
-	tl.sync(last)
-	size := minTimelineChunk
-	if len(tl.chunks) > 0 {
-		size = min(2*cap(last), maxTimelineChunk)
-	}
-	c := make([]timelineWord, 1, size)
-	c[0] = h
-	if x != nil {
-		c = append(c, *x)
-	}
-	tl.chunks = append(tl.chunks, c)
-	return c
-}
-
-// sync records the length of the last chunk, filled in place as last.
-func (tl *Timeline) sync(last []timelineWord) {
-	if k := len(tl.chunks) - 1; k >= 0 {
-		tl.chunks[k] = last
-	}
-}
 
 // SymbolStats says how well stacks were resolved. Frame counts are frame
 // occurrences weighted by how often their stack was seen; Addresses are
@@ -434,3 +245,6 @@ type ContentionStats struct {
 	// ContentionStart stack), most frequent first.
 	Sites []Site
 }
+
+// SampleKind is whether a sample found the thread in managed code.
+type SampleKind = clrevents.SampleKind

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // parallelConfigs are the settings the parallel reader is tested with:
@@ -40,8 +41,8 @@ func convertAll(t *testing.T, p *Profile) map[string][]byte {
 			out[m.Name] = []byte(err.Error())
 			continue
 		}
-		for _, f := range Formats() {
-			if f.CheckMeasure(m) != nil {
+		for _, f := range weighted.Formats() {
+			if m.CheckFormat(f) != nil {
 				continue
 			}
 			var b bytes.Buffer
@@ -98,7 +99,7 @@ func sameRead(t *testing.T, name string, data []byte, cfg Config, pcfg nettrace.
 	}
 	for k, w := range wout {
 		if g := gout[k]; !bytes.Equal(g, w) {
-			t.Errorf("%s %+v: %s differs (%d bytes in parallel, %d serially):\n%s", name, pcfg, k, len(g), len(w), firstDiff(string(w), string(g)))
+			t.Errorf("%s %+v: %s differs (%d bytes in parallel, %d serially):\n%s", name, pcfg, k, len(g), len(w), testcapture.LineDiff(string(w), string(g)))
 		}
 	}
 }
@@ -155,8 +156,8 @@ func BenchmarkReadParallel(b *testing.B) {
 		data func(b *testing.B) []byte
 	}
 	var inputs []input
-	for _, rel := range everyCapture() {
-		if n := benchName(rel); n == "objver4" || n == "counters-truncated" || n == "VoiceMemo.23092" || n == "net5-v2params-allocTrace" {
+	for _, rel := range testcapture.Traces() {
+		if n := testcapture.ShortName(rel); n == "objver4" || n == "counters-truncated" || n == "VoiceMemo.23092" || n == "net5-v2params-allocTrace" {
 			inputs = append(inputs, input{n, func(b *testing.B) []byte { return testcapture.Load(b, rel) }})
 		}
 	}
@@ -196,7 +197,7 @@ func BenchmarkReadParallel(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						if err := WriteFolded(io.Discard, wp); err != nil {
+						if err := weighted.WriteFolded(io.Discard, wp); err != nil {
 							b.Fatal(err)
 						}
 					}

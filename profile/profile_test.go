@@ -12,7 +12,10 @@ import (
 
 	pprofile "github.com/google/pprof/profile"
 
+	"github.com/clrdiag/clrdiag/internal/fastfmt"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
+	"github.com/clrdiag/clrdiag/weighted/weightedtest"
 )
 
 func readSynth(t *testing.T, ptrSize int, cfg Config) *Profile {
@@ -121,7 +124,7 @@ func TestFilters(t *testing.T) {
 
 func TestFolded(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteFolded(&buf, weighted(t, readSynth(t, 8, Config{}), "")); err != nil {
+	if err := weighted.WriteFolded(&buf, weightedOf(t, readSynth(t, 8, Config{}), "")); err != nil {
 		t.Fatal(err)
 	}
 	want := "App!App.Program.Main;App!App.Lazy.Jitted 2000000\n" +
@@ -160,8 +163,10 @@ func TestReport(t *testing.T) {
 	if r := BuildReport(readSynth(t, 8, Config{Threads: []uint64{300}}), ReportConfig{}); r.WaitingLeftOut || len(r.Methods) == 0 || !r.Methods[0].Waiting {
 		t.Errorf("only a waiting thread: left out %v, methods %+v", r.WaitingLeftOut, r.Methods)
 	}
-	if wp := weighted(t, readSynth(t, 8, Config{Threads: []uint64{300}}), ""); wp.PprofDefault != "" || wp.pprofDefault() != MeasureWall {
-		t.Errorf("only a waiting thread: pprof default %q", wp.pprofDefault())
+	if wp := weightedOf(t, readSynth(t, 8, Config{Threads: []uint64{300}}), ""); wp.PprofDefault != "" {
+		t.Errorf("only a waiting thread: PprofDefault %q", wp.PprofDefault)
+	} else if pp, err := wp.Pprof(); err != nil || pp.DefaultSampleType != MeasureWall {
+		t.Errorf("only a waiting thread: pprof default %q (%v)", pp.DefaultSampleType, err)
 	}
 	r = BuildReport(p, ReportConfig{Inclusive: true, IncludeWaiting: true})
 	if r.Methods[0].Method != "App.Program.Main" || r.Methods[0].Inclusive != 20*time.Millisecond ||
@@ -207,8 +212,8 @@ func TestReadDamaged(t *testing.T) {
 	}
 }
 
-// weighted is p.Weighted(measure), failing the test on error.
-func weighted(t testing.TB, p *Profile, measure string) *Weighted {
+// weightedOf is p.Weighted(measure), failing the test on error.
+func weightedOf(t testing.TB, p *Profile, measure string) *weighted.Profile {
 	t.Helper()
 	wp, err := p.Weighted(measure)
 	if err != nil {
@@ -223,7 +228,7 @@ func weighted(t testing.TB, p *Profile, measure string) *Weighted {
 func checkPprof(t *testing.T, p *Profile) *pprofile.Profile {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WritePprof(&buf, weighted(t, p, "")); err != nil {
+	if err := weighted.WritePprof(&buf, weightedOf(t, p, "")); err != nil {
 		t.Fatal(err)
 	}
 	pp, err := pprofile.Parse(&buf)
@@ -301,14 +306,14 @@ func checkPprof(t *testing.T, p *Profile) *pprofile.Profile {
 func checkSpeedscope(t *testing.T, p *Profile) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteSpeedscope(&buf, weighted(t, p, "")); err != nil {
+	if err := weighted.WriteSpeedscope(&buf, weightedOf(t, p, "")); err != nil {
 		t.Fatal(err)
 	}
 	var f map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
 		t.Fatal(err)
 	}
-	if f["$schema"] != SpeedscopeSchema {
+	if f["$schema"] != weighted.SpeedscopeSchema {
 		t.Errorf("$schema = %v", f["$schema"])
 	}
 	shared, _ := f["shared"].(map[string]any)
@@ -381,10 +386,10 @@ func checkSpeedscope(t *testing.T, p *Profile) {
 func checkChromium(t *testing.T, p *Profile) int {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteChromium(&buf, weighted(t, p, "")); err != nil {
+	if err := weighted.WriteChromium(&buf, weightedOf(t, p, "")); err != nil {
 		t.Fatal(err)
 	}
-	begins, problems := validateTraceEvents(buf.Bytes())
+	begins, problems := weightedtest.ValidateTraceEvents(buf.Bytes())
 	for i, pr := range problems {
 		if i == 10 {
 			t.Errorf("... and %d more", len(problems)-i)
@@ -403,7 +408,7 @@ func TestExportsSynthetic(t *testing.T) {
 		names = append(names, fn.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"0xdead0000", "App.Lazy.Jitted", "App.Program.Main", "App.Worker.Leaf", "App.Worker.Work", noFrames}; !slices.Equal(names, want) {
+	if want := []string{"0xdead0000", "App.Lazy.Jitted", "App.Program.Main", "App.Worker.Leaf", "App.Worker.Work", weighted.NoFrames}; !slices.Equal(names, want) {
 		t.Errorf("pprof functions = %v, want %v", names, want)
 	}
 	if pp.Mapping[0].File != "app" {
@@ -415,7 +420,7 @@ func TestExportsSynthetic(t *testing.T) {
 	if n := checkChromium(t, p); n != 7 {
 		t.Errorf("chromium: %d B events, want 7", n)
 	}
-	if err := WriteChromium(&bytes.Buffer{}, weighted(t, readSynth(t, 8, Config{}), "")); !errors.Is(err, ErrNoTimeline) {
+	if err := weighted.WriteChromium(&bytes.Buffer{}, weightedOf(t, readSynth(t, 8, Config{}), "")); !errors.Is(err, weighted.ErrNoTimeline) {
 		t.Errorf("chromium without timeline: %v", err)
 	}
 	checkSpeedscope(t, readSynth(t, 8, Config{}))
@@ -423,7 +428,7 @@ func TestExportsSynthetic(t *testing.T) {
 
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "plain", `q"uote\back`, "ctl\x00\x01\n\r\t\x1f", "List`1[System.Int32]", "日本語😀", "bad\xffutf8"} {
-		b := appendJSONString(nil, s)
+		b := fastfmt.AppendJSONString(nil, s)
 		var back string
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%q -> %s: %v", s, b, err)
@@ -433,7 +438,7 @@ func TestAppendJSONString(t *testing.T) {
 			t.Errorf("%q -> %s -> %q", s, b, back)
 		}
 	}
-	if got := string(appendMicros(nil, 1234567)); got != "1234.567" {
+	if got := string(fastfmt.AppendMicros(nil, 1234567)); got != "1234.567" {
 		t.Errorf("appendMicros = %s", got)
 	}
 }

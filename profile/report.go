@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/fastfmt"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // ReportConfig tunes BuildReport. The zero value lists the top 20 methods,
@@ -247,7 +249,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			tt.ManagedPct = 100 * float64(t.Managed) / float64(n)
 		}
 		if t.Waiting && len(t.Samples) > 0 {
-			tt.WaitingIn = noFrames
+			tt.WaitingIn = weighted.NoFrames
 			if fr := p.Stacks[t.Samples[0].Stack].Frames; len(fr) > 0 {
 				tt.WaitingIn = p.Frames[fr[0]].String()
 			}
@@ -369,7 +371,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			m = p.eventMethod(measure, mr)
 		} else {
 			a := &byFrame[f+1]
-			m = MethodTime{Method: noFrames, Exclusive: time.Duration(excl(a)) * p.Period,
+			m = MethodTime{Method: weighted.NoFrames, Exclusive: time.Duration(excl(a)) * p.Period,
 				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(excl(a)), InclusivePct: pct(a.incl), ManagedPct: -1}
 			m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
 			m.Waiting = mr.waiting // no exclusive sample: by its inclusive ones
@@ -426,7 +428,7 @@ type methodRank struct {
 // first, then work that ran before waiting, then by name and module.
 type methodRanking struct {
 	ranked    []methodRank
-	frames    []Frame
+	frames    []weighted.Frame
 	inclusive bool
 }
 
@@ -518,7 +520,7 @@ func (m methodRanking) top(n int) []methodRank {
 // stack's).
 func (m methodRanking) name(f int32) (method, module string) {
 	if f < 0 {
-		return noFrames, ""
+		return weighted.NoFrames, ""
 	}
 	return m.frames[f].Name, m.frames[f].Module
 }
@@ -549,7 +551,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	// (writeAligned).
 	b := make([]byte, 0, r.textSize())
 	b = append(b, "Process "...)
-	b = appendInt(b, int64(r.ProcessID))
+	b = fastfmt.AppendInt(b, int64(r.ProcessID))
 	if r.ProcessName != "" {
 		b = append(append(append(b, " ("...), termsafe.String(r.ProcessName)...), ')')
 	}
@@ -567,40 +569,40 @@ func (r *Report) WriteText(w io.Writer) error {
 	b = append(append(b, "\nTrace: "...), r.Duration.Round(time.Millisecond).String()...)
 	b = r.Start.UTC().AppendFormat(append(b, " from "...), time.RFC3339)
 	if r.DroppedEvents > 0 {
-		b = appendUint(append(b, ", "...), r.DroppedEvents)
+		b = fastfmt.AppendUint(append(b, ", "...), r.DroppedEvents)
 		b = append(b, " events dropped by the runtime"...)
 	} else {
 		b = append(b, ", no events dropped"...)
 	}
-	b = appendInt(append(b, "\nSamples: "...), r.Samples)
-	b = appendInt(append(b, " ("...), r.Managed)
-	b = appendInt(append(b, " managed, "...), r.External)
+	b = fastfmt.AppendInt(append(b, "\nSamples: "...), r.Samples)
+	b = fastfmt.AppendInt(append(b, " ("...), r.Managed)
+	b = fastfmt.AppendInt(append(b, " managed, "...), r.External)
 	b = append(append(b, " external), period "...), r.Period.Round(time.Microsecond).String()...)
 	if r.ManagedOnly {
 		b = append(b, ", external samples dropped"...)
 	}
 	s := r.Symbols
-	b = appendInt(append(b, "\nSymbols: "...), int64(s.Methods))
-	b = appendInt(append(b, " methods, "...), int64(s.Modules))
+	b = fastfmt.AppendInt(append(b, "\nSymbols: "...), int64(s.Methods))
+	b = fastfmt.AppendInt(append(b, " methods, "...), int64(s.Modules))
 	b = append(b, " modules"...)
 	if !s.Rundown {
 		b = append(b, ", no rundown in the trace"...)
 	}
 	if s.SampleFrames > 0 {
-		b = appendInt(append(b, "; "...), s.ResolvedSampleFrames)
-		b = appendInt(append(b, " of "...), s.SampleFrames)
+		b = fastfmt.AppendInt(append(b, "; "...), s.ResolvedSampleFrames)
+		b = fastfmt.AppendInt(append(b, " of "...), s.SampleFrames)
 		b = appendFixed(append(b, " sample frames resolved ("...), 100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames), 1)
-		b = appendInt(append(b, "%), "...), s.UnresolvedSampleFrames())
+		b = fastfmt.AppendInt(append(b, "%), "...), s.UnresolvedSampleFrames())
 		b = append(b, " unresolved"...)
 	}
 	if s.EventFrames > s.SampleFrames {
-		b = appendInt(append(b, "; "...), s.ResolvedEventFrames)
-		b = appendInt(append(b, " of "...), s.EventFrames)
+		b = fastfmt.AppendInt(append(b, "; "...), s.ResolvedEventFrames)
+		b = fastfmt.AppendInt(append(b, " of "...), s.EventFrames)
 		b = append(b, " frames resolved over all stacks"...)
 	}
 	b = append(b, '\n')
 	if r.DecodeErrors > 0 {
-		b = appendInt(append(b, "Decode errors: "...), int64(r.DecodeErrors))
+		b = fastfmt.AppendInt(append(b, "Decode errors: "...), int64(r.DecodeErrors))
 		b = append(b, " runtime events did not decode\n"...)
 	}
 
@@ -625,8 +627,8 @@ func (r *Report) WriteText(w io.Writer) error {
 				}
 			}
 			b = append(append(append(b, "\nTop methods by "...), order...), " wall time of the threads that ran ("...)
-			b = appendInt(b, int64(ran))
-			b = appendInt(append(b, " of "...), int64(len(r.Threads)))
+			b = fastfmt.AppendInt(b, int64(ran))
+			b = fastfmt.AppendInt(append(b, " of "...), int64(len(r.Threads)))
 			b = append(b, " threads; % of their samples)\n"...)
 		default:
 			b = append(append(append(b, "\nTop methods by "...), order...), " wall time (every sample: running, waiting, or in native code)\n"...)
@@ -664,7 +666,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b = append(b, "\nWaiting the whole trace (left out of the ranking above; --include-waiting ranks them too)\n"+
 			"  Threads\tTime\tWaited in\n"...)
 		for _, w := range r.Waiting {
-			b = appendInt(append(b, "  "...), int64(w.Threads))
+			b = fastfmt.AppendInt(append(b, "  "...), int64(w.Threads))
 			b = appendMs(append(b, '\t'), w.Time)
 			b = append(append(append(b, '\t'), termsafe.String(w.Method)...), '\n')
 		}
@@ -672,12 +674,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Threads) > 0 {
 		b = append(b, "\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %\tStack changes\tState\n"...)
 		for _, t := range r.Threads {
-			b = appendUint(append(b, "  "...), t.ID)
+			b = fastfmt.AppendUint(append(b, "  "...), t.ID)
 			b = appendMs(append(b, '\t'), t.Time)
-			b = appendInt(append(b, '\t'), t.Managed)
-			b = appendInt(append(b, '\t'), t.External)
+			b = fastfmt.AppendInt(append(b, '\t'), t.Managed)
+			b = fastfmt.AppendInt(append(b, '\t'), t.External)
 			b = appendFixed(append(b, '\t'), t.ManagedPct, 1)
-			b = appendInt(append(b, '\t'), t.StackChanges)
+			b = fastfmt.AppendInt(append(b, '\t'), t.StackChanges)
 			b = append(b, '\t')
 			if t.Waiting {
 				b = append(append(b, "waited in "...), termsafe.String(t.WaitingIn)...)
@@ -690,10 +692,10 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	g := r.GC
 	if n := g.Collections[0] + g.Collections[1] + g.Collections[2]; n > 0 || g.Pauses > 0 || len(g.Allocations) > 0 {
-		b = appendInt(append(b, "\nGC\n  Collections: "...), n)
-		b = appendInt(append(b, " (gen0 "...), g.Collections[0])
-		b = appendInt(append(b, ", gen1 "...), g.Collections[1])
-		b = appendInt(append(b, ", gen2 "...), g.Collections[2])
+		b = fastfmt.AppendInt(append(b, "\nGC\n  Collections: "...), n)
+		b = fastfmt.AppendInt(append(b, " (gen0 "...), g.Collections[0])
+		b = fastfmt.AppendInt(append(b, ", gen1 "...), g.Collections[1])
+		b = fastfmt.AppendInt(append(b, ", gen2 "...), g.Collections[2])
 		b = append(b, ")\n"...)
 		if len(g.Reasons) > 0 {
 			reasons := make([]string, 0, len(g.Reasons))
@@ -708,17 +710,17 @@ func (r *Report) WriteText(w io.Writer) error {
 				if i > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendInt(append(append(b, termsafe.String(k)...), ' '), g.Reasons[k])
+				b = fastfmt.AppendInt(append(append(b, termsafe.String(k)...), ' '), g.Reasons[k])
 			}
 			b = append(b, '\n')
 		}
-		b = appendInt(append(b, "  Pauses: "...), g.Pauses)
+		b = fastfmt.AppendInt(append(b, "  Pauses: "...), g.Pauses)
 		b = appendMs(append(b, ", total "...), g.PauseTotal)
 		b = appendMs(append(b, ", mean "...), g.PauseMean)
 		b = appendMs(append(b, ", max "...), g.PauseMax)
 		b = append(b, '\n')
 		if g.OtherSuspensions > 0 {
-			b = appendInt(append(b, "  Other runtime suspensions: "...), g.OtherSuspensions)
+			b = fastfmt.AppendInt(append(b, "  Other runtime suspensions: "...), g.OtherSuspensions)
 			b = append(appendMs(append(b, ", total "...), g.OtherSuspensionTotal), '\n')
 		}
 		if len(g.Allocations) > 0 {
@@ -732,10 +734,10 @@ func (r *Report) WriteText(w io.Writer) error {
 				b = append(b, "  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n"...)
 			}
 			for _, a := range g.Allocations {
-				b = appendUint(append(b, "    "...), a.Bytes)
-				b = appendInt(append(b, '\t'), a.Ticks)
+				b = fastfmt.AppendUint(append(b, "    "...), a.Bytes)
+				b = fastfmt.AppendInt(append(b, '\t'), a.Ticks)
 				if objects {
-					b = appendInt(append(b, '\t'), a.Objects)
+					b = fastfmt.AppendInt(append(b, '\t'), a.Objects)
 				}
 				b = append(append(append(b, '\t'), termsafe.String(a.Type)...), '\n')
 			}
@@ -744,17 +746,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Exceptions) > 0 {
 		b = append(b, "\nExceptions\n"...)
 		for _, x := range r.Exceptions {
-			b = appendInt(append(b, "  "...), x.Count)
+			b = fastfmt.AppendInt(append(b, "  "...), x.Count)
 			b = append(append(append(b, '\t'), termsafe.String(x.Type)...), '\n')
 			b = appendSites(b, x.Sites)
 		}
 	}
 	if c := r.Contention; c.Count > 0 {
-		b = appendInt(append(b, "\nLock contention: "...), c.Count)
+		b = fastfmt.AppendInt(append(b, "\nLock contention: "...), c.Count)
 		b = appendMs(append(b, " waits, total "...), c.Total)
 		b = appendMs(append(b, ", max "...), c.Max)
 		if c.Unfinished > 0 {
-			b = appendInt(append(b, " ("...), c.Unfinished)
+			b = fastfmt.AppendInt(append(b, " ("...), c.Unfinished)
 			b = append(b, " unfinished at the end of the trace)"...)
 		}
 		b = append(b, '\n')
@@ -819,7 +821,7 @@ func sitesSize(sites []SiteReport) int {
 // appendSites appends a report's lines of sites.
 func appendSites(b []byte, sites []SiteReport) []byte {
 	for _, s := range sites {
-		b = appendInt(append(b, "    "...), s.Count)
+		b = fastfmt.AppendInt(append(b, "    "...), s.Count)
 		b = append(append(append(b, "\tat "...), termsafe.String(s.Site)...), '\n')
 	}
 	return b

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // methodRanking.top ranks as sorting every method does, ties included:
@@ -21,10 +23,10 @@ func TestMethodRankingTop(t *testing.T) {
 	shortcuts := 0
 	for round := range 3000 {
 		nFrames := 1 + rng.IntN(300)
-		frames := make([]Frame, nFrames)
+		frames := make([]weighted.Frame, nFrames)
 		names := 1 + rng.IntN(nFrames)
 		for i := range frames {
-			frames[i] = Frame{Name: fmt.Sprintf("N.M%d", rng.IntN(names)), Module: fmt.Sprintf("mod%d", rng.IntN(3))}
+			frames[i] = weighted.Frame{Name: fmt.Sprintf("N.M%d", rng.IntN(names)), Module: fmt.Sprintf("mod%d", rng.IntN(3))}
 		}
 		values := int64(1 + rng.IntN(1000))
 		var ranked []methodRank
@@ -105,7 +107,7 @@ func TestWriteTextLines(t *testing.T) {
 // At equal value, a method of work that ran ranks before one of threads
 // that waited, whatever their names.
 func TestMethodRankingWaitingTie(t *testing.T) {
-	frames := []Frame{{Name: "P.Main", Module: "Spin"}, {Name: "P.Spin", Module: "Spin"}, {Name: "A.First", Module: "Spin"}}
+	frames := []weighted.Frame{{Name: "P.Main", Module: "Spin"}, {Name: "P.Spin", Module: "Spin"}, {Name: "A.First", Module: "Spin"}}
 	for _, inclusive := range []bool{false, true} {
 		ranked := []methodRank{{frame: 0, excl: 50, incl: 50, waiting: true}, {frame: 1, excl: 50, incl: 50}, {frame: 2, excl: 10, incl: 50, waiting: true}}
 		got := methodRanking{ranked: ranked, frames: frames, inclusive: inclusive}.top(3)
@@ -131,7 +133,7 @@ func methodThreads(p *Profile) (onRan, onWaiting map[string]bool, ranSamples int
 	onRan, onWaiting, ranExcl = map[string]bool{}, map[string]bool{}, map[string]int64{}
 	key := func(f int) string {
 		if f < 0 {
-			return noFrames
+			return weighted.NoFrames
 		}
 		return p.Frames[f].String()
 	}
@@ -186,7 +188,7 @@ func TestReportWaitingCaptures(t *testing.T) {
 			}
 			var sum float64
 			for _, m := range r.Methods {
-				k := Frame{Name: m.Method, Module: m.Module}.String()
+				k := weighted.Frame{Name: m.Method, Module: m.Module}.String()
 				if !onRan[k] || m.Waiting {
 					t.Errorf("%s is ranked but is not on a thread that ran", k)
 				}
@@ -201,7 +203,7 @@ func TestReportWaitingCaptures(t *testing.T) {
 			threads := 0
 			for _, w := range r.Waiting {
 				threads += w.Threads
-				if !onWaiting[w.Method] && w.Method != noFrames {
+				if !onWaiting[w.Method] && w.Method != weighted.NoFrames {
 					t.Errorf("waiting site %s is not the leaf of a waiting thread", w.Method)
 				}
 			}
@@ -229,7 +231,7 @@ func TestReportWaitingCaptures(t *testing.T) {
 				}
 				var lastWaitingOnly string
 				for i, m := range r.Methods {
-					k := Frame{Name: m.Method, Module: m.Module}.String()
+					k := weighted.Frame{Name: m.Method, Module: m.Module}.String()
 					if i > 0 && value(m) != value(r.Methods[i-1]) {
 						lastWaitingOnly = ""
 					}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/internal/timeline"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Runs are stored in chunks that grow without moving the runs already
@@ -25,7 +27,7 @@ func TestTimelineChunks(t *testing.T) {
 		t.Run(strconv.FormatInt(freq, 10), func(t *testing.T) {
 			b := &Builder{hdr: nettrace.Header{TickFrequency: freq}}
 			th := threadAcc{runSK: noRun}
-			const n = 3*maxTimelineChunk + 17
+			const n = 3*timeline.MaxChunk + 17
 			type want struct {
 				sk    uint32
 				ticks int64
@@ -34,7 +36,7 @@ func TestTimelineChunks(t *testing.T) {
 			var runs []want
 			ts := int64(1) << 50
 			b.minTS = ts - 12345
-			var first *timelineWord
+			var first *timeline.Word
 			for i := range n {
 				switch i % 11 {
 				case 3:
@@ -68,38 +70,40 @@ func TestTimelineChunks(t *testing.T) {
 			if th.runExtra != 0 { // as Finish does
 				th.endRun()
 			}
-			th.timeline.sync(th.runs)
+			th.timeline.Sync(th.runs)
 			tl := th.timeline
-			if &tl.chunks[0][0] != first {
+			if &tl.Chunks[0][0] != first {
 				t.Error("the first chunk moved as the timeline grew")
 			}
-			for _, c := range tl.chunks {
-				if cap(c) > maxTimelineChunk {
-					t.Errorf("chunk of capacity %d, want at most %d", cap(c), maxTimelineChunk)
+			for _, c := range tl.Chunks {
+				if cap(c) > timeline.MaxChunk {
+					t.Errorf("chunk of capacity %d, want at most %d", cap(c), timeline.MaxChunk)
 				}
 			}
 			symOf := make([]int, 5)
 			for i := range symOf {
 				symOf[i] = 4 - i
 			}
-			if b.finishTimeline(&tl, symOf, &b.hdr, -1); tl.Len() != n {
-				t.Fatalf("Len = %d, want %d", tl.Len(), n)
+			b.finishTimeline(&tl, symOf, &b.hdr, -1)
+			wtl := weighted.TimelineOf(tl)
+			if wtl.Len() != n {
+				t.Fatalf("Len = %d, want %d", wtl.Len(), n)
 			}
 			var samples int64
 			for _, r := range runs {
 				samples += int64(r.count)
 			}
-			if tl.samples != samples {
-				t.Errorf("%d samples, want %d", tl.samples, samples)
+			if tl.Samples != samples {
+				t.Errorf("%d samples, want %d", tl.Samples, samples)
 			}
 			i := 0
-			for r := range tl.All() {
+			for r := range wtl.All() {
 				w := runs[i]
 				kind := clrevents.SampleExternal
 				if w.sk&1 != 0 {
 					kind = clrevents.SampleManaged
 				}
-				want := Run{Stack: 4 - int(w.sk>>1), Kind: kind, Start: b.hdr.DurationOf(w.ticks - b.minTS), Count: int64(w.count)}
+				want := weighted.Run{Stack: 4 - int(w.sk>>1), Kind: kind, Start: b.hdr.DurationOf(w.ticks - b.minTS), Count: int64(w.count)}
 				if r != want {
 					t.Fatalf("run %d = %+v, want %+v", i, r, want)
 				}
@@ -118,7 +122,7 @@ func TestTimelineChunks(t *testing.T) {
 // must give exactly the counts, and their samples the timeline's count
 // (Finish takes it from the counts, without reading the runs).
 func TestTimelineMatchesSamples(t *testing.T) {
-	for _, rel := range everyCapture() {
+	for _, rel := range testcapture.Traces() {
 		p, err := Read(bytes.NewReader(testcapture.Load(t, rel)), Config{Timeline: true})
 		if fe := (*nettrace.FormatError)(nil); err != nil && !errors.As(err, &fe) {
 			t.Fatalf("%s: %v", rel, err) // a damaged capture converts what it has
@@ -133,8 +137,12 @@ func TestTimelineMatchesSamples(t *testing.T) {
 func timelineMatchesSamples(t *testing.T, p *Profile) {
 	t.Helper()
 	for _, th := range p.Threads {
-		if _, samples := countTimeline(th.Timeline.chunks); th.Timeline.samples != samples {
-			t.Errorf("thread %d: timeline of %d samples counts %d", th.ID, samples, th.Timeline.samples)
+		var samples int64
+		for r := range th.Timeline.All() {
+			samples += r.Count
+		}
+		if th.Timeline.Samples() != samples {
+			t.Errorf("thread %d: timeline of %d samples counts %d", th.ID, samples, th.Timeline.Samples())
 		}
 		fromRuns := make(map[int]StackSample)
 		var last time.Duration
@@ -176,8 +184,8 @@ func TestTimelineTruncated(t *testing.T) {
 		for r := range th.Timeline.All() {
 			samples += r.Count
 		}
-		if th.Timeline.samples != samples {
-			t.Errorf("thread %d: timeline of %d samples counts %d", th.ID, samples, th.Timeline.samples)
+		if th.Timeline.Samples() != samples {
+			t.Errorf("thread %d: timeline of %d samples counts %d", th.ID, samples, th.Timeline.Samples())
 		}
 	}
 	if !p.TimelineTruncated || runs != 100 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // BenchmarkWrite measures the writers alone, on the captures and in the
@@ -17,8 +18,8 @@ import (
 //
 //	go test ./profile -run '^$' -bench 'Write/objver4/' -benchmem
 func BenchmarkWrite(b *testing.B) {
-	for _, rel := range everyCapture() {
-		b.Run(benchName(rel), func(b *testing.B) {
+	for _, rel := range testcapture.Traces() {
+		b.Run(testcapture.ShortName(rel), func(b *testing.B) {
 			data := testcapture.Load(b, rel)
 			benchmarkWrite(b, data)
 		})
@@ -37,8 +38,8 @@ func benchmarkWrite(b *testing.B, data []byte) {
 				}
 			}
 		})
-		for _, f := range Formats() {
-			if f.CheckMeasure(m) != nil {
+		for _, f := range weighted.Formats() {
+			if m.CheckFormat(f) != nil {
 				continue
 			}
 			p := plain
@@ -52,7 +53,7 @@ func benchmarkWrite(b *testing.B, data []byte) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := f.Write(io.Discard, wp); err != nil && !errors.Is(err, ErrNoTimeline) {
+					if err := f.Write(io.Discard, wp); err != nil && !errors.Is(err, weighted.ErrNoTimeline) {
 						b.Fatal(err)
 					}
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/transport"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Shell completion: cobra's 'clrdiag completion bash|zsh|fish|powershell'
@@ -23,9 +24,9 @@ import (
 func formatValues(path string) []string {
 	switch path {
 	case "clrdiag trace convert":
-		return profile.FormatNames()
+		return weighted.FormatNames()
 	case "clrdiag trace collect":
-		return append([]string{"nettrace"}, profile.FormatNames()...)
+		return append([]string{"nettrace"}, weighted.FormatNames()...)
 	case "clrdiag counters collect":
 		return []string{"csv", "json"}
 	case "clrdiag gcdump convert":

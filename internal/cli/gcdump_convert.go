@@ -10,16 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/gcdump"
-	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 func init() { registerGCDump("convert", newGCDumpConvertCmd) }
 
 // gcdumpFormat finds a format of package profile that fits a heap: one
 // that does not draw time.
-func gcdumpFormat(name string) (profile.Format, error) {
+func gcdumpFormat(name string) (weighted.Format, error) {
 	var names []string
-	for _, f := range profile.Formats() {
+	for _, f := range weighted.Formats() {
 		if f.Timeline && f.Name != "speedscope" {
 			continue // chromium draws a timeline a heap does not have
 		}
@@ -28,7 +28,7 @@ func gcdumpFormat(name string) (profile.Format, error) {
 		}
 		names = append(names, f.Name)
 	}
-	return profile.Format{}, usageErrorf("--format %q: use %s", name, strings.Join(names, ", "))
+	return weighted.Format{}, usageErrorf("--format %q: use %s", name, strings.Join(names, ", "))
 }
 
 func newGCDumpConvertCmd(e *env) *cobra.Command {

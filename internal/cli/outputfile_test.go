@@ -10,7 +10,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
-	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // plantLink puts a symbolic link to a file holding "precious" at path and
@@ -85,7 +85,7 @@ func TestCollectOutputRule(t *testing.T) {
 	}
 	// --format: the converted file is checked before the session too.
 	y := filepath.Join(dir, "y.nettrace")
-	folded, _ := profile.LookupFormat("folded")
+	folded, _ := weighted.LookupFormat("folded")
 	os.WriteFile(convertedName(y, folded), []byte("old"), 0o644)
 	n := sessionsStarted(srv)
 	if code, errOut = collect("-o", y, "--format", "folded"); code != exitIO || !strings.Contains(errOut, "y.folded") {

@@ -18,6 +18,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/speedscopetest"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // startWorkloads starts the Workloads target (testdata/targets/Workloads.cs).
@@ -94,7 +95,7 @@ func funcs(s *pprofile.Sample) []string {
 func convertTo(t *testing.T, trace, sample, format string) string {
 	t.Helper()
 	out := strings.TrimSuffix(trace, ".nettrace") + "." + sample
-	f, err := profile.LookupFormat(format)
+	f, err := weighted.LookupFormat(format)
 	if err != nil {
 		t.Fatal(err)
 	}

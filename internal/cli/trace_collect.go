@@ -23,6 +23,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -307,9 +308,9 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if format = strings.ToLower(format); format == "nettrace" {
 				format = ""
 			}
-			var conv profile.Format
+			var conv weighted.Format
 			if format != "" {
-				if conv, err = profile.LookupFormat(format); err != nil {
+				if conv, err = weighted.LookupFormat(format); err != nil {
 					return usageErrorf("--format: %w (or nettrace, the default)", err)
 				}
 			}
@@ -362,7 +363,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
 	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
 	addForceFlag(cmd, &force)
-	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: "+strings.Join(profile.FormatNames(), ", ")+" (the .nettrace file is kept)")
+	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: "+strings.Join(weighted.FormatNames(), ", ")+" (the .nettrace file is kept)")
 	pf.register(cmd)
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
 	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")

@@ -15,6 +15,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 func init() {
@@ -151,13 +152,13 @@ func symbolSummary(p *profile.Profile) string {
 
 // convertedName is the default output of converting the trace in to f: in
 // without its .nettrace suffix, plus the format's suffix.
-func convertedName(in string, f profile.Format) string {
+func convertedName(in string, f weighted.Format) string {
 	return strings.TrimSuffix(strings.TrimSuffix(in, ".nettrace"), ".netperf") + f.Suffix
 }
 
-// lookupFormat is profile.LookupFormat as a usage error.
-func lookupFormat(name string) (profile.Format, error) {
-	f, err := profile.LookupFormat(name)
+// lookupFormat is weighted.LookupFormat as a usage error.
+func lookupFormat(name string) (weighted.Format, error) {
+	f, err := weighted.LookupFormat(name)
 	if err != nil {
 		return f, usageErrorf("--format: %w", err)
 	}
@@ -169,13 +170,13 @@ func lookupFormat(name string) (profile.Format, error) {
 // profile's notes on stderr and returns a one-line summary of what it
 // wrote. A trace without samples (after the --thread filter) is an error
 // that says how to collect samples, and nothing is written.
-func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, force bool) (string, error) {
+func convertTrace(e *env, in, out string, f weighted.Format, pf *profileFlags, force bool) (string, error) {
 	measure, err := pf.measure()
 	if err != nil {
 		return "", err
 	}
 	m := pf.measureInfo(measure)
-	if err := f.CheckMeasure(m); err != nil {
+	if err := m.CheckFormat(f); err != nil {
 		return "", usageErrorf("--format %s: %w", f.Name, err)
 	}
 	if err := checkOutput(out, force); err != nil {
@@ -234,7 +235,7 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 // threads (busiest: thread 42), weighed by wall time, period 1ms; ...";
 // pprof says what pprof shows first when that is not Types[Default]
 // (wall_ran).
-func weightedSummary(p *profile.Profile, wp *profile.Weighted, m profile.MeasureInfo, pprof bool) string {
+func weightedSummary(p *profile.Profile, wp *weighted.Profile, m profile.MeasureInfo, pprof bool) string {
 	busiest := ""
 	if wp.Active >= 0 && len(wp.Groups) > 1 {
 		busiest = fmt.Sprintf(" (busiest: %s)", strings.ToLower(wp.Groups[wp.Active].Name))
@@ -272,12 +273,12 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 		force  bool
 	)
 	var formats strings.Builder
-	for _, f := range profile.Formats() {
+	for _, f := range weighted.Formats() {
 		fmt.Fprintf(&formats, "  %-11s %s\n", f.Name, f.Viewers)
 	}
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
-		Short: "Convert the CPU samples (or allocations, lock waits, exceptions) of a trace to " + strings.Join(profile.FormatNames(), ", "),
+		Short: "Convert the CPU samples (or allocations, lock waits, exceptions) of a trace to " + strings.Join(weighted.FormatNames(), ", "),
 		Long: "Convert the SampleProfiler samples of a nettrace file (\"-\" for standard input) into a\n" +
 			"profile that other tools open, with stacks symbolised from the trace's method events:\n" +
 			formats.String() +
@@ -310,7 +311,7 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 					out = convertedName(in, f)
 					if measure != "" && measure != profile.MeasureWall && measure != profile.MeasureCPU {
 						// app.alloc.pb.gz beside the CPU profile's app.pb.gz.
-						out = convertedName(in, profile.Format{Suffix: "." + measure + f.Suffix})
+						out = convertedName(in, weighted.Format{Suffix: "." + measure + f.Suffix})
 					}
 				}
 			}
@@ -321,7 +322,7 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", profile.FormatNames()[0], strings.Join(profile.FormatNames(), ", "))
+	cmd.Flags().StringVarP(&format, "format", "f", weighted.FormatNames()[0], strings.Join(weighted.FormatNames(), ", "))
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (\"-\" for standard output; default: FILE with the format's suffix)")
 	addForceFlag(cmd, &force)
 	pf.register(cmd)

@@ -11,7 +11,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/testcapture"
 	pprofile "github.com/google/pprof/profile"
 
-	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // sampleTrace extracts the committed only_managed_samples capture into a
@@ -27,7 +27,7 @@ func sampleTrace(t *testing.T) string {
 
 func TestTraceConvert(t *testing.T) {
 	in := sampleTrace(t)
-	for _, f := range profile.Formats() {
+	for _, f := range weighted.Formats() {
 		format := f.Name
 		code, _, stderr := run(t, "trace", "convert", in, "--format", format)
 		if code != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // pprofTopRow is a row of go tool pprof -top: the function and its flat%.
@@ -143,7 +144,7 @@ func testReportWaitingMain(t *testing.T, rt *dotnettest.Runtime) {
 			switch {
 			case m.Method == "P.Spin":
 				spin = i
-			case !inclusive && profile.Frame{Name: m.Method, Module: m.Module}.String() == site,
+			case !inclusive && weighted.Frame{Name: m.Method, Module: m.Module}.String() == site,
 				inclusive && m.Method == "P.Main":
 				wait = i
 			}

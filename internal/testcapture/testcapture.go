@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -129,4 +130,74 @@ func Unzip(data []byte) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("no .nettrace or .netperf file in the archive")
+}
+
+// Traces lists the trace captures (.nettrace, .netperf, zipped or not),
+// committed and external, sorted.
+func Traces() []string {
+	var out []string
+	for _, m := range []map[string]string{Committed, External} {
+		for rel := range m {
+			if strings.HasSuffix(rel, ".zip") || strings.HasSuffix(rel, ".nettrace") || strings.HasSuffix(rel, ".netperf") {
+				out = append(out, rel)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AvailableTraces lists the Traces that are here: the committed ones, and
+// the external ones when EnvVar is set.
+func AvailableTraces() []string {
+	var out []string
+	for _, rel := range Traces() {
+		if Available(rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// ShortName is a capture's name for a benchmark or subtest: its file name
+// without suffixes or "eventpipe-", objver4 and counters-truncated for
+// the two captures benchmarks compare most.
+func ShortName(rel string) string {
+	n := rel[strings.LastIndexByte(rel, '/')+1:]
+	for _, s := range []string{".zip", ".nettrace", ".netperf"} {
+		n = strings.TrimSuffix(n, s)
+	}
+	n = strings.TrimPrefix(n, "eventpipe-")
+	switch {
+	case strings.Contains(n, "objver4"):
+		n = "objver4"
+	case strings.Contains(n, "counters-truncated"):
+		n = "counters-truncated"
+	}
+	return n
+}
+
+// LineDiff shows the first differing lines (up to 10) of two texts, for a
+// test's failure message.
+func LineDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(wl), len(gl)) && shown < 10; i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			fmt.Fprintf(&b, "line %d\n  - %s\n  + %s\n", i+1, w, g)
+			shown++
+		}
+	}
+	if shown == 0 {
+		return "(no difference)"
+	}
+	return b.String()
 }

@@ -1,4 +1,4 @@
-package profile
+package fastfmt
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// jsonStringByByte is appendJSONString as a plain loop over the bytes: what
+// jsonStringByByte is AppendJSONString as a plain loop over the bytes: what
 // the word-at-a-time version must write.
 func jsonStringByByte(s string) []byte {
 	const hex = "0123456789abcdef"
@@ -52,8 +52,8 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := appendJSONString([]byte("x"), s), append([]byte("x"), jsonStringByByte(s)...); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		if got, want := AppendJSONString([]byte("x"), s), append([]byte("x"), jsonStringByByte(s)...); string(got) != string(want) {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", s, got, want)
 		}
 	})
 }
@@ -64,30 +64,30 @@ func TestAppendInt(t *testing.T) {
 		vals = append(vals, p-1, p, p+1, -p, 7*p+3)
 	}
 	for _, v := range vals {
-		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
-			t.Errorf("appendInt(%d) = %s", v, got)
+		if got, want := string(AppendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Errorf("AppendInt(%d) = %s", v, got)
 		}
 		if v >= 0 {
-			if got, want := string(appendUint(nil, uint64(v)*2)), strconv.FormatUint(uint64(v)*2, 10); got != want {
-				t.Errorf("appendUint(%d) = %s", uint64(v)*2, got)
+			if got, want := string(AppendUint(nil, uint64(v)*2)), strconv.FormatUint(uint64(v)*2, 10); got != want {
+				t.Errorf("AppendUint(%d) = %s", uint64(v)*2, got)
 			}
 		}
 	}
 	// Every number up to past the small-number cases, each after a prefix.
 	for u := uint64(0); u <= 20000; u++ {
-		if got, want := string(appendUint([]byte("x"), u)), "x"+strconv.FormatUint(u, 10); got != want {
-			t.Fatalf("appendUint(%d) = %s", u, got)
+		if got, want := string(AppendUint([]byte("x"), u)), "x"+strconv.FormatUint(u, 10); got != want {
+			t.Fatalf("AppendUint(%d) = %s", u, got)
 		}
 	}
-	if got := string(appendUint(nil, math.MaxUint64)); got != strconv.FormatUint(math.MaxUint64, 10) {
-		t.Errorf("appendUint(MaxUint64) = %s", got)
+	if got := string(AppendUint(nil, math.MaxUint64)); got != strconv.FormatUint(math.MaxUint64, 10) {
+		t.Errorf("AppendUint(MaxUint64) = %s", got)
 	}
 	for _, c := range []struct {
 		ns   int64
 		want string
 	}{{0, "0.000"}, {1234567, "1234.567"}, {-1500, "-1.500"}, {999, "0.999"}, {1_000_000_007, "1000000.007"}} {
-		if got := string(appendMicros(nil, c.ns)); got != c.want {
-			t.Errorf("appendMicros(%d) = %s, want %s", c.ns, got, c.want)
+		if got := string(AppendMicros(nil, c.ns)); got != c.want {
+			t.Errorf("AppendMicros(%d) = %s, want %s", c.ns, got, c.want)
 		}
 	}
 	// Every digit count, both signs, against strconv.
@@ -99,8 +99,8 @@ func TestAppendInt(t *testing.T) {
 				u, sign = -u, "-"
 			}
 			want := sign + strconv.FormatUint(u/1000, 10) + "." + strconv.FormatUint(1000+u%1000, 10)[1:]
-			if got := string(appendMicros([]byte("x"), ns)); got != "x"+want {
-				t.Errorf("appendMicros(%d) = %s, want x%s", ns, got, want)
+			if got := string(AppendMicros([]byte("x"), ns)); got != "x"+want {
+				t.Errorf("AppendMicros(%d) = %s, want x%s", ns, got, want)
 			}
 		}
 	}

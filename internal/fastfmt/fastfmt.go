@@ -1,12 +1,12 @@
-package profile
+package fastfmt
 
 import (
 	"unicode/utf8"
 )
 
-// appendJSONString appends s as a JSON string literal. Invalid UTF-8 becomes
+// AppendJSONString appends s as a JSON string literal. Invalid UTF-8 becomes
 // U+FFFD, as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
@@ -81,16 +81,16 @@ func plain8(x uint64) bool {
 	return (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
 }
 
-// appendInt appends v in decimal, as strconv.AppendInt(dst, v, 10) does.
-func appendInt(dst []byte, v int64) []byte {
+// AppendInt appends v in decimal, as strconv.AppendInt(dst, v, 10) does.
+func AppendInt(dst []byte, v int64) []byte {
 	if v < 0 {
-		return appendUint(append(dst, '-'), uint64(-v))
+		return AppendUint(append(dst, '-'), uint64(-v))
 	}
-	return appendUint(dst, uint64(v))
+	return AppendUint(dst, uint64(v))
 }
 
-// digitPairs holds "00" to "99".
-const digitPairs = "00010203040506070809" +
+// DigitPairs holds "00" to "99".
+const DigitPairs = "00010203040506070809" +
 	"10111213141516171819" +
 	"20212223242526272829" +
 	"30313233343536373839" +
@@ -101,41 +101,41 @@ const digitPairs = "00010203040506070809" +
 	"80818283848586878889" +
 	"90919293949596979899"
 
-// appendUint appends u in decimal, as strconv.AppendUint(dst, u, 10) does,
+// AppendUint appends u in decimal, as strconv.AppendUint(dst, u, 10) does,
 // two digits at a time. Numbers below 10 000 (frame and stack indexes,
 // most counts) are appended as bytes, without copying from a buffer.
-func appendUint(dst []byte, u uint64) []byte {
+func AppendUint(dst []byte, u uint64) []byte {
 	switch {
 	case u < 10:
 		return append(dst, byte('0'+u))
 	case u < 100:
-		return append(dst, digitPairs[2*u], digitPairs[2*u+1])
+		return append(dst, DigitPairs[2*u], DigitPairs[2*u+1])
 	case u < 10000:
 		q, r := u/100, u%100
 		if q < 10 {
-			return append(dst, byte('0'+q), digitPairs[2*r], digitPairs[2*r+1])
+			return append(dst, byte('0'+q), DigitPairs[2*r], DigitPairs[2*r+1])
 		}
-		return append(dst, digitPairs[2*q], digitPairs[2*q+1], digitPairs[2*r], digitPairs[2*r+1])
+		return append(dst, DigitPairs[2*q], DigitPairs[2*q+1], DigitPairs[2*r], DigitPairs[2*r+1])
 	}
 	var buf [20]byte
-	i := putDigits(buf[:], len(buf), u)
+	i := PutDigits(buf[:], len(buf), u)
 	return append(dst, buf[i:]...)
 }
 
-// putDigits writes u in decimal into buf, ending before index end, two
+// PutDigits writes u in decimal into buf, ending before index end, two
 // digits at a time, and returns where the digits start.
-func putDigits(buf []byte, end int, u uint64) int {
+func PutDigits(buf []byte, end int, u uint64) int {
 	i := end
 	for u >= 100 {
 		q := u / 100
 		r := u - q*100
 		i -= 2
-		buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		buf[i], buf[i+1] = DigitPairs[2*r], DigitPairs[2*r+1]
 		u = q
 	}
 	if u >= 10 {
 		i -= 2
-		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+		buf[i], buf[i+1] = DigitPairs[2*u], DigitPairs[2*u+1]
 	} else {
 		i--
 		buf[i] = byte('0' + u)
@@ -143,31 +143,31 @@ func putDigits(buf []byte, end int, u uint64) int {
 	return i
 }
 
-// appendMicros appends a duration in nanoseconds as microseconds with
+// AppendMicros appends a duration in nanoseconds as microseconds with
 // three decimals.
-func appendMicros(dst []byte, ns int64) []byte {
-	var buf [microsLen]byte
-	return append(dst, buf[putMicros(&buf, ns):]...)
+func AppendMicros(dst []byte, ns int64) []byte {
+	var buf [MicrosLen]byte
+	return append(dst, buf[PutMicros(&buf, ns):]...)
 }
 
-// microsLen is room for any int64 of nanoseconds as microseconds
-// (putMicros): a sign, 16 digits, the point and three decimals.
-const microsLen = 24
+// MicrosLen is room for any int64 of nanoseconds as microseconds
+// (PutMicros): a sign, 16 digits, the point and three decimals.
+const MicrosLen = 24
 
-// putMicros writes a duration in nanoseconds as microseconds with three
+// PutMicros writes a duration in nanoseconds as microseconds with three
 // decimals at the end of buf, and returns where it starts. The exporters
 // keep what follows a timestamp after it in the same buffer, so that a
 // timestamp is written without copying either.
-func putMicros(buf *[microsLen]byte, ns int64) int {
+func PutMicros(buf *[MicrosLen]byte, ns int64) int {
 	u := uint64(ns)
 	if ns < 0 {
 		u = -u
 	}
 	us, frac := u/1000, u%1000
-	i := microsLen - 4
+	i := MicrosLen - 4
 	r := frac % 100
-	buf[i], buf[i+1], buf[i+2], buf[i+3] = '.', byte('0'+frac/100), digitPairs[2*r], digitPairs[2*r+1]
-	i = putDigits(buf[:], i, us)
+	buf[i], buf[i+1], buf[i+2], buf[i+3] = '.', byte('0'+frac/100), DigitPairs[2*r], DigitPairs[2*r+1]
+	i = PutDigits(buf[:], i, us)
 	if ns < 0 {
 		i--
 		buf[i] = '-'

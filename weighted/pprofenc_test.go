@@ -1,9 +1,8 @@
-package profile
+package weighted
 
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	pprofile "github.com/google/pprof/profile"
 )
 
@@ -83,9 +82,9 @@ func pprofContent(pp *pprofile.Profile) string {
 }
 
 // checkPprofEncoding writes wp with WritePprof, parses it with the pprof
-// library and compares what it means with Weighted.Pprof's profile: the
+// library and compares what it means with Profile.Pprof's profile: the
 // same, or the same error.
-func checkPprofEncoding(t *testing.T, name string, wp *Weighted) {
+func checkPprofEncoding(t *testing.T, name string, wp *Profile) {
 	t.Helper()
 	want, wantErr := wp.Pprof()
 	var buf bytes.Buffer
@@ -101,38 +100,12 @@ func checkPprofEncoding(t *testing.T, name string, wp *Weighted) {
 		t.Fatalf("%s: pprof does not parse the direct encoding: %v", name, err)
 	}
 	if g, w := pprofContent(got), pprofContent(want); g != w {
-		t.Errorf("%s: the direct encoding differs from Pprof's profile:\n%s", name, firstDiff(w, g))
+		t.Errorf("%s: the direct encoding differs from Pprof's profile:\n%s", name, testcapture.LineDiff(w, g))
 	}
 	// Determinism: the same bytes again.
 	var again bytes.Buffer
 	if err := WritePprof(&again, wp); err != nil || !bytes.Equal(again.Bytes(), buf.Bytes()) {
 		t.Errorf("%s: a second WritePprof wrote other bytes (%d vs %d, err %v)", name, again.Len(), buf.Len(), err)
-	}
-}
-
-// TestPprofEncodingCaptures holds the direct pprof encoding to the
-// library's model on every capture BenchmarkConvert measures (the external
-// ones with CLRDIAG_CAPTURES) and every measure it has events of.
-func TestPprofEncodingCaptures(t *testing.T) {
-	for _, rel := range availableCaptures() {
-		t.Run(benchName(rel), func(t *testing.T) {
-			p, err := Read(bytes.NewReader(capture(t, rel)), Config{})
-			var fe *nettrace.FormatError
-			if p == nil || (err != nil && !errors.As(err, &fe)) {
-				t.Fatalf("%s: %v", rel, err)
-			}
-			checked := 0
-			for _, m := range Measures() {
-				if n, _ := p.Events(m); n == 0 && m != MeasureWall {
-					continue
-				}
-				checkPprofEncoding(t, m, weighted(t, p, m))
-				checked++
-			}
-			if checked == 0 {
-				t.Fatal("no measure checked")
-			}
-		})
 	}
 }
 
@@ -148,11 +121,11 @@ func TestPprofEncodingCrafted(t *testing.T) {
 		{Name: "0xffffffffffffffff", Address: math.MaxUint64},
 		{Name: long, Module: long, Signature: "instance bool " + long, Address: 1},
 		{Name: "app.dll", Module: "app.dll", Address: 0},
-		{Name: noFrames, Module: "", Address: 0x10},
+		{Name: NoFrames, Module: "", Address: 0x10},
 	}
 	stacks := []Stack{{}, {Frames: []int{0}}, {Frames: []int{2, 1, 0}}, {Frames: []int{3, 3, 4, 5}}}
-	base := func() *Weighted {
-		return &Weighted{
+	base := func() *Profile {
+		return &Profile{
 			Name: "", ProcessID: 0, Duration: 3 * time.Second,
 			Types:   []ValueType{{"samples", "count"}, {"wall", "nanoseconds"}},
 			Default: 1, PeriodType: ValueType{"wall", "nanoseconds"}, Period: 1_000_000,
@@ -166,21 +139,21 @@ func TestPprofEncodingCrafted(t *testing.T) {
 			},
 		}
 	}
-	cases := map[string]func(w *Weighted){
-		"as is":            func(w *Weighted) {},
-		"with start":       func(w *Weighted) { w.Start = time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC); w.ProcessID = 42 },
-		"named":            func(w *Weighted) { w.Name = "app\x00 \"quoted\"" },
-		"no groups":        func(w *Weighted) { w.Groups = nil },
-		"no frames":        func(w *Weighted) { w.Groups, w.Frames, w.Stacks = nil, nil, nil },
-		"only empty stack": func(w *Weighted) { w.Groups = w.Groups[:1]; w.Groups[0].Samples = w.Groups[0].Samples[:1] },
-		"no empty stack":   func(w *Weighted) { w.Groups = w.Groups[2:] },
-		"default -1":       func(w *Weighted) { w.Default = -1 },
-		"default past":     func(w *Weighted) { w.Default = 2 },
-		"no period":        func(w *Weighted) { w.PeriodType, w.Period = ValueType{}, 0 },
-		"period unit only": func(w *Weighted) { w.PeriodType = ValueType{Unit: "count"} },
-		"no comments":      func(w *Weighted) { w.Comments = nil },
-		"negative times":   func(w *Weighted) { w.Start = time.Unix(-5, 0); w.Duration = -1; w.Period = -3 },
-		"one type": func(w *Weighted) {
+	cases := map[string]func(w *Profile){
+		"as is":            func(w *Profile) {},
+		"with start":       func(w *Profile) { w.Start = time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC); w.ProcessID = 42 },
+		"named":            func(w *Profile) { w.Name = "app\x00 \"quoted\"" },
+		"no groups":        func(w *Profile) { w.Groups = nil },
+		"no frames":        func(w *Profile) { w.Groups, w.Frames, w.Stacks = nil, nil, nil },
+		"only empty stack": func(w *Profile) { w.Groups = w.Groups[:1]; w.Groups[0].Samples = w.Groups[0].Samples[:1] },
+		"no empty stack":   func(w *Profile) { w.Groups = w.Groups[2:] },
+		"default -1":       func(w *Profile) { w.Default = -1 },
+		"default past":     func(w *Profile) { w.Default = 2 },
+		"no period":        func(w *Profile) { w.PeriodType, w.Period = ValueType{}, 0 },
+		"period unit only": func(w *Profile) { w.PeriodType = ValueType{Unit: "count"} },
+		"no comments":      func(w *Profile) { w.Comments = nil },
+		"negative times":   func(w *Profile) { w.Start = time.Unix(-5, 0); w.Duration = -1; w.Period = -3 },
+		"one type": func(w *Profile) {
 			w.Types = w.Types[1:]
 			w.Default = 0
 			for gi := range w.Groups {
@@ -191,16 +164,16 @@ func TestPprofEncodingCrafted(t *testing.T) {
 				}
 			}
 		},
-		"mismatch": func(w *Weighted) { w.Groups[1].Samples[1].Values = []int64{1} },
-		"no types": func(w *Weighted) { w.Types = nil },
-		"no types, no values": func(w *Weighted) {
+		"mismatch": func(w *Profile) { w.Groups[1].Samples[1].Values = []int64{1} },
+		"no types": func(w *Profile) { w.Types = nil },
+		"no types, no values": func(w *Profile) {
 			w.Types = nil
 			w.Groups = []Group{{ThreadID: 1, Samples: []Sample{{Stack: 1}}}}
 		},
-		"no types, no samples": func(w *Weighted) { w.Types, w.Default = nil, 0; w.Groups = []Group{{ThreadID: 1}} },
+		"no types, no samples": func(w *Profile) { w.Types, w.Default = nil, 0; w.Groups = []Group{{ThreadID: 1}} },
 		// Samples of more than 127 bytes (their size and their IDs' size
 		// in two bytes or more; the encoder writes the IDs first).
-		"deep stacks": func(w *Weighted) {
+		"deep stacks": func(w *Profile) {
 			deep := func(n int) Stack {
 				st := Stack{Frames: make([]int, n)}
 				for i := range st.Frames {
@@ -227,7 +200,7 @@ func TestPprofEncodingCrafted(t *testing.T) {
 // TestPprofEncodingBadIndex: a stack or frame index out of range is an
 // error of WritePprof and of Pprof, not a panic.
 func TestPprofEncodingBadIndex(t *testing.T) {
-	for name, w := range map[string]*Weighted{
+	for name, w := range map[string]*Profile{
 		"stack": {Types: []ValueType{{"samples", "count"}}, Stacks: []Stack{{}},
 			Groups: []Group{{ThreadID: 3, Samples: []Sample{{Stack: 1, Values: []int64{1}}}}}},
 		"negative stack": {Types: []ValueType{{"samples", "count"}}, Stacks: []Stack{{}},
@@ -249,9 +222,9 @@ func TestPprofEncodingBadIndex(t *testing.T) {
 	}
 }
 
-// randomWeighted builds a Weighted from the bytes of data, read as a
+// randomWeighted builds a Profile from the bytes of data, read as a
 // stream of choices (zeros once data runs out).
-func randomWeighted(data []byte) *Weighted {
+func randomWeighted(data []byte) *Profile {
 	next := func(n int) int {
 		if n <= 0 {
 			return 0
@@ -266,7 +239,7 @@ func randomWeighted(data []byte) *Weighted {
 		return int(x) % n
 	}
 	pool := []string{"", "a", "b", "app.dll", "System.Private.CoreLib.dll", "void  (int32)", "class System.String (bool)",
-		"wall", "nanoseconds", "count", "thread", noFrames, "\xff", "x\x00y", strings.Repeat("z", 200)}
+		"wall", "nanoseconds", "count", "thread", NoFrames, "\xff", "x\x00y", strings.Repeat("z", 200)}
 	str := func() string { return pool[next(len(pool))] }
 	num := func() int64 {
 		switch next(4) {
@@ -279,7 +252,7 @@ func randomWeighted(data []byte) *Weighted {
 		}
 		return int64(next(1<<16)) << 47
 	}
-	w := &Weighted{Name: str(), ProcessID: next(3), Duration: time.Duration(num()), Period: num(),
+	w := &Profile{Name: str(), ProcessID: next(3), Duration: time.Duration(num()), Period: num(),
 		PeriodType: ValueType{str(), str()}, Active: -1}
 	if next(2) == 1 {
 		w.Start = time.Unix(0, num())
@@ -324,7 +297,7 @@ func randomWeighted(data []byte) *Weighted {
 	return w
 }
 
-// FuzzPprofEncoding: any Weighted, encoded directly, parses in pprof as
+// FuzzPprofEncoding: any Profile, encoded directly, parses in pprof as
 // Pprof's profile (or fails with Pprof's error).
 func FuzzPprofEncoding(f *testing.F) {
 	for seed := range 64 {
@@ -340,56 +313,6 @@ func FuzzPprofEncoding(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkPprofEncoding(t, "random", randomWeighted(data))
-	})
-}
-
-// BenchmarkPprofEncoding compares the direct encoding with the library's
-// (Pprof + WriteUncompressed) and measures the gzip step, on the objver4
-// capture's wall profile.
-func BenchmarkPprofEncoding(b *testing.B) {
-	p, err := Read(bytes.NewReader(capture(b, "perfview/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip")), Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	wp, err := p.Weighted(MeasureWall)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := wp.appendPprof(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("direct", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := wp.appendPprof(nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("library", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			pp, err := wp.Pprof()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := pp.WriteUncompressed(&bytes.Buffer{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("gzip", func(b *testing.B) {
-		b.ReportAllocs()
-		var out bytes.Buffer
-		for b.Loop() {
-			out.Reset()
-			if err := writeGzip(&out, raw); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(len(raw)), "raw-bytes")
-		b.ReportMetric(float64(out.Len()), "gzip-bytes")
 	})
 }
 

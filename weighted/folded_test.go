@@ -1,4 +1,4 @@
-package profile
+package weighted
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 // foldedByText is WriteFolded done the plain way: every line written out,
 // the lines sorted by their bytes, equal ones merged.
-func foldedByText(wp *Weighted) string {
+func foldedByText(wp *Profile) string {
 	repl := strings.NewReplacer(";", ",", "\n", " ", "\r", " ")
 	type line struct {
 		text string
@@ -29,7 +29,7 @@ func foldedByText(wp *Weighted) string {
 			parts = append(parts, repl.Replace(wp.Frames[frames[i]].String()))
 		}
 		if len(frames) == 0 {
-			parts = []string{noFrames}
+			parts = []string{NoFrames}
 		}
 		lines = append(lines, line{strings.Join(parts, ";"), v})
 	}
@@ -52,7 +52,7 @@ func foldedByText(wp *Weighted) string {
 // the empty stack.
 func TestFoldedOrder(t *testing.T) {
 	names := []string{"A", "A.B", "A,", "A;", "A!x", "A\n", "A\r", "B", "", "[no managed frames]", "[no", "A<B>", "Ab", "A ", "A+",
-		"Z" + noFrames, "A:", "A<", "A.B.C", "A\x00", "A\xff"}
+		"Z" + NoFrames, "A:", "A<", "A.B.C", "A\x00", "A\xff"}
 	modules := []string{"", "", "M", "M!", "M;"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := range 300 {
@@ -70,7 +70,7 @@ func TestFoldedOrder(t *testing.T) {
 			stacks = append(stacks, Stack{Frames: fr})
 			samples = append(samples, Sample{Stack: st, Values: []int64{int64(rng.IntN(3))}})
 		}
-		wp := &Weighted{Types: []ValueType{{"samples", "count"}}, Frames: frames, Stacks: stacks,
+		wp := &Profile{Types: []ValueType{{"samples", "count"}}, Frames: frames, Stacks: stacks,
 			Groups: []Group{{Name: "g", Samples: samples}}}
 		checkFolded(t, wp, fmt.Sprint("iteration ", iter))
 	}
@@ -79,7 +79,7 @@ func TestFoldedOrder(t *testing.T) {
 // checkFolded fails unless WriteFolded writes what foldedByText does, and
 // so does its sort when it splits ranges of lines no more than 0, 1 or 2
 // times before comparing their lines whole.
-func checkFolded(t *testing.T, wp *Weighted, what string) {
+func checkFolded(t *testing.T, wp *Profile, what string) {
 	t.Helper()
 	want := foldedByText(wp)
 	for _, splits := range []int{-1, 0, 1, 2} {
@@ -123,29 +123,8 @@ func FuzzFoldedOrder(f *testing.F) {
 		for st := range stacks {
 			samples = append(samples, Sample{Stack: st, Values: []int64{int64(st%3) + 1}})
 		}
-		wp := &Weighted{Types: []ValueType{{"samples", "count"}}, Frames: frames, Stacks: stacks,
+		wp := &Profile{Types: []ValueType{{"samples", "count"}}, Frames: frames, Stacks: stacks,
 			Groups: []Group{{Name: "g", Samples: samples}}}
 		checkFolded(t, wp, "fuzz")
-	})
-}
-
-// The folded profile of every capture, in every measure it has, is its
-// lines sorted by their text.
-func TestFoldedCaptures(t *testing.T) {
-	eachCapture(t, func(t *testing.T, rel string, data []byte) {
-		p, err := Read(bytes.NewReader(data), Config{})
-		if p == nil {
-			t.Fatalf("no profile: %v", err)
-		}
-		for _, m := range Measures() {
-			if p.Check(m) != nil {
-				continue
-			}
-			wp, err := p.Weighted(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkFolded(t, wp, m)
-		}
 	})
 }

@@ -1,4 +1,4 @@
-package profile
+package weighted
 
 import (
 	"fmt"
@@ -19,15 +19,15 @@ type Format struct {
 	Viewers string
 	// ContentType is the output's media type, for HTTP responses.
 	ContentType string
-	// Timeline is set when the format draws time and so needs a profile
-	// built with Config.Timeline (Groups with Runs).
+	// Timeline is set when the format draws time and so needs Groups with
+	// Runs (a profile built with profile.Config.Timeline).
 	Timeline bool
 	// TimeOnly is set when the format draws nothing but time (the Groups'
 	// Runs): it has nothing to show for a measure without a time order
-	// (MeasureInfo.Timeline false).
+	// (profile.MeasureInfo.Timeline false).
 	TimeOnly bool
 	// Write writes a profile in the format.
-	Write func(w io.Writer, wp *Weighted) error
+	Write func(w io.Writer, wp *Profile) error
 }
 
 // Formats returns the export formats, the default (speedscope) first.
@@ -64,10 +64,12 @@ func LookupFormat(name string) (Format, error) {
 	return Format{}, fmt.Errorf("unknown format %q: use %s", name, strings.Join(FormatNames(), ", "))
 }
 
-// CheckMeasure returns an error when the format cannot show the measure
-// (a format that draws only time and a measure without a time order).
-func (f Format) CheckMeasure(m MeasureInfo) error {
-	if f.TimeOnly && !m.Timeline {
+// CheckMeasure returns an error when the format cannot show a measure: a
+// format that draws only time and a measure without a time order (timed
+// false). name and noun name the measure in the error (profile's
+// MeasureInfo.Name and Noun).
+func (f Format) CheckMeasure(name, noun string, timed bool) error {
+	if f.TimeOnly && !timed {
 		var can []string
 		for _, o := range Formats() {
 			if !o.TimeOnly {
@@ -75,7 +77,7 @@ func (f Format) CheckMeasure(m MeasureInfo) error {
 			}
 		}
 		return fmt.Errorf("the %s format draws time, and %s (%s) has no durations: use %s",
-			f.Name, m.Name, m.Noun, strings.Join(can, ", "))
+			f.Name, name, noun, strings.Join(can, ", "))
 	}
 	return nil
 }

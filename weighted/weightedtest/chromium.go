@@ -1,20 +1,19 @@
-package profile
+// Package weightedtest checks what the exporters of package weighted write
+// by the rules of the tools that read it, for the tests of every package
+// that exports a profile.
+package weightedtest
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"strconv"
-	"testing"
-	"time"
 	"unicode/utf8"
 )
 
-// validateTraceEvents checks Chromium trace-event JSON (the JSON Object
+// ValidateTraceEvents checks Chromium trace-event JSON (the JSON Object
 // Format of the Trace Event Format) against the rules that Chrome DevTools
-// and Perfetto enforce on what WriteChromium emits, and returns the number
+// and Perfetto enforce on what weighted.WriteChromium emits, and returns the number
 // of B events and the problems found:
 //   - the document is valid UTF-8 JSON: an object with a "traceEvents" array
 //     and an optional "displayTimeUnit" of "ms" or "ns";
@@ -25,7 +24,7 @@ import (
 //     open B, with the same name and the same cat ("Begin/End events
 //     mismatch" otherwise), and no B is left open at the end;
 //   - per thread, the timestamps of B and E events never go back.
-func validateTraceEvents(data []byte) (begins int, problems []string) {
+func ValidateTraceEvents(data []byte) (begins int, problems []string) {
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	if !utf8.Valid(data) {
 		bad("not valid UTF-8")
@@ -162,102 +161,4 @@ func validateTraceEvents(data []byte) (begins int, problems []string) {
 		}
 	}
 	return begins, problems
-}
-
-// The validator finds what DevTools rejects: an E without the cat of its B
-// (what WriteChromium wrote before), a crossed pair, time going back, an
-// unclosed B, a missing field.
-func TestValidateTraceEvents(t *testing.T) {
-	const head = `{"displayTimeUnit":"ms","traceEvents":[{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"T"}},`
-	for _, c := range []struct {
-		name, events string
-		problems     int
-	}{
-		{"valid", `{"ph":"B","name":"a","cat":"m","ts":1,"pid":1,"tid":2},{"ph":"E","name":"a","cat":"m","ts":2,"pid":1,"tid":2}`, 0},
-		{"E without cat", `{"ph":"B","name":"a","cat":"m","ts":1,"pid":1,"tid":2},{"ph":"E","name":"a","ts":2,"pid":1,"tid":2}`, 2},
-		{"crossed", `{"ph":"B","name":"a","cat":"m","ts":1,"pid":1,"tid":2},{"ph":"B","name":"b","cat":"m","ts":1,"pid":1,"tid":2},` +
-			`{"ph":"E","name":"a","cat":"m","ts":2,"pid":1,"tid":2},{"ph":"E","name":"b","cat":"m","ts":2,"pid":1,"tid":2}`, 2},
-		{"time goes back", `{"ph":"B","name":"a","cat":"m","ts":5,"pid":1,"tid":2},{"ph":"E","name":"a","cat":"m","ts":4,"pid":1,"tid":2}`, 1},
-		{"unclosed", `{"ph":"B","name":"a","cat":"m","ts":1,"pid":1,"tid":2}`, 1},
-		{"no tid", `{"ph":"B","name":"a","cat":"m","ts":1,"pid":1}`, 1},
-		{"other threads do not nest", `{"ph":"B","name":"a","cat":"m","ts":1,"pid":1,"tid":2},{"ph":"E","name":"a","cat":"m","ts":2,"pid":1,"tid":3}`, 2},
-	} {
-		_, problems := validateTraceEvents([]byte(head + c.events + "]}"))
-		if len(problems) != c.problems {
-			t.Errorf("%s: %d problems, want %d: %q", c.name, len(problems), c.problems, problems)
-		}
-	}
-	if _, problems := validateTraceEvents([]byte(head)); len(problems) == 0 {
-		t.Error("truncated JSON passes")
-	}
-}
-
-// Two lock waits of one stack, the second starting when the first ends
-// (or, with the runtime's own durations, a little before): Chromium shows
-// two spans, not one. CPU samples of one stack, by contrast, are one span.
-func TestChromiumRunsApart(t *testing.T) {
-	runs := func(yield func(Run) bool) {
-		_ = yield(Run{Stack: 0, Start: 0, Count: 1000}) &&
-			yield(Run{Stack: 0, Start: 1000, Count: 1000}) && // touching
-			yield(Run{Stack: 0, Start: 1500, Count: 1000}) // overlapping
-	}
-	for _, apart := range []bool{true, false} {
-		wp := &Weighted{Name: "app", ProcessID: 1, Types: []ValueType{{"delay", "nanoseconds"}}, Period: 1,
-			Frames: []Frame{{Name: "Lock.Wait"}, {Name: "Main"}}, Stacks: []Stack{{Frames: []int{0, 1}}},
-			Groups:    []Group{{Name: "Thread 7", ThreadID: 7, Samples: []Sample{{Stack: 0, Values: []int64{3000}}}, Runs: runs}},
-			RunsApart: apart}
-		var buf bytes.Buffer
-		if err := WriteChromium(&buf, wp); err != nil {
-			t.Fatal(err)
-		}
-		begins, problems := validateTraceEvents(buf.Bytes())
-		if len(problems) > 0 {
-			t.Errorf("RunsApart %v: %v\n%s", apart, problems, buf.Bytes())
-		}
-		want := 2 // Main and Lock.Wait once
-		if apart {
-			want = 6 // three times
-		}
-		if begins != want {
-			t.Errorf("RunsApart %v: %d B events, want %d\n%s", apart, begins, want, buf.Bytes())
-		}
-	}
-}
-
-// The Chromium writer's timestamps, which keep the seconds of the one
-// before, read as appendMicros writes them:
-// growing by little and by much, across digit counts, going back, below
-// 10 ms and negative, and after a new group's suffix.
-func TestChromiumStamp(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	var c chromiumWriter
-	c.setSuffix("1", "2")
-	var ns int64
-	for i := range 20000 {
-		switch i % 8 {
-		case 0:
-			ns += rng.Int64N(1000)
-		case 1:
-			ns += rng.Int64N(100_000_000)
-		case 2:
-			ns = rng.Int64N(100_000_000_000_000)
-		case 3:
-			ns -= rng.Int64N(20_000_000)
-		case 4: // about a whole second, 1 s or 10 s
-			ns = []int64{1, 10, rng.Int64N(100)}[i%3]*1_000_000_000 + rng.Int64N(3_000) - 1_500
-		case 5:
-			ns = rng.Int64N(20_000_000) - 1_000_000
-		case 6: // about 100 ms (five digits of microseconds, then six) or 1 s
-			ns = []int64{100_000_000, 1_000_000_000}[i%2] + rng.Int64N(3_000_000) - 1_500_000
-		default:
-			if i%1000 == 7 {
-				c.setSuffix("1", strconv.Itoa(i))
-			}
-		}
-		c.stamp(time.Duration(ns))
-		want := string(appendMicros(nil, ns)) + string(c.stampBuf[microsLen:])
-		if string(c.ts) != want {
-			t.Fatalf("step %d: stamp(%d) = %s, want %s", i, ns, c.ts, want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package profile
+package weighted
 
 import (
 	"encoding/binary"
@@ -10,11 +10,11 @@ import (
 )
 
 // This file writes the pprof protocol buffer (github.com/google/pprof's
-// proto/profile.proto) straight from a Weighted, for WritePprof.
+// proto/profile.proto) straight from a Profile, for WritePprof.
 //
 // Why not the library's encoder: the project prefers well-kept libraries,
 // and github.com/google/pprof/profile stays the model of what is written
-// (Weighted.Pprof builds the same profile as a profile.Profile for library
+// (Profile.Pprof builds the same profile as a profile.Profile for library
 // users, and the tests parse this encoder's output with profile.Parse and
 // compare it with Pprof's). Only its encoder is replaced: Profile.Write
 // builds a string-table map and re-encodes every sample's labels through a
@@ -232,7 +232,7 @@ func appendValueType(b []byte, field int, typ, unit int64) []byte {
 // with its string table in order of first use. It returns Pprof's errors
 // for samples whose values do not match the types, and an error instead of
 // a panic for a stack or frame index out of range.
-func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
+func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 	nFrames := len(w.Frames)
 	// The frames' part of the output and of the string table: at most a
 	// name, a system name and a module per frame, but most frames have no
@@ -301,8 +301,8 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		}
 	}
 	size += frameSize
-	title := w.title() // "process <pid>" is built by concatenation
-	size += len(title) + len(noFrames) + len(w.PeriodType.Type) + len(w.PeriodType.Unit) + 120
+	title := w.Title() // "process <pid>" is built by concatenation
+	size += len(title) + len(NoFrames) + len(w.PeriodType.Type) + len(w.PeriodType.Unit) + 120
 	for _, t := range w.Types {
 		size += len(t.Type) + len(t.Unit) + 6
 	}
@@ -437,7 +437,7 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		b = appendPprofFunction(b, uint64(i)+1, name, sys, lastModuleID)
 	}
 	if empty {
-		id := strs.id(noFrames)
+		id := strs.id(NoFrames)
 		b = appendPprofFunction(b, emptyID, id, id, 0)
 	}
 
