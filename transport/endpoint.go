@@ -58,14 +58,20 @@ type Dialer struct {
 	// Endpoint to dial.
 	Endpoint Endpoint
 
-	// Recorder, when non-nil, saves every byte sent and received on each
-	// connection, for later replay with Replay.
-	Recorder *Recorder
+	// Recorder, when non-nil, wraps each connection: a
+	// *record.Recorder (package transport/record) saves every byte sent
+	// and received, for later replay.
+	Recorder ConnWrapper
 
 	// RetryFor bounds how long a refused or missing endpoint is retried.
 	// Zero means DefaultRetryFor; a negative value disables retries. The
 	// context's deadline still applies.
 	RetryFor time.Duration
+}
+
+// ConnWrapper wraps a connection to an endpoint as it is opened.
+type ConnWrapper interface {
+	Wrap(conn net.Conn, ep Endpoint) (net.Conn, error)
 }
 
 // Dial opens one connection. Errors are *OpError.
@@ -88,7 +94,7 @@ func (d Dialer) Dial(ctx context.Context) (net.Conn, error) {
 		}
 	}
 	if d.Recorder != nil {
-		rc, err := d.Recorder.wrap(conn, d.Endpoint)
+		rc, err := d.Recorder.Wrap(conn, d.Endpoint)
 		if err != nil {
 			conn.Close()
 			return nil, &OpError{Op: "record", Addr: d.Endpoint.Address, Err: err}

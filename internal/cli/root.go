@@ -14,6 +14,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/transport"
+	"github.com/clrdiag/clrdiag/transport/record"
 	"github.com/spf13/cobra"
 )
 
@@ -53,8 +54,8 @@ type env struct {
 type globalFlags struct {
 	recordDir string
 	replayDir string
-	recorder  *transport.Recorder
-	replay    *transport.ReplayDialer
+	recorder  *record.Recorder
+	replay    *record.ReplayDialer
 	// ids are the random ids of a recording (replayids.go).
 	idsOnce sync.Once
 	ids     *idLog
@@ -135,14 +136,14 @@ func newRootCmd(e *env) *cobra.Command {
 			return usageError(errors.New("--record-ipc and --replay-ipc cannot be used together"))
 		}
 		if e.global.recordDir != "" {
-			r, err := transport.NewRecorder(e.global.recordDir)
+			r, err := record.NewRecorder(e.global.recordDir)
 			if err != nil {
 				return &ExitError{Code: exitIO, Err: fmt.Errorf("--record-ipc: %w", err)}
 			}
 			e.global.recorder = r
 		}
 		if e.global.replayDir != "" {
-			r, err := transport.Replay(e.global.replayDir)
+			r, err := record.Replay(e.global.replayDir)
 			if err != nil {
 				return usageError(fmt.Errorf("--replay-ipc: %w", err))
 			}

@@ -53,7 +53,7 @@ func (f *targetFlags) dialer(ep transport.Endpoint) diag.Dialer {
 		return f.g.replay
 	}
 	d := transport.Dialer{Endpoint: ep}
-	if f.g != nil {
+	if f.g != nil && f.g.recorder != nil { // not a nil *Recorder in the interface
 		d.Recorder = f.g.recorder
 	}
 	return d

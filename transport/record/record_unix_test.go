@@ -1,6 +1,6 @@
 //go:build unix
 
-package transport
+package record
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // header20 builds a 20-byte IPC-like request whose last bytes carry id.
@@ -38,7 +40,7 @@ func reply24(req []byte) []byte {
 
 // serveHeaders runs a unix socket server that, per connection, reads a
 // 20-byte header, replies 24 bytes and closes.
-func serveHeaders(t *testing.T) Endpoint {
+func serveHeaders(t *testing.T) transport.Endpoint {
 	t.Helper()
 	path := filepath.Join(shortDir(t), "dotnet-diagnostic-7-1-socket")
 	l, err := net.Listen("unix", path)
@@ -67,7 +69,7 @@ func serveHeaders(t *testing.T) Endpoint {
 			}()
 		}
 	}()
-	return Endpoint{Network: NetworkUnix, Address: path, PID: 7}
+	return transport.Endpoint{Network: transport.NetworkUnix, Address: path, PID: 7}
 }
 
 // exchange dials, sends header20(id), reads the reply to EOF and returns it.
@@ -94,7 +96,7 @@ func TestRecordAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d := Dialer{Endpoint: ep, Recorder: rec}
+	d := transport.Dialer{Endpoint: ep, Recorder: rec}
 	for id := uint16(1); id <= 2; id++ {
 		got, err := exchange(ctx, d, id)
 		if err != nil {
@@ -141,7 +143,7 @@ func recordOne(t *testing.T, id uint16) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := exchange(context.Background(), Dialer{Endpoint: ep, Recorder: rec}, id); err != nil {
+	if _, err := exchange(context.Background(), transport.Dialer{Endpoint: ep, Recorder: rec}, id); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -237,7 +239,7 @@ func TestRecorderConcurrentConnections(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := exchange(context.Background(), Dialer{Endpoint: ep, Recorder: rec}, uint16(100+i))
+			_, err := exchange(context.Background(), transport.Dialer{Endpoint: ep, Recorder: rec}, uint16(100+i))
 			errs <- err
 		}()
 	}
@@ -306,9 +308,9 @@ func TestReplayRejectsCorruptFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = rd.Dial(context.Background())
-	var fe *RecordFormatError
+	var fe *FormatError
 	if !errors.As(err, &fe) {
-		t.Errorf("corrupt recording: err = %v, want *RecordFormatError", err)
+		t.Errorf("corrupt recording: err = %v, want *FormatError", err)
 	}
 	// A huge length is refused before allocating.
 	hdr := append([]byte(recMagic), recMeta)
@@ -319,4 +321,16 @@ func TestReplayRejectsCorruptFiles(t *testing.T) {
 	if _, err = rd.Dial(context.Background()); !errors.As(err, &fe) || !bytes.Contains([]byte(fe.Msg), []byte("exceeds")) {
 		t.Errorf("huge record: err = %v", err)
 	}
+}
+
+// shortDir is a temporary directory with a short path (a socket's path is
+// limited to 107 bytes), removed after the test.
+func shortDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }

@@ -1,4 +1,4 @@
-package transport
+package record
 
 import (
 	"bytes"
@@ -123,9 +123,9 @@ func FuzzRecordReader(f *testing.F) {
 				return
 			}
 			if err != nil {
-				var fe *RecordFormatError
+				var fe *FormatError
 				if !errors.As(err, &fe) {
-					t.Fatalf("error %v is not a *RecordFormatError", err)
+					t.Fatalf("error %v is not a *FormatError", err)
 				}
 				return
 			}

@@ -1,4 +1,4 @@
-package transport
+package record
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // Recording file format, one file per connection named conn-NNNN.rec:
@@ -60,14 +62,14 @@ type recordMeta struct {
 	Started time.Time `json:"started"`
 }
 
-// RecordFormatError reports a malformed recording file.
-type RecordFormatError struct {
+// FormatError reports a malformed recording file.
+type FormatError struct {
 	File   string
 	Offset int64 // byte offset of the bad record in the file
 	Msg    string
 }
 
-func (e *RecordFormatError) Error() string {
+func (e *FormatError) Error() string {
 	return fmt.Sprintf("transport: recording %s: offset %d: %s", e.File, e.Offset, e.Msg)
 }
 
@@ -83,7 +85,7 @@ func newRecordReader(r io.Reader, file string) (*recordReader, error) {
 	rr := &recordReader{r: bufio.NewReader(r), file: file}
 	var m [len(recMagic)]byte
 	if _, err := io.ReadFull(rr.r, m[:]); err != nil || string(m[:]) != recMagic {
-		return nil, &RecordFormatError{File: file, Msg: "not a clrdiag recording (bad magic)"}
+		return nil, &FormatError{File: file, Msg: "not a clrdiag recording (bad magic)"}
 	}
 	rr.off = int64(len(recMagic))
 	return rr, nil
@@ -98,21 +100,21 @@ func (rr *recordReader) next() (record, error) {
 		return record{}, io.EOF
 	}
 	if err != nil {
-		return record{}, &RecordFormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("truncated record header (%d of %d bytes)", n, recHeaderLen)}
+		return record{}, &FormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("truncated record header (%d of %d bytes)", n, recHeaderLen)}
 	}
 	rec := record{kind: rr.hdr[0], time: int64(binary.LittleEndian.Uint64(rr.hdr[1:9]))}
 	size := binary.LittleEndian.Uint32(rr.hdr[9:13])
 	switch rec.kind {
 	case recMeta, recWrite, recRead, recEOF, recReadErr, recWriteFail, recClose:
 	default:
-		return record{}, &RecordFormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("unknown record kind 0x%02x", rec.kind)}
+		return record{}, &FormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("unknown record kind 0x%02x", rec.kind)}
 	}
 	if size > maxRecord {
-		return record{}, &RecordFormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("record length %d exceeds the %d limit", size, maxRecord)}
+		return record{}, &FormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("record length %d exceeds the %d limit", size, maxRecord)}
 	}
 	rec.data = make([]byte, size)
 	if n, err := io.ReadFull(rr.r, rec.data); err != nil {
-		return record{}, &RecordFormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("truncated record data (%d of %d bytes)", n, size)}
+		return record{}, &FormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("truncated record data (%d of %d bytes)", n, size)}
 	}
 	rr.off += recHeaderLen + int64(size)
 	return rec, nil
@@ -127,7 +129,7 @@ func (rr *recordReader) nextHeader() (kind byte, t int64, size uint32, err error
 	}
 	kind, t, size = rr.hdr[0], int64(binary.LittleEndian.Uint64(rr.hdr[1:9])), binary.LittleEndian.Uint32(rr.hdr[9:13])
 	if size > maxRecord {
-		return 0, 0, 0, &RecordFormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("record length %d exceeds the %d limit", size, maxRecord)}
+		return 0, 0, 0, &FormatError{File: rr.file, Offset: start, Msg: fmt.Sprintf("record length %d exceeds the %d limit", size, maxRecord)}
 	}
 	rr.off += recHeaderLen
 	return kind, t, size, nil
@@ -140,7 +142,7 @@ func (rr *recordReader) skip(n uint32) error {
 	return err
 }
 
-// Recorder saves the traffic of every connection dialed through a Dialer
+// Recorder saves the traffic of every connection dialed through a transport.Dialer
 // whose Recorder field points to it, one file per connection in its
 // directory. It is safe for concurrent use by many connections.
 //
@@ -189,13 +191,15 @@ func (r *Recorder) fail(err error) {
 	r.mu.Unlock()
 }
 
-// Wrap records conn as if it had been dialed to ep, for connections not made
-// by a Dialer. The returned conn must be closed instead of conn.
-func (r *Recorder) Wrap(conn net.Conn, ep Endpoint) (net.Conn, error) {
+// Wrap records conn, a connection to ep: a transport.Dialer whose Recorder
+// is r calls it for each connection it opens, and so can a caller for
+// connections not made by a transport.Dialer. The returned conn must be closed
+// instead of conn.
+func (r *Recorder) Wrap(conn net.Conn, ep transport.Endpoint) (net.Conn, error) {
 	return r.wrap(conn, ep)
 }
 
-func (r *Recorder) wrap(conn net.Conn, ep Endpoint) (*recordingConn, error) {
+func (r *Recorder) wrap(conn net.Conn, ep transport.Endpoint) (*recordingConn, error) {
 	id := r.next.Add(1)
 	name := filepath.Join(r.dir, fmt.Sprintf("conn-%04d.rec", id))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

@@ -1,4 +1,4 @@
-package transport
+package record
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // TestReplayOrderAcrossConnections: a reply that arrived, when recorded,
@@ -20,7 +22,7 @@ func TestReplayOrderAcrossConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := Endpoint{Network: NetworkUnix, Address: "/tmp/x"}
+	ep := transport.Endpoint{Network: transport.NetworkUnix, Address: "/tmp/x"}
 	// Recording: session connection A, then stop connection B.
 	aClient, aServer := net.Pipe()
 	a, err := rec.Wrap(aClient, ep)

@@ -1,4 +1,4 @@
-package transport
+package record
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // ReplayDialer serves a recording made by a Recorder: its Dial returns the
@@ -167,12 +169,12 @@ func (d *ReplayDialer) Remaining() int {
 // only after the client has sent what preceded it in the recording.
 func (d *ReplayDialer) Dial(ctx context.Context) (net.Conn, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &OpError{Op: "replay", Addr: d.dir, Err: err}
+		return nil, &transport.OpError{Op: "replay", Addr: d.dir, Err: err}
 	}
 	d.mu.Lock()
 	if d.next >= len(d.files) {
 		d.mu.Unlock()
-		return nil, &OpError{Op: "replay", Addr: d.dir, Err: fmt.Errorf(
+		return nil, &transport.OpError{Op: "replay", Addr: d.dir, Err: fmt.Errorf(
 			"dial number %d, but the recording holds only %d connections; the client makes more requests than it did when recorded",
 			len(d.files)+1, len(d.files))}
 	}
@@ -187,7 +189,7 @@ func (d *ReplayDialer) Dial(ctx context.Context) (net.Conn, error) {
 	path := filepath.Join(d.dir, name)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &OpError{Op: "replay", Addr: path, Err: err}
+		return nil, &transport.OpError{Op: "replay", Addr: path, Err: err}
 	}
 	rr, err := newRecordReader(f, name)
 	if err == nil {
@@ -200,7 +202,7 @@ func (d *ReplayDialer) Dial(ctx context.Context) (net.Conn, error) {
 		}
 	}
 	f.Close()
-	return nil, &OpError{Op: "replay", Addr: path, Err: err}
+	return nil, &transport.OpError{Op: "replay", Addr: path, Err: err}
 }
 
 // MismatchError reports that a client wrote, during replay, bytes that
@@ -273,13 +275,13 @@ func newReplayConn(f io.Closer, rr *recordReader, name string) (*replayConn, err
 	rec, err := rr.next()
 	if err != nil || rec.kind != recMeta {
 		if err == nil || err == io.EOF {
-			err = &RecordFormatError{File: name, Offset: int64(len(recMagic)), Msg: "first record is not metadata"}
+			err = &FormatError{File: name, Offset: int64(len(recMagic)), Msg: "first record is not metadata"}
 		}
 		return nil, err
 	}
 	var meta recordMeta
 	if err := json.Unmarshal(rec.data, &meta); err != nil {
-		return nil, &RecordFormatError{File: name, Offset: int64(len(recMagic)), Msg: "bad metadata: " + err.Error()}
+		return nil, &FormatError{File: name, Offset: int64(len(recMagic)), Msg: "bad metadata: " + err.Error()}
 	}
 	c.remote = replayAddr(meta.Network + ":" + meta.Address)
 	return c, nil
@@ -315,14 +317,14 @@ func (c *replayConn) advanceLocked() bool {
 		c.recvQ = append(c.recvQ, reply{after: c.sentTotal(), time: rec.time, err: string(rec.data)})
 	case recWriteFail:
 		if len(rec.data) < 4 {
-			c.fileErr = &RecordFormatError{File: c.name, Msg: "short write-failure record"}
+			c.fileErr = &FormatError{File: c.name, Msg: "short write-failure record"}
 			return false
 		}
 		// The preceding 'W' records hold the whole buffer; the last
 		// `unsent` bytes of it never went out.
 		unsent := int64(binary.LittleEndian.Uint32(rec.data))
 		if unsent > int64(len(c.sendQ)) {
-			c.fileErr = &RecordFormatError{File: c.name, Msg: fmt.Sprintf(
+			c.fileErr = &FormatError{File: c.name, Msg: fmt.Sprintf(
 				"write-failure record claims %d unsent bytes, more than the %d pending", unsent, len(c.sendQ))}
 			return false
 		}
