@@ -135,8 +135,8 @@ type Reader struct {
 	// time range of the events left out (skipMin > skipMax: none), and
 	// skipTS the timestamp of the event the general decoder last left out
 	// (it returns errFiltered). They are fields of the Reader rather than
-	// of a struct it points to: the fast path's extra pointer cost 0.4M
-	// instructions per objver4 decode in register moves, skipped or not.
+	// of a struct it points to: an extra pointer on the fast path costs
+	// register moves on every event, skipped or not.
 	skipFn           func(*Metadata) bool
 	skipMeta         []*Metadata
 	skipMin, skipMax int64

@@ -131,7 +131,7 @@ type Builder struct {
 	cappedStacks, cappedAddrs bool
 	// gcPending collections of reason gcReason are not in gc.Reasons yet
 	// (countGCReason): the collections of a trace mostly have one reason,
-	// and a count by name is a map update (about 150 instructions).
+	// and a count by name is a map update, costly beside a compare.
 	gcReason, gcPending uint8
 }
 

@@ -9,9 +9,9 @@ import (
 // Managed) as its recent stacks are flushed: a word per flush, the key
 // above the count (32 bits each: a stack index fits in 31, the stack store
 // numbers them with int32), summed by stack in Finish, which sums the keys
-// of a stack anyway. A thread flushes a key a few times (objver4: 3.9K
-// flushes of 2.4K keys per conversion); a hash table by key cost about 100
-// instructions a flush, a third of them in its growth. The words are kept
+// of a stack anyway. A thread flushes a key a few times; a hash table by
+// key costs many times a word's append a flush, much of it in its growth.
+// The words are kept
 // in chunks, a first small one then chunks of logChunk words, so that
 // growing copies nothing and leaves less room unused than doubling. A
 // thread that cycles through more stacks than it remembers flushes at each

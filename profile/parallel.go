@@ -26,12 +26,11 @@ import (
 // allocation ticks. The workers take the decoding of the events off the
 // calling goroutine, but not the reading of the bytes (the splitter copies
 // the blocks), nor the Builder's work on the events it takes one by one,
-// and they cost CPU. On 2 cores (GOMAXPROCS=2, BenchmarkReadParallel), in
-// parallel from the first MiB: 4.8 MB of 105 k events, a third of them
-// samples (objver4), took 50% more CPU and no less time; 30 MB in 108 k
-// events of 270 bytes (VoiceMemo) 55% more CPU and 25% more time; 32 MB
-// in 2 M events and 74 MB in 6.7 M events that the Builder skips or only
-// counts took 0-7% less CPU and 30-45% less time.
+// and they cost CPU. On 2 cores (BenchmarkReadParallel), decoding in
+// parallel costs more CPU and saves no time on a trace where a third of
+// the events are samples (objver4) or of large events (VoiceMemo), and
+// saves about a third of the time or more on traces of millions of small
+// events that the Builder skips or only counts.
 const (
 	parallelSerialBytes   = 8 << 20
 	maxParallelEventBytes = 64
@@ -100,9 +99,8 @@ func (b *Builder) readSerial(tr *nettrace.Reader, limit int64) (done bool, err e
 
 // readAll adds the rest of tr's events with ReadEvent; err is the reader's
 // error, nil at the end of the stream. It is readSerial without a limit,
-// in a loop of its own: readSerial's loop with a negative limit cost
-// about 8 instructions more per event (callgrind, objver4
-// speedscope-alloc at GOMAXPROCS=1: 41.30M -> 40.28M per conversion).
+// in a loop of its own: readSerial's loop with a negative limit costs a
+// few instructions more per event.
 func (b *Builder) readAll(tr *nettrace.Reader) error {
 	var ev nettrace.Event
 	for {

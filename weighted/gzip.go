@@ -12,29 +12,23 @@ import (
 // storedGzipMax is the size up to which a pprof profile is written as a
 // gzip stream of one stored (uncompressed) block, the most one stored
 // block holds, framed in place by writeGzipAfter. Compressing such a
-// profile saves at most tens of kilobytes (counters-truncated's 54.5 KB
-// protocol buffer: 20.6 KB) at a cost that is not small beside decoding
-// the trace it came from: klauspost's stateless mode runs about 50
-// instructions a byte (2.8M on counters-truncated, half as many as
-// decoding its 4 MB trace, and about a quarter of the whole conversion),
-// where framing it in place costs a CRC.
+// profile saves at most tens of kilobytes at a cost that is not small
+// beside decoding the trace it came from (BenchmarkPprofEncoding/gzip
+// measures it), where framing it in place costs a CRC.
 const storedGzipMax = 0xFFFF
 
 // writeGzip writes data as a gzip stream that any gzip reader (pprof's
 // included) reads: stored blocks up to storedGzipMax, beyond compressed by
 // github.com/klauspost/compress's stateless mode, which keeps no state
-// between writes (it allocates 3 KB, against compress/gzip's 1.2 MB of
-// writer state to allocate and clear at gzip.BestSpeed). On the pprof
-// profile of the objver4 capture (161 KB) it writes 43.5 KB in about half
-// the time of compress/gzip's 39.4 KB at BestSpeed (go test -bench, n=5).
-// Once the protocol buffer is written directly, this compression is the
-// larger part of the pprof export (objver4: 0.43 ms against 0.28 ms of
-// encoding and 2.3 ms of decoding the trace), yet the cheapest valid
-// choice: klauspost's level 1 takes 0.60 ms and allocates 820 KB for
-// 44.1 KB; Huffman-only coding takes 0.37 ms but writes 114.8 KB (2.6
-// times; on counters-truncated 0.17 ms against 0.30 ms, for 41.0 KB
-// against 20.5 KB); stored blocks would write the 161 KB (GOMAXPROCS=1 go
-// test -bench).
+// between writes (a few kilobytes, against the megabyte of writer state
+// compress/gzip allocates and clears at gzip.BestSpeed), and it compresses
+// nearly as well in about half the time. Once the protocol buffer is
+// written directly, this compression is the larger part of the pprof
+// export, yet the cheapest valid choice: klauspost's level 1 is slower and
+// allocates far more for the same size; Huffman-only coding is a little
+// faster but writes more than twice the bytes; stored blocks would write
+// the whole protocol buffer. BenchmarkPprofEncoding measures the step;
+// the figures are in the history of this file.
 func writeGzip(w io.Writer, data []byte) error {
 	if len(data) > storedGzipMax {
 		zw, err := gzip.NewWriterLevel(w, gzip.StatelessCompression)

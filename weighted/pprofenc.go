@@ -152,8 +152,8 @@ func putUvarint(b []byte, i int, x uint64) int {
 // putLocationIDs writes the location IDs of frames (location f+1 is frame
 // f) at b[j:], returning the index past them and -1, or the index in frames
 // of the first frame not below nFrames. A function of its own, not
-// inlined: in appendPprof's body the loop kept its variables on the stack
-// and took about 7 more instructions an ID.
+// inlined: in appendPprof's body the loop keeps its variables on the
+// stack, several instructions more an ID.
 //
 //go:noinline
 func putLocationIDs(b []byte, j int, frames []int, nFrames int) (int, int) {
@@ -323,8 +323,8 @@ func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 	// written first, 4 bytes in: where they go when the sample's size and
 	// the IDs' size take one byte each, as they do but for samples of
 	// more than 60 to 120 frames. Otherwise the IDs are moved up to make
-	// room for the header (a sizing pass over the frames cost more: about
-	// 16 instructions an ID, for a move of a few samples).
+	// room for the header (a sizing pass over every sample's frames costs
+	// more than a move of the few samples that need it).
 	var label []byte
 	empty := false
 	for gi := range w.Groups {
@@ -483,8 +483,8 @@ func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 //
 // An ID and an address below 1<<56 (every ID, and every user-space
 // address) are written straight, a word each (varintWord): a loop a byte
-// took about 7 instructions a byte, with a bound check each, for the 7
-// bytes of most addresses.
+// costs a bound check and several instructions for each of the 7 bytes of
+// most addresses.
 func appendPprofLocation(b []byte, id, address uint64) []byte {
 	if id|address >= 1<<56 {
 		return appendPprofLocationVarints(b, id, address)
