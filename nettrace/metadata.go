@@ -13,48 +13,48 @@ var errTooDeep = errors.New("field descriptions nested too deeply")
 // parseMetadataV4 decodes a NetPerf V3 / NetTrace V4 metadata record with
 // optional V5 tags.
 func parseMetadataV4(b []byte) (*Metadata, error) {
-	c := cursor{b: b}
+	c := newCursor(b)
 	md := &Metadata{}
-	md.ID = c.u32()
+	md.ID = c.U32("")
 	md.ProviderName = c.utf16z()
-	md.EventID = c.u32()
+	md.EventID = c.U32("")
 	md.EventName = c.utf16z()
-	md.Keywords = c.u64()
-	md.Version = c.u32()
-	md.Level = uint8(c.u32())
-	if c.err != nil {
-		return nil, c.err
+	md.Keywords = c.U64("")
+	md.Version = c.U32("")
+	md.Level = uint8(c.U32(""))
+	if c.err() != nil {
+		return nil, c.err()
 	}
 	if c.remaining() == 0 {
 		return md, nil
 	}
 	// The V1 field list. Bad field lists are tolerated: the event becomes
 	// field-less and the tags after the list cannot be found.
-	fc := cursor{b: b, p: c.p}
+	fc := newCursorAt(b, c.Offset())
 	fields := parseFieldsV1(&fc, 0)
-	if fc.err != nil {
-		md.FieldsError = fc.err
+	if fc.err() != nil {
+		md.FieldsError = fc.err()
 		return md, nil
 	}
 	md.Fields = fields
-	c.p = fc.p
+	c.Seek("", fc.Offset())
 	// V5 tags.
-	for c.remaining() > 0 && c.err == nil {
-		n := c.u32()
-		kind := c.u8()
-		body := c.bytes(int(min(n, 1<<30)))
-		if c.err != nil {
-			md.FieldsError = fmt.Errorf("metadata tag: %w", c.err)
+	for c.remaining() > 0 && c.err() == nil {
+		n := c.U32("")
+		kind := c.U8("")
+		body := c.Take("", int(min(n, 1<<30)))
+		if c.err() != nil {
+			md.FieldsError = fmt.Errorf("metadata tag: %w", c.err())
 			break
 		}
-		tc := cursor{b: body}
+		tc := newCursor(body)
 		switch kind {
 		case tagKindOpCode:
-			md.Opcode = tc.u8()
+			md.Opcode = tc.U8("")
 		case tagKindV2Params:
 			f := parseFieldsV2(&tc, 0)
-			if tc.err != nil {
-				md.FieldsError = fmt.Errorf("V2Params tag: %w", tc.err)
+			if tc.err() != nil {
+				md.FieldsError = fmt.Errorf("V2Params tag: %w", tc.err())
 				md.Fields = nil
 			} else {
 				md.Fields = f
@@ -69,8 +69,8 @@ func parseFieldsV1(c *cursor, depth int) []Field {
 		c.fail("%w", errTooDeep)
 		return nil
 	}
-	n := c.u32()
-	if c.err != nil {
+	n := c.U32("")
+	if c.err() != nil {
 		return nil
 	}
 	if int64(n)*6 > int64(c.remaining()) {
@@ -78,14 +78,14 @@ func parseFieldsV1(c *cursor, depth int) []Field {
 		return nil
 	}
 	fields := make([]Field, 0, min(int(n), 16)) // grows with what is parsed
-	for i := uint32(0); i < n && c.err == nil; i++ {
+	for i := uint32(0); i < n && c.err() == nil; i++ {
 		var f Field
-		f.Type = TypeCode(c.u32())
+		f.Type = TypeCode(c.U32(""))
 		if f.Type == TypeObject {
 			f.Fields = parseFieldsV1(c, depth+1)
 		}
 		f.Name = c.utf16z()
-		if c.err == nil && !f.Type.Valid() {
+		if c.err() == nil && !f.Type.Valid() {
 			c.fail("field %q has unknown type code %d", f.Name, f.Type)
 		}
 		fields = append(fields, f)
@@ -98,8 +98,8 @@ func parseFieldsV2(c *cursor, depth int) []Field {
 		c.fail("%w", errTooDeep)
 		return nil
 	}
-	n := c.u32()
-	if c.err != nil {
+	n := c.U32("")
+	if c.err() != nil {
 		return nil
 	}
 	if int64(n)*4 > int64(c.remaining()) {
@@ -107,21 +107,21 @@ func parseFieldsV2(c *cursor, depth int) []Field {
 		return nil
 	}
 	fields := make([]Field, 0, min(int(n), 16)) // grows with what is parsed
-	for i := uint32(0); i < n && c.err == nil; i++ {
-		start := c.p
-		size := c.u32()
-		if c.err == nil && (size < 4 || int64(size) > int64(len(c.b)-start)) {
+	for i := uint32(0); i < n && c.err() == nil; i++ {
+		start := c.Offset()
+		size := c.U32("")
+		if c.err() == nil && (size < 4 || int64(size) > int64(len(c.Bytes())-start)) {
 			c.fail("field size %d is out of range", size)
 			break
 		}
 		var f Field
 		f.Name = c.utf16z()
 		parseTypeV2(c, &f, depth)
-		if c.err == nil {
-			if c.p > start+int(size) {
+		if c.err() == nil {
+			if c.Offset() > start+int(size) {
 				c.fail("field %q overruns its declared size %d", f.Name, size)
 			}
-			c.p = start + int(size)
+			c.Seek("", start+int(size))
 		}
 		fields = append(fields, f)
 	}
@@ -135,7 +135,7 @@ func parseTypeV2(c *cursor, f *Field, depth int) {
 		c.fail("%w", errTooDeep)
 		return
 	}
-	f.Type = TypeCode(c.u32())
+	f.Type = TypeCode(c.U32(""))
 	switch f.Type {
 	case TypeArray:
 		f.Elem = &Field{}
@@ -143,7 +143,7 @@ func parseTypeV2(c *cursor, f *Field, depth int) {
 	case TypeObject:
 		f.Fields = parseFieldsV2(c, depth+1)
 	default:
-		if c.err == nil && (!f.Type.Valid() || f.Type > TypeArray) {
+		if c.err() == nil && (!f.Type.Valid() || f.Type > TypeArray) {
 			c.fail("field %q has unknown type code %d", f.Name, f.Type)
 		}
 	}
@@ -151,31 +151,31 @@ func parseTypeV2(c *cursor, f *Field, depth int) {
 
 // parseMetadataRowV6 decodes one V6 metadata row (after its size).
 func parseMetadataRowV6(b []byte) (*Metadata, error) {
-	c := cursor{b: b}
+	c := newCursor(b)
 	md := &Metadata{}
-	md.ID = uint32(c.uvarint())
+	md.ID = uint32(c.Uvarint(""))
 	md.ProviderName = c.str8()
-	md.EventID = uint32(c.uvarint())
+	md.EventID = uint32(c.Uvarint(""))
 	md.EventName = c.str8()
 	md.Fields = parseFieldsV6(&c, 0)
-	if c.err != nil {
-		return nil, c.err
+	if c.err() != nil {
+		return nil, c.err()
 	}
 	if c.remaining() == 0 {
 		return md, nil
 	}
-	osz := int(c.u16())
-	ob := c.bytes(osz)
-	if c.err != nil {
-		return nil, fmt.Errorf("optional metadata: %w", c.err)
+	osz := int(c.U16(""))
+	ob := c.Take("", osz)
+	if c.err() != nil {
+		return nil, fmt.Errorf("optional metadata: %w", c.err())
 	}
-	oc := cursor{b: ob}
+	oc := newCursor(ob)
 	for oc.remaining() > 0 {
-		switch kind := oc.u8(); kind {
+		switch kind := oc.U8(""); kind {
 		case optOpCode:
-			md.Opcode = oc.u8()
+			md.Opcode = oc.U8("")
 		case optKeywords:
-			md.Keywords = oc.u64()
+			md.Keywords = oc.U64("")
 		case optMessageTemplate:
 			md.MessageTemplate = oc.str8()
 		case optDescription:
@@ -189,16 +189,16 @@ func parseMetadataRowV6(b []byte) (*Metadata, error) {
 		case optProviderGUID:
 			md.ProviderGUID = oc.guid()
 		case optLevel:
-			md.Level = oc.u8()
+			md.Level = oc.U8("")
 		case optVersion:
-			md.Version = uint32(oc.u8())
+			md.Version = uint32(oc.U8(""))
 		default:
 			// Unknown kinds have no known size: stop reading options.
-			oc.p = len(oc.b)
+			oc.Seek("", len(oc.Bytes()))
 		}
 	}
-	if oc.err != nil {
-		return nil, fmt.Errorf("optional metadata: %w", oc.err)
+	if oc.err() != nil {
+		return nil, fmt.Errorf("optional metadata: %w", oc.err())
 	}
 	return md, nil
 }
@@ -208,8 +208,8 @@ func parseFieldsV6(c *cursor, depth int) []Field {
 		c.fail("%w", errTooDeep)
 		return nil
 	}
-	n := int(c.u16())
-	if c.err != nil {
+	n := int(c.U16(""))
+	if c.err() != nil {
 		return nil
 	}
 	if n*4 > c.remaining() {
@@ -217,18 +217,18 @@ func parseFieldsV6(c *cursor, depth int) []Field {
 		return nil
 	}
 	fields := make([]Field, 0, min(int(n), 16)) // grows with what is parsed
-	for i := 0; i < n && c.err == nil; i++ {
-		size := int(c.u16())
-		body := c.bytes(size)
-		if c.err != nil {
+	for i := 0; i < n && c.err() == nil; i++ {
+		size := int(c.U16(""))
+		body := c.Take("", size)
+		if c.err() != nil {
 			break
 		}
-		fc := cursor{b: body}
+		fc := newCursor(body)
 		var f Field
 		f.Name = fc.str8()
 		parseTypeV6(&fc, &f, depth)
-		if fc.err != nil {
-			c.fail("field %d: %v", i, fc.err)
+		if fc.err() != nil {
+			c.fail("field %d: %v", i, fc.err())
 			break
 		}
 		fields = append(fields, f)
@@ -241,18 +241,18 @@ func parseTypeV6(c *cursor, f *Field, depth int) {
 		c.fail("%w", errTooDeep)
 		return
 	}
-	f.Type = TypeCode(c.u8())
+	f.Type = TypeCode(c.U8(""))
 	switch f.Type {
 	case TypeArray, TypeFixedLengthArray, TypeRelLoc, TypeDataLoc:
 		f.Elem = &Field{}
 		parseTypeV6(c, f.Elem, depth+1)
 		if f.Type == TypeFixedLengthArray {
-			f.Count = int(c.u16())
+			f.Count = int(c.U16(""))
 		}
 	case TypeObject:
 		f.Fields = parseFieldsV6(c, depth+1)
 	default:
-		if c.err == nil && !f.Type.Valid() {
+		if c.err() == nil && !f.Type.Valid() {
 			c.fail("field %q has unknown type code %d", f.Name, f.Type)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"math"
 	"math/big"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // NamedValue is one decoded payload field.
@@ -140,10 +142,10 @@ func DecodePayload(md *Metadata, payload []byte) (Object, error) {
 		}
 		return nil, fmt.Errorf("nettrace: decode payload of %s/%d: %w (%d bytes)", md.ProviderName, md.EventID, ErrNoFields, len(payload))
 	}
-	d := payloadDecoder{c: cursor{b: payload}, budget: maxPayloadValues}
+	d := payloadDecoder{c: newCursor(payload), budget: maxPayloadValues}
 	obj := d.object(md.Fields, 0)
-	if d.c.err != nil {
-		return obj, fmt.Errorf("nettrace: decode payload of %s/%d %q: %w", md.ProviderName, md.EventID, md.EventName, d.c.err)
+	if d.c.err() != nil {
+		return obj, fmt.Errorf("nettrace: decode payload of %s/%d %q: %w", md.ProviderName, md.EventID, md.EventName, d.c.err())
 	}
 	return obj, nil
 }
@@ -158,8 +160,8 @@ func (d *payloadDecoder) object(fields []Field, depth int) Object {
 	for i := range fields {
 		f := &fields[i]
 		v := d.value(f, depth)
-		if d.c.err != nil {
-			d.c.err = fmt.Errorf("field %q (%v): %w", f.Name, f.Type, d.c.err)
+		if d.c.err() != nil {
+			d.c.setErr(fmt.Errorf("field %q (%v): %w", f.Name, f.Type, d.c.err()))
 			return obj
 		}
 		obj = append(obj, NamedValue{Name: f.Name, Value: v})
@@ -181,35 +183,35 @@ func (d *payloadDecoder) value(f *Field, depth int) any {
 	case TypeObject:
 		return d.object(f.Fields, depth+1)
 	case TypeBoolean:
-		return c.u32() != 0
+		return c.U32("") != 0
 	case TypeBoolean8:
-		return c.u8() != 0
+		return c.U8("") != 0
 	case TypeChar:
-		return string(rune(c.u16()))
+		return string(rune(c.U16("")))
 	case TypeSByte:
-		return int8(c.u8())
+		return int8(c.U8(""))
 	case TypeByte, TypeUTF8CodeUnit:
-		return c.u8()
+		return c.U8("")
 	case TypeInt16:
-		return int16(c.u16())
+		return int16(c.U16(""))
 	case TypeUInt16:
-		return c.u16()
+		return c.U16("")
 	case TypeInt32:
-		return int32(c.u32())
+		return int32(c.U32(""))
 	case TypeUInt32:
-		return c.u32()
+		return c.U32("")
 	case TypeInt64:
-		return int64(c.u64())
+		return int64(c.U64(""))
 	case TypeUInt64:
-		return c.u64()
+		return c.U64("")
 	case TypeSingle:
-		return math.Float32frombits(c.u32())
+		return math.Float32frombits(c.U32(""))
 	case TypeDouble:
-		return math.Float64frombits(c.u64())
+		return math.Float64frombits(c.U64(""))
 	case TypeDecimal:
 		return Decimal(c.guid())
 	case TypeDateTime:
-		return fileTime(int64(c.u64()))
+		return fileTime(int64(c.U64("")))
 	case TypeGUID:
 		return c.guid()
 	case TypeString:
@@ -217,34 +219,34 @@ func (d *payloadDecoder) value(f *Field, depth int) any {
 	case TypeVarInt:
 		return c.varint()
 	case TypeVarUInt:
-		return c.uvarint()
+		return c.Uvarint("")
 	case TypeArray:
-		n := int(c.u16())
+		n := int(c.U16(""))
 		return d.array(f.Elem, n, depth)
 	case TypeFixedLengthArray:
 		return d.array(f.Elem, f.Count, depth)
 	case TypeRelLoc, TypeDataLoc:
-		loc := c.u32()
+		loc := c.U32("")
 		size, off := int(loc>>16), int(loc&0xffff)
 		if f.Type == TypeRelLoc {
-			off += c.p
+			off += c.Offset()
 		}
-		if c.err != nil {
+		if c.err() != nil {
 			return nil
 		}
 		if f.Elem == nil || f.Elem.Type.fixedSize() == 0 {
 			c.fail("location field needs a fixed-size element type")
 			return nil
 		}
-		if off > len(c.b) || size > len(c.b)-off {
-			c.fail("%w: data at offset %d size %d is outside the %d-byte payload", errShort, off, size, len(c.b))
+		if off > len(c.Bytes()) || size > len(c.Bytes())-off {
+			c.fail("%w: data at offset %d size %d is outside the %d-byte payload", errShort, off, size, len(c.Bytes()))
 			return nil
 		}
-		sub := payloadDecoder{c: cursor{b: c.b[off : off+size]}, budget: d.budget}
+		sub := payloadDecoder{c: newCursor(c.Bytes()[off : off+size]), budget: d.budget}
 		v := sub.array(f.Elem, size/f.Elem.Type.fixedSize(), depth)
 		d.budget = sub.budget
-		if sub.c.err != nil {
-			c.fail("%v", sub.c.err)
+		if sub.c.err() != nil {
+			c.fail("%v", sub.c.err())
 		}
 		return v
 	}
@@ -254,7 +256,7 @@ func (d *payloadDecoder) value(f *Field, depth int) any {
 
 func (d *payloadDecoder) array(elem *Field, n int, depth int) any {
 	c := &d.c
-	if c.err != nil {
+	if c.err() != nil {
 		return nil
 	}
 	if elem == nil {
@@ -267,19 +269,19 @@ func (d *payloadDecoder) array(elem *Field, n int, depth int) any {
 	}
 	switch elem.Type {
 	case TypeByte:
-		return bytes.Clone(c.bytes(n))
+		return bytes.Clone(c.Take("", n))
 	case TypeUTF8CodeUnit:
-		return string(c.bytes(n))
+		return string(c.Take("", n))
 	case TypeChar:
-		b := c.bytes(2 * n)
-		return decodeUTF16(b)
+		b := c.Take("", 2*n)
+		return wire.DecodeUTF16(b)
 	}
 	if d.budget < n {
 		c.fail("payload decodes to more than %d values", maxPayloadValues)
 		return nil
 	}
 	out := make([]any, 0, min(n, 1024))
-	for i := 0; i < n && c.err == nil; i++ {
+	for i := 0; i < n && c.err() == nil; i++ {
 		out = append(out, d.value(elem, depth+1))
 	}
 	return out

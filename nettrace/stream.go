@@ -258,23 +258,22 @@ func (r *Reader) readV6Header() error {
 }
 
 func (r *Reader) parseV6Trace(b []byte, off int64) error {
-	c := cursor{b: b}
-	if c.need(36) {
+	c := newCursor(b)
+	if c.Take("", 36) != nil {
 		r.parseTraceCommon(b)
-		c.p = 36
 	}
-	n := c.u32()
-	if c.err == nil && int64(n)*2 > int64(c.remaining()) {
+	n := c.U32("")
+	if c.err() == nil && int64(n)*2 > int64(c.remaining()) {
 		return r.errAt(off+36, nil, "trace block claims %d key/value pairs in %d bytes", n, c.remaining())
 	}
 	kv := make(map[string]string, min(n, 64)) // grows with what is parsed
-	for i := uint32(0); i < n && c.err == nil; i++ {
+	for i := uint32(0); i < n && c.err() == nil; i++ {
 		k := c.str8()
 		v := c.str8()
 		kv[k] = v
 	}
-	if c.err != nil {
-		return r.errAt(off+int64(c.p), c.err, "trace block")
+	if c.err() != nil {
+		return r.errAt(off+int64(c.Offset()), c.err(), "trace block")
 	}
 	r.hdr.KeyValues = kv
 	atoi := func(k string) int {

@@ -34,22 +34,22 @@ func (r *Reader) parseMetadataBlockV6(b []byte, off int64) error {
 }
 
 func (r *Reader) parseSPBlockV6(b []byte, off int64) error {
-	c := cursor{b: b}
-	ts := c.u64()
-	flags := c.u32()
-	n := c.u32()
-	if c.err == nil && int64(n)*2 > int64(c.remaining()) {
+	c := newCursor(b)
+	ts := c.U64("")
+	flags := c.U32("")
+	n := c.U32("")
+	if c.err() == nil && int64(n)*2 > int64(c.remaining()) {
 		return r.errAt(off+12, nil, "sequence point claims %d threads in %d bytes", n, c.remaining())
 	}
-	for i := uint32(0); i < n && c.err == nil; i++ {
-		t := c.uvarint()
-		s := uint32(c.uvarint())
-		if c.err == nil {
+	for i := uint32(0); i < n && c.err() == nil; i++ {
+		t := c.Uvarint("")
+		s := uint32(c.Uvarint(""))
+		if c.err() == nil {
 			r.seqCheckpoint(t, s)
 		}
 	}
-	if c.err != nil {
-		return r.errAt(off+int64(c.p), c.err, "sequence point block")
+	if c.err() != nil {
+		return r.errAt(off+int64(c.Offset()), c.err(), "sequence point block")
 	}
 	r.stats.SequencePoints++
 	r.stats.LastSequencePoint = int64(ts)
@@ -85,16 +85,16 @@ func (r *Reader) parseThreadBlock(b []byte, off int64) error {
 		if n > len(b)-p {
 			return r.errAt(off+int64(p-2), nil, "thread row of %d bytes runs past the end of the block", n)
 		}
-		c := cursor{b: b[p : p+n]}
-		t := &Thread{Index: c.uvarint()}
+		c := newCursor(b[p : p+n])
+		t := &Thread{Index: c.Uvarint("")}
 		for c.remaining() > 0 {
-			switch c.u8() {
+			switch c.U8("") {
 			case threadName:
 				t.Name = c.str8()
 			case threadOSProcessID:
-				t.OSProcessID = c.uvarint()
+				t.OSProcessID = c.Uvarint("")
 			case threadOSThreadID:
-				t.OSThreadID = c.uvarint()
+				t.OSThreadID = c.Uvarint("")
 			case threadKeyValue:
 				k, v := c.str8(), c.str8()
 				if t.KeyValues == nil {
@@ -102,11 +102,11 @@ func (r *Reader) parseThreadBlock(b []byte, off int64) error {
 				}
 				t.KeyValues[k] = v
 			default:
-				c.p = len(c.b) // unknown entry: its size is unknown
+				c.Seek("", len(c.Bytes())) // unknown entry: its size is unknown
 			}
 		}
-		if c.err != nil {
-			return r.errAt(off+int64(p), c.err, "thread row")
+		if c.err() != nil {
+			return r.errAt(off+int64(p), c.err(), "thread row")
 		}
 		if _, dup := r.threads[t.Index]; dup {
 			return r.errAt(off+int64(p), nil, "thread index %d is defined twice", t.Index)
@@ -123,11 +123,11 @@ func (r *Reader) parseThreadBlock(b []byte, off int64) error {
 }
 
 func (r *Reader) parseRemoveThreadBlock(b []byte, off int64) error {
-	c := cursor{b: b}
+	c := newCursor(b)
 	for c.remaining() > 0 {
-		idx := c.uvarint()
-		seq := uint32(c.uvarint())
-		if c.err != nil {
+		idx := c.Uvarint("")
+		seq := uint32(c.Uvarint(""))
+		if c.err() != nil {
 			break
 		}
 		r.seqCheckpoint(idx, seq)
@@ -136,18 +136,18 @@ func (r *Reader) parseRemoveThreadBlock(b []byte, off int64) error {
 		delete(r.threads, idx)
 	}
 	r.lastThrOK = false
-	if c.err != nil {
-		return r.errAt(off+int64(c.p), c.err, "remove-thread block")
+	if c.err() != nil {
+		return r.errAt(off+int64(c.Offset()), c.err(), "remove-thread block")
 	}
 	return nil
 }
 
 func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
-	c := cursor{b: b}
-	first := c.u32()
-	count := c.u32()
-	if c.err != nil {
-		return r.errAt(off, c.err, "label list block")
+	c := newCursor(b)
+	first := c.U32("")
+	count := c.U32("")
+	if c.err() != nil {
+		return r.errAt(off, c.err(), "label list block")
 	}
 	if first == 0 || uint64(first)+uint64(count) > 1<<32 {
 		return r.errAt(off, nil, "label list block starts at index %d with %d lists; indexes must be 1 to 2^32-1", first, count)
@@ -155,10 +155,10 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 	if int64(count) > int64(c.remaining()) {
 		return r.errAt(off+4, nil, "label list block claims %d lists in %d bytes", count, c.remaining())
 	}
-	for i := uint32(0); i < count && c.err == nil; i++ {
+	for i := uint32(0); i < count && c.err() == nil; i++ {
 		l := &LabelList{}
-		for c.err == nil {
-			k := c.u8()
+		for c.err() == nil {
+			k := c.U8("")
 			switch k &^ labelLast {
 			case labelActivityID:
 				l.ActivityID = c.guid()
@@ -167,7 +167,7 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 			case labelTraceID:
 				l.TraceID = c.guid()
 			case labelSpanID:
-				l.SpanID = c.u64()
+				l.SpanID = c.U64("")
 			case labelKeyValueString:
 				k, v := c.str8(), c.str8()
 				if l.Strings == nil {
@@ -181,16 +181,16 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 				}
 				l.Ints[k] = v
 			case labelOpCode:
-				v := c.u8()
+				v := c.U8("")
 				l.Opcode = &v
 			case labelKeywords:
-				v := c.u64()
+				v := c.U64("")
 				l.Keywords = &v
 			case labelLevel:
-				v := c.u8()
+				v := c.U8("")
 				l.Level = &v
 			case labelVersion:
-				v := c.u8()
+				v := c.U8("")
 				l.Version = &v
 			default:
 				c.fail("unknown label kind %d", k&^labelLast)
@@ -205,8 +205,8 @@ func (r *Reader) parseLabelListBlock(b []byte, off int64) error {
 		}
 		r.labels[first+i] = l
 	}
-	if c.err != nil {
-		return r.errAt(off+int64(c.p), c.err, "label list block")
+	if c.err() != nil {
+		return r.errAt(off+int64(c.Offset()), c.err(), "label list block")
 	}
 	return nil
 }

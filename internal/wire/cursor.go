@@ -17,6 +17,8 @@ var (
 	ErrCount = errors.New("element count exceeds the data")
 	// ErrPointerSize: a pointer size other than 4 or 8.
 	ErrPointerSize = errors.New("pointer size must be 4 or 8")
+	// ErrVarint: an unsigned LEB128 value is cut or longer than 10 bytes.
+	ErrVarint = errors.New("bad varint")
 )
 
 // Error is the first failure of a Cursor.
@@ -56,6 +58,9 @@ type Cursor struct {
 // NewCursor returns a Cursor at the start of b.
 func NewCursor(b []byte) Cursor { return Cursor{b: b} }
 
+// Bytes returns the data the cursor reads, from its start.
+func (c *Cursor) Bytes() []byte { return c.b }
+
 // Offset is the position of the next read.
 func (c *Cursor) Offset() int { return c.off }
 
@@ -88,6 +93,53 @@ func (c *Cursor) short(field string, n int) {
 	if c.err == nil {
 		c.err = &Error{Field: field, Offset: c.off, Need: n, Have: c.Remaining(), Err: ErrShort}
 	}
+}
+
+// Seek moves to offset off of the data (0 to its length), recording
+// ErrShort beyond it.
+func (c *Cursor) Seek(field string, off int) {
+	if c.err != nil {
+		return
+	}
+	if off < 0 || off > len(c.b) {
+		c.short(field, off-c.off)
+		return
+	}
+	c.off = off
+}
+
+// Uvarint reads an unsigned LEB128 value of at most 10 bytes.
+func (c *Cursor) Uvarint(field string) uint64 {
+	if c.err != nil {
+		return 0
+	}
+	v, n := Uvarint(c.b[c.off:])
+	if n <= 0 {
+		c.Fail(field, ErrVarint)
+		return 0
+	}
+	c.off += n
+	return v
+}
+
+// Uvarint decodes an unsigned LEB128 value at the start of b and returns
+// it and its length, or n = 0 when it is cut or longer than 10 bytes.
+func Uvarint(b []byte) (v uint64, n int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	for s := uint(0); s < 70; s += 7 {
+		if n >= len(b) {
+			return 0, 0
+		}
+		c := b[n]
+		n++
+		v |= uint64(c&0x7f) << s
+		if c < 0x80 {
+			return v, n
+		}
+	}
+	return 0, 0
 }
 
 // Take returns the next n bytes (aliasing the data), or nil after
