@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/clrdiag/clrdiag/internal/testcapture"
 )
 
 // readAllWith decodes data with next (ReadEvent or the general decoder) and
@@ -128,27 +126,31 @@ func TestFastPathMatchesGeneralDecoder(t *testing.T) {
 	for _, name := range []string{"v4", "v6", "v4-uncompressed"} {
 		cfg := writerConfigs()[name]
 		cfg.MaxEventBlockSize = 4000
-		for seed := uint64(1); seed <= 3; seed++ {
+		seeds := uint64(3)
+		if testing.Short() {
+			seeds = 1
+		}
+		for seed := uint64(1); seed <= seeds; seed++ {
 			inputs = append(inputs, benchInput{fmt.Sprint(name, "-", seed), varietyStream(t, cfg, 3000, seed)})
 		}
 	}
 	var gen bytes.Buffer
-	if err := genStream(&gen, 250_000, 4); err != nil {
+	events := 250_000
+	if testing.Short() {
+		events = 20_000
+	}
+	if err := genStream(&gen, events, 4); err != nil {
 		t.Fatal(err)
 	}
 	inputs = append(inputs, benchInput{"generated", gen.Bytes()})
-	for _, rel := range captureFiles {
-		if testcapture.Available(rel) {
-			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
-		}
-	}
+	inputs = append(inputs, equivalenceCaptures(t)...)
 	for _, in := range inputs {
 		t.Run(in.name, func(t *testing.T) {
 			checkFastPath(t, in.data)
 			if len(in.data) > 2<<20 {
 				return
 			}
-			step := max(len(in.data)/20, 1)
+			step := sweepStep(len(in.data), 20)
 			for cut := len(in.data) - 1; cut > 0; cut -= step {
 				checkFastPath(t, in.data[:cut])
 			}

@@ -75,7 +75,7 @@ func TestReadParallelMatchesReadEvent(t *testing.T) {
 			if len(in.data) > 2<<20 {
 				return
 			}
-			step := max(len(in.data)/25, 1)
+			step := sweepStep(len(in.data), 25)
 			for cut := len(in.data) - 1; cut > 0; cut -= step {
 				checkParallel(t, in.data[:cut], ParallelConfig{Workers: 2, MaxInFlight: 3, SerialBytes: -1})
 			}
@@ -104,12 +104,33 @@ func testInputs(t *testing.T, varieties []string, seed uint64) []benchInput {
 		inputs = append(inputs, benchInput{name + "-variety", varietyStream(t, cfg, 3000, seed)})
 	}
 	inputs = append(inputs, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
+	return append(inputs, equivalenceCaptures(t)...)
+}
+
+// equivalenceCaptures are the captures the tests that hold one way of
+// reading to another read, after their generated streams: none with
+// -short, where those tests must stay within seconds on a loaded machine
+// (the captures take most of their time; TestCaptures still reads each).
+func equivalenceCaptures(t *testing.T) []benchInput {
+	if testing.Short() {
+		return nil
+	}
+	var inputs []benchInput
 	for _, rel := range captureFiles {
 		if testcapture.Available(rel) {
 			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
 		}
 	}
 	return inputs
+}
+
+// sweepStep is the step of a sweep that cuts a stream of n bytes at cuts
+// points, a fifth of them with -short.
+func sweepStep(n, cuts int) int {
+	if testing.Short() {
+		cuts /= 5
+	}
+	return max(n/cuts, 1)
 }
 
 // metaInEventBlocks builds a V4 stream whose event blocks define metadata
@@ -254,15 +275,15 @@ func TestReadParallelKeepsEvents(t *testing.T) {
 		inputs = append(inputs, benchInput{name, data})
 	}
 	var gen bytes.Buffer
-	if err := genStream(&gen, 50_000, 4); err != nil {
+	events := 50_000
+	if testing.Short() {
+		events = 10_000
+	}
+	if err := genStream(&gen, events, 4); err != nil {
 		t.Fatal(err)
 	}
 	inputs = append(inputs, benchInput{"gen-v4", gen.Bytes()}, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
-	for _, rel := range captureFiles {
-		if testcapture.Available(rel) {
-			inputs = append(inputs, benchInput{rel, loadCapture(t, rel)})
-		}
-	}
+	inputs = append(inputs, equivalenceCaptures(t)...)
 	for _, in := range inputs {
 		for _, data := range [][]byte{in.data, in.data[:len(in.data)*2/3]} {
 			want, _, werr := readAllWith(data, (*Reader).ReadEvent)

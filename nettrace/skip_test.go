@@ -135,7 +135,7 @@ func TestSkipMatchesFilteredRead(t *testing.T) {
 			if len(in.data) > 2<<20 {
 				return
 			}
-			step := max(len(in.data)/20, 1)
+			step := sweepStep(len(in.data), 20)
 			for cut := len(in.data) - 1; cut > 0; cut -= step {
 				checkSkip(t, in.data[:cut], skipFuncs["half"])
 			}
