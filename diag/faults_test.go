@@ -3,6 +3,7 @@ package diag_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -112,8 +113,12 @@ func TestBadMagicRaw(t *testing.T) {
 func TestDoUnknownAndMalformed(t *testing.T) {
 	_, cl := newServer(t, ipctest.Config{Runtime: ipctest.NET10})
 	ctx := context.Background()
-	_, err := cl.Do(ctx, ipc.SetProcess, 0x09, nil)
-	if !errors.Is(err, ipc.ErrUnknownCommand) || !strings.HasPrefix(err.Error(), "command 0x0409: this runtime does not support it") {
+	free := uint8(0) // an id of the process set that no command has
+	for _, ok := ipc.LookupCommand(ipc.SetProcess, free); ok; _, ok = ipc.LookupCommand(ipc.SetProcess, free) {
+		free++
+	}
+	_, err := cl.Do(ctx, ipc.SetProcess, free, nil)
+	if !errors.Is(err, ipc.ErrUnknownCommand) || !strings.HasPrefix(err.Error(), fmt.Sprintf("command 0x04%02X: this runtime does not support it", free)) {
 		t.Fatalf("unknown: %v", err)
 	}
 	// A truncated AttachProfiler payload is BAD_ENCODING, as on 3.1.

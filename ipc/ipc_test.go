@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -482,7 +483,19 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("incomplete entry %+v", c)
 		}
 	}
-	if CommandName(0x04, 0x09) != "command 0x0409" {
-		t.Error(CommandName(0x04, 0x09))
+	if id := freeCommandID(t, SetProcess); CommandName(SetProcess, id) != fmt.Sprintf("command 0x04%02X", id) {
+		t.Error(CommandName(SetProcess, id))
 	}
+}
+
+// freeCommandID returns the lowest id of set that the command table
+// does not use.
+func freeCommandID(t *testing.T, set uint8) uint8 {
+	for id := range uint8(255) {
+		if _, ok := LookupCommand(set, id); !ok {
+			return id
+		}
+	}
+	t.Fatalf("no free id in set %d", set)
+	return 0
 }

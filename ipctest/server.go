@@ -32,6 +32,11 @@ const (
 	NET11  Runtime = 110
 )
 
+// Runtimes lists the runtime profiles, oldest first. A command of the ipc
+// table newer than the last is an error of the table (TestEveryCommandHasARuntime):
+// add its runtime here first.
+func Runtimes() []Runtime { return []Runtime{NET3_1, NET5, NET6, NET7, NET8, NET9, NET10, NET11} }
+
 func (r Runtime) String() string {
 	if r == NET3_1 {
 		return ".NET Core 3.1"

@@ -69,7 +69,7 @@ func TestSocketNaming(t *testing.T) {
 
 func TestRuntimeProfiles(t *testing.T) {
 	for _, c := range ipc.Commands() {
-		for _, rt := range []Runtime{NET3_1, NET5, NET6, NET7, NET8, NET9, NET10, NET11} {
+		for _, rt := range Runtimes() {
 			want := int(rt) >= c.Major*10+c.Minor || (rt == NET3_1 && c.Set == ipc.SetProfiler)
 			if rt.Supports(c.Set, c.ID) != want {
 				t.Errorf("%s supports %s: %v", rt, c.Name, !want)
@@ -78,6 +78,25 @@ func TestRuntimeProfiles(t *testing.T) {
 	}
 	if Runtime(0).Supports(ipc.SetProcess, ipc.CmdProcessInfo3) != true {
 		t.Error("zero Runtime is not .NET 8")
+	}
+}
+
+// Every command of the ipc table is supported by some runtime profile: a
+// command newer than the newest profile would be silently unsupported by
+// the fake, and every test of it would only see UnknownCommand.
+func TestEveryCommandHasARuntime(t *testing.T) {
+	rts := Runtimes()
+	newest := rts[len(rts)-1]
+	for _, c := range ipc.Commands() {
+		if !newest.Supports(c.Set, c.ID) {
+			t.Errorf("%s (since %s) is newer than ipctest's newest runtime profile, %s: add a Runtime constant for %s to ipctest/server.go and to Runtimes",
+				c.Name, c.Since, newest, c.Since)
+		}
+	}
+	for i := 1; i < len(rts); i++ {
+		if rts[i] <= rts[i-1] {
+			t.Errorf("Runtimes is not sorted: %s after %s", rts[i], rts[i-1])
+		}
 	}
 }
 

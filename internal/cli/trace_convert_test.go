@@ -37,27 +37,30 @@ func TestTraceConvert(t *testing.T) {
 		if !strings.Contains(stderr, "wrote "+out+": 7423 samples on 1 threads, weighed by wall time") || !strings.Contains(stderr, "27273 of 27273 sample frames resolved") {
 			t.Errorf("%s: stderr %q", format, stderr)
 		}
-		f, err := os.Open(out)
+		file, err := os.Open(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch format {
-		case "pprof":
-			if _, err := pprofile.Parse(f); err != nil {
+		// What the output is follows from the format's content type.
+		switch ct, _, _ := strings.Cut(f.ContentType, ";"); {
+		case format == "pprof":
+			if _, err := pprofile.Parse(file); err != nil {
 				t.Errorf("pprof: %v", err)
 			}
-		case "folded":
-			b, _ := io.ReadAll(f)
-			if !strings.Contains(string(b), "NoNativeStacks!NoNativeStacks.Program.Main;") {
-				t.Errorf("folded output:\n%s", b)
-			}
-		default:
+		case ct == "application/json":
 			var v map[string]any
-			if err := json.NewDecoder(f).Decode(&v); err != nil {
+			if err := json.NewDecoder(file).Decode(&v); err != nil {
 				t.Errorf("%s: %v", format, err)
 			}
+		case strings.HasPrefix(ct, "text/"):
+			b, _ := io.ReadAll(file)
+			if !strings.Contains(string(b), "NoNativeStacks.Program.Main") {
+				t.Errorf("%s output:\n%s", format, b)
+			}
+		default:
+			t.Errorf("%s: no check for content type %q", format, f.ContentType)
 		}
-		f.Close()
+		file.Close()
 	}
 	// To standard output, keeping one thread that does not exist: an
 	// error, nothing written.
