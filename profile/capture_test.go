@@ -173,6 +173,22 @@ func benchmarkCapture(b *testing.B, data []byte) {
 // eachCapture runs fn in a subtest per capture (everyCapture) with the
 // capture's bytes; a capture outside the repository is skipped when
 // CLRDIAG_CAPTURES does not give it.
+// equivalenceMax is the largest capture the tests that hold one way of
+// reading to another (parallel and serial) read with -short: the larger
+// ones take most of their time, and run in full mode.
+const equivalenceMax = 2 << 20
+
+// eachEquivalenceCapture is eachCapture for those tests: with -short it
+// skips the captures larger than equivalenceMax.
+func eachEquivalenceCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
+	eachCapture(t, func(t *testing.T, rel string, data []byte) {
+		if testing.Short() && len(data) > equivalenceMax {
+			t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, len(data))
+		}
+		fn(t, rel, data)
+	})
+}
+
 func eachCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
 	for _, rel := range testcapture.Traces() {
 		t.Run(rel, func(t *testing.T) {

@@ -64,8 +64,12 @@ func Path() (string, error) {
 }
 
 // Start starts a headless Chromium for the test and ends it with the test.
+// With -short, the quick loop of unit tests, it skips the test, CI or not.
 func Start(t testing.TB, cfg Config) *Browser {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test: full mode only (go test without -short)")
+	}
 	path, err := Path()
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -24,7 +24,9 @@
 // When a runtime, a compiler or a tool is missing, tests skip with a loud
 // reason, except when the environment variable CI is "true": then they fail,
 // so a CI run can never pass by skipping the real-runtime tests. A major
-// left out of CLRDIAG_RUNTIMES (when set) is skipped on purpose.
+// left out of CLRDIAG_RUNTIMES (when set) is skipped on purpose, and so is
+// every real-runtime test with go test -short, the quick loop of unit
+// tests (CI runs the full mode).
 //
 // Environment:
 //

@@ -72,9 +72,13 @@ func Find(t testing.TB) *Runtime {
 // FindVersion locates a runtime of the given major version and the
 // compiler that builds targets for it, or stops the test with Unavailable.
 // A major left out of CLRDIAG_RUNTIMES (when set) is skipped, CI or not:
-// the run chose not to test it.
+// the run chose not to test it; so is every real-runtime test with -short,
+// the quick loop of unit tests (CI runs the full mode).
 func FindVersion(t testing.TB, major int) *Runtime {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("real-runtime test: full mode only (go test without -short)")
+	}
 	if !Selected(major) {
 		t.Skipf("%s is not in CLRDIAG_RUNTIMES=%s", Name(major), os.Getenv("CLRDIAG_RUNTIMES"))
 	}
