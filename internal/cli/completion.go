@@ -30,7 +30,11 @@ func formatValues(path string) []string {
 	case "clrdiag counters collect":
 		return []string{"csv", "json"}
 	case "clrdiag gcdump convert":
-		return []string{"pprof", "folded", "speedscope"}
+		var names []string
+		for _, f := range gcdumpFormats() {
+			names = append(names, f.Name)
+		}
+		return names
 	}
 	return nil
 }

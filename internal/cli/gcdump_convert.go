@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,13 +16,13 @@ import (
 
 func init() { registerGCDump("convert", newGCDumpConvertCmd) }
 
-// gcdumpFormat finds a format of package profile that fits a heap: one
-// that does not draw time.
+// gcdumpFormat finds a format of package weighted that fits a heap (see
+// gcdumpFormats).
 func gcdumpFormat(name string) (weighted.Format, error) {
 	var names []string
 	for _, f := range weighted.Formats() {
-		if f.Timeline && f.Name != "speedscope" {
-			continue // chromium draws a timeline a heap does not have
+		if f.TimeOnly {
+			continue
 		}
 		if strings.EqualFold(f.Name, name) {
 			return f, nil
@@ -31,20 +32,59 @@ func gcdumpFormat(name string) (weighted.Format, error) {
 	return weighted.Format{}, usageErrorf("--format %q: use %s", name, strings.Join(names, ", "))
 }
 
+// gcdumpFormats are the formats of package weighted that fit a heap, those
+// that do not draw only time (a heap has no time order), for the help and
+// completion: the ones that draw no time first, then the others.
+func gcdumpFormats() []weighted.Format {
+	var fs []weighted.Format
+	for _, f := range weighted.Formats() {
+		if !f.TimeOnly {
+			fs = append(fs, f)
+		}
+	}
+	slices.SortStableFunc(fs, func(a, b weighted.Format) int {
+		switch {
+		case a.Timeline == b.Timeline:
+			return 0
+		case a.Timeline:
+			return 1
+		}
+		return -1
+	})
+	return fs
+}
+
+// gcdumpFormatText joins the names (or, with suffixes, the suffixes) of
+// gcdumpFormats with sep, and the last two with last when it is set.
+func gcdumpFormatText(sep, last string, suffixes bool) string {
+	var names []string
+	for _, f := range gcdumpFormats() {
+		if suffixes {
+			names = append(names, f.Suffix)
+		} else {
+			names = append(names, f.Name)
+		}
+	}
+	if last != "" && len(names) > 1 {
+		return strings.Join(names[:len(names)-1], sep) + last + names[len(names)-1]
+	}
+	return strings.Join(names, sep)
+}
+
 func newGCDumpConvertCmd(e *env) *cobra.Command {
 	src := gcdumpSource{tf: e.targetFlags()}
 	var format, output string
 	var depth int
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "convert [FILE|-p PID] --format pprof|folded|speedscope",
-		Short: "The heap as a flame graph (pprof, folded stacks, speedscope)",
+		Use:   "convert [FILE|-p PID] --format " + gcdumpFormatText("|", "", false),
+		Short: "The heap as a flame graph (" + gcdumpFormatText(", ", "", false) + ")",
 		Long: "Write the heap as weighted stacks: each object weighs its size, on the path of the\n" +
 			"dominator tree from the kind of root that holds it down to its type, so a flame graph shows\n" +
 			"where memory is held. Runs of one type (linked lists) are one frame; objects held by several\n" +
 			"kinds of roots hang under \"[held by several roots]\". pprof output has the sample types\n" +
 			"inuse_space (bytes) and inuse_objects: go tool pprof -top FILE.pb.gz. The default output is\n" +
-			"FILE with the format's extension (.pb.gz, .folded, .speedscope.json); - is standard output.",
+			"FILE with the format's extension (" + gcdumpFormatText(", ", "", true) + "); - is standard output.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ft, err := gcdumpFormat(format)
@@ -88,7 +128,7 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 	}
 	src.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&format, "format", "", "pprof, folded or speedscope")
+	fl.StringVar(&format, "format", "", gcdumpFormatText(", ", " or ", false))
 	fl.StringVarP(&output, "output", "o", "", "output file (default FILE with the format's extension; - for standard output)")
 	addForceFlag(cmd, &force)
 	fl.IntVar(&depth, "max-depth", 64, "frames kept on a stack; deeper paths keep their top and the object's type")
