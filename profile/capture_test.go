@@ -71,6 +71,9 @@ func TestCaptureZetsliefPerf(t *testing.T) {
 
 // VoiceMemo is a 32-bit trace: 4-byte stack addresses, rundown at the end.
 func TestCaptureVoiceMemo32Bit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 29.6 MB capture: full mode only (go test without -short)")
+	}
 	p := readCapture(t, "perfview/VoiceMemo.23092.nettrace.zip", Config{})
 	s := p.Symbols
 	if p.PointerSize != 4 {
@@ -173,16 +176,16 @@ func benchmarkCapture(b *testing.B, data []byte) {
 // eachCapture runs fn in a subtest per capture (everyCapture) with the
 // capture's bytes; a capture outside the repository is skipped when
 // CLRDIAG_CAPTURES does not give it.
-// equivalenceMax is the largest capture the tests that hold one way of
-// reading to another (parallel and serial) read with -short: the larger
-// ones take most of their time, and run in full mode.
-const equivalenceMax = 2 << 20
+// shortMax is the largest capture that the tests of every capture (every
+// output, parallel and serial reads) read with -short: the larger ones
+// take most of their time, and run in full mode.
+const shortMax = 2 << 20
 
-// eachEquivalenceCapture is eachCapture for those tests: with -short it
-// skips the captures larger than equivalenceMax.
-func eachEquivalenceCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
+// eachShortCapture is eachCapture for those tests: with -short it skips
+// the captures larger than shortMax.
+func eachShortCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
 	eachCapture(t, func(t *testing.T, rel string, data []byte) {
-		if testing.Short() && len(data) > equivalenceMax {
+		if testing.Short() && len(data) > shortMax {
 			t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, len(data))
 		}
 		fn(t, rel, data)
@@ -206,7 +209,7 @@ func eachCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
 // types, totals and one sample per stack. A capture without samples says so
 // in the notes. Damaged captures give the profile of what was read.
 func TestEveryCapture(t *testing.T) {
-	eachCapture(t, func(t *testing.T, rel string, data []byte) {
+	eachShortCapture(t, func(t *testing.T, rel string, data []byte) {
 		p, err := Read(bytes.NewReader(data), Config{Timeline: true})
 		if p == nil {
 			t.Fatalf("no profile: %v", err)

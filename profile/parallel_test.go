@@ -109,7 +109,7 @@ func sameRead(t *testing.T, name string, data []byte, cfg Config, pcfg nettrace.
 // the profile and every output, byte for byte, with the serial read's, in
 // each measure's Config and with thread and managed filters.
 func TestReadParallelSameProfile(t *testing.T) {
-	eachEquivalenceCapture(t, func(t *testing.T, rel string, data []byte) {
+	eachShortCapture(t, func(t *testing.T, rel string, data []byte) {
 		cfgs := []Config{{Timeline: true}, {ManagedOnly: true, Timeline: true, MaxTimelineRuns: 100}}
 		for _, m := range MeasureInfos() {
 			cfgs = append(cfgs, Config{Measure: m.Name, Timeline: m.Name == MeasureWall})
@@ -130,7 +130,7 @@ func TestReadParallelSameProfile(t *testing.T) {
 // parallel read gives the profile of the same events, the same error (at
 // the same offset) and the same dropped-event count as the serial one.
 func TestReadParallelTruncated(t *testing.T) {
-	eachEquivalenceCapture(t, func(t *testing.T, rel string, data []byte) {
+	eachShortCapture(t, func(t *testing.T, rel string, data []byte) {
 		step := max(len(data)/7, 1)
 		for cut := len(data) - 1; cut > 0; cut -= step {
 			for _, pcfg := range parallelConfigs(cut) {
