@@ -43,4 +43,8 @@
 // methods are written by hand.
 //
 // The package has no state; everything is safe for concurrent use.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how. The generated tables grow with the runtime's
+// manifest.
 package clrevents

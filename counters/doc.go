@@ -32,4 +32,8 @@
 // instrument tags that BeginInstrumentReporting announces (.NET 8+) are
 // kept on the instrument's samples (Sample.MeterTags, InstrumentTags) and
 // written by the JSON exporter as dotnet-counters writes them.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how. The terminal view (View) will move into the
+// CLI.
 package counters

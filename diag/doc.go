@@ -40,4 +40,7 @@
 // A Client holds no connection and no mutable state; it is safe for
 // concurrent use by multiple goroutines. Note that a runtime handles one
 // request at a time, so concurrent commands to the same process queue up.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package diag

@@ -44,4 +44,9 @@
 // a temporary file that nothing can leave behind, optionally a ring.
 //
 // All functions are safe for concurrent use; no package state is mutable.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how. Session orchestration that the CLI does today
+// (drain warnings, a session that runs while a consumer decodes it) will
+// move here.
 package eventpipe

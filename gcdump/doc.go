@@ -159,4 +159,7 @@
 // A Graph and a Dominators are immutable and safe for concurrent readers.
 // Builders are used by one goroutine. The package has no package-level
 // mutable state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package gcdump

@@ -38,4 +38,7 @@
 //
 // The package has no mutable state; all functions are safe for concurrent
 // use. Request and reply values are plain data and are not synchronised.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package ipc

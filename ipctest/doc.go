@@ -36,4 +36,7 @@
 //
 // The server uses AF_UNIX sockets on every platform, including Windows 10
 // and later, rather than named pipes.
+//
+// Stability: test support, public so that programs built on diag can test
+// against it; it follows the ipc command table and may change with it.
 package ipctest

@@ -29,4 +29,7 @@
 //
 // The package has no mutable package state; a Decoder is for one
 // goroutine.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package logs

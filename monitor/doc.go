@@ -159,4 +159,8 @@
 // The package has no package-level mutable state; its Prometheus collector
 // lives on the Server's own registry, and its goroutines end with
 // Server.Close.
+//
+// Stability: the server's Go API serves clrdiag itself and may change
+// freely; its HTTP routes are documented in the README and change with
+// care.
 package monitor

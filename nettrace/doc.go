@@ -130,4 +130,7 @@
 // detail open, this package treats the uint16 size of a V6 metadata row and of
 // a field description as counting the bytes that follow the size field. No
 // public V6 capture exists to check this against.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package nettrace

@@ -87,4 +87,7 @@
 // A Builder is used by one goroutine. A finished Profile is not modified by
 // the exporters (through Profile.Weighted) or BuildReport, which may run
 // concurrently on it. The package has no global state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package profile

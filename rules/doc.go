@@ -69,4 +69,7 @@
 // prometheus.Collector).
 //
 // The package has no mutable package state.
+//
+// Stability: its Go API serves the monitor and may change freely; the
+// configuration format is documented in the README and changes with care.
 package rules

@@ -28,4 +28,7 @@
 // (wrapped) for sessions that produced nothing usable.
 //
 // The package has no package-level mutable state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package stacks

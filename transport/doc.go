@@ -103,4 +103,7 @@
 // and one writer may run concurrently, Close unblocks both, and deadlines
 // apply. Discovery keeps no state
 // between calls; the package has no package-level mutable state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package transport

@@ -56,4 +56,7 @@
 // A Viewer serves concurrent requests. pprof's driver keeps some state in
 // package variables, so New calls are serialized inside this package; many
 // Viewers may live side by side.
+//
+// Stability: its Go API serves clrdiag itself (trace view, the monitor's
+// dashboard) and may change freely.
 package viewer

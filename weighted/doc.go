@@ -26,4 +26,7 @@
 //
 // The writers do not modify the Profile, and may run concurrently on it.
 // The package has no global state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package weighted

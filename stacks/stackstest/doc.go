@@ -10,4 +10,6 @@
 //
 // and, after StopTracing, a rundown that names module 7 (/app/App.dll, so
 // frames print as App!...) and its three methods, each "void ()".
+//
+// Stability: test support; it may change with package stacks.
 package stackstest

@@ -18,4 +18,7 @@
 // reader and one writer may run concurrently, Close unblocks both, and
 // deadlines apply (replayed connections honour them too). The package has
 // no package-level mutable state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package record

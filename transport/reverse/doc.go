@@ -44,4 +44,7 @@
 // Server and Runtime are safe for concurrent use. Concurrent Dial calls on one
 // Runtime each get their own connection, one per runtime reconnection.
 // The package has no package-level mutable state.
+//
+// Stability: part of the public API (README: Stability): changed with care,
+// the release notes say how.
 package reverse
