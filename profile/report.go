@@ -184,9 +184,37 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	if measure == "" {
 		measure = MeasureWall
 	}
+	r := newReport(p, measure, cfg.Inclusive)
+	tally := r.tallyThreads(p, measure, cfg.IncludeWaiting)
+	tally.addInclusive(p)
+	r.Samples = r.Managed + r.External
+	slices.SortFunc(r.Threads, func(a, b ThreadTotal) int { // thread ids are distinct: one order
+		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.ID, b.ID))
+	})
+	slices.SortFunc(r.Waiting, func(a, b WaitingSite) int { // the methods are distinct: one order
+		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(b.Threads, a.Threads), cmp.Compare(a.Method, b.Method))
+	})
+	r.Waiting = r.Waiting[:min(top, len(r.Waiting))]
+	if r.Waiting == nil {
+		r.Waiting = []WaitingSite{}
+	}
+	r.rankMethods(p, tally, top)
+	r.addRuntimeEvents(p, top)
+	if r.Methods == nil {
+		r.Methods = []MethodTime{}
+	}
+	if r.Threads == nil {
+		r.Threads = []ThreadTotal{}
+	}
+	return r
+}
+
+// newReport returns the report of p's summary: the process, the trace and
+// the notes for measure.
+func newReport(p *Profile, measure string, inclusive bool) *Report {
 	r := &Report{ProcessID: p.ProcessID, ProcessName: p.ProcessName, Runtime: p.RuntimeVersion, CommandLine: p.CommandLine,
 		Start: p.Start, Duration: p.Duration, Period: p.Period, ManagedOnly: p.ManagedOnly, DroppedEvents: p.DroppedEvents,
-		Symbols: p.Symbols, DecodeErrors: p.DecodeErrors, Measure: measure, Unit: "nanoseconds", Inclusive: cfg.Inclusive,
+		Symbols: p.Symbols, DecodeErrors: p.DecodeErrors, Measure: measure, Unit: "nanoseconds", Inclusive: inclusive,
 		Notes: p.NotesFor(measure)}
 	if r.Runtime == "" {
 		r.Runtime = "unknown"
@@ -197,26 +225,48 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	if r.Notes == nil {
 		r.Notes = []string{}
 	}
-	// Per frame (byFrame[f+1]; byFrame[0] is the empty stack's): the
-	// inclusive samples of the measure, the exclusive samples (all, those
-	// that were Managed, those on waiting threads; excl picks the
-	// measure's) and the last stack (index + 1) that counted the frame
-	// inclusively. byStack holds the samples of the measure per stack,
-	// over all threads: the frames of a stack are then counted
-	// inclusively once, not once for every thread sampled on it. When
-	// waiting threads are ranked, byStackWaiting and inclWaiting[f+1] are
-	// the same for their samples only.
-	type frameAcc struct {
-		incl, exclManaged, exclAll, exclWaiting int64
-		seen                                    int
+	return r
+}
+
+// reportFrame is what a report counts of a frame: the inclusive samples
+// of the measure, the exclusive samples (all, those that were Managed,
+// those on waiting threads; frameTally.excl picks the measure's) and the
+// last stack (index + 1) that counted the frame inclusively.
+type reportFrame struct {
+	incl, exclManaged, exclAll, exclWaiting int64
+	seen                                    int
+}
+
+// frameTally is what a report counts of the samples of the threads it
+// ranks. Per frame, byFrame[f+1] (byFrame[0] is the empty stack's).
+// byStack holds the samples of the measure per stack, over all threads:
+// the frames of a stack are then counted inclusively once, not once for
+// every thread sampled on it. When waiting threads are ranked,
+// byStackWaiting and inclWaiting[f+1] are the same for their samples
+// only. measured is the samples of the measure; events and cpu say
+// which measure it is (events: the methods weigh other events, nothing
+// is counted).
+type frameTally struct {
+	byFrame                              []reportFrame
+	byStack, byStackWaiting, inclWaiting []int64
+	measured                             int64
+	events, cpu                          bool
+}
+
+// excl is a frame's exclusive samples of the measure.
+func (t *frameTally) excl(a *reportFrame) int64 {
+	if t.cpu {
+		return a.exclManaged
 	}
-	events, cpu := isEventMeasure(measure), measure == MeasureCPU
-	excl := func(a *frameAcc) int64 {
-		if cpu {
-			return a.exclManaged
-		}
-		return a.exclAll
-	}
+	return a.exclAll
+}
+
+// tallyThreads fills the report's threads (and, when the waiting threads
+// are left out of the ranking, the places they waited) and counts the
+// samples of the others by frame and stack.
+func (r *Report) tallyThreads(p *Profile, measure string, includeWaiting bool) *frameTally {
+	tally := &frameTally{events: isEventMeasure(measure), cpu: measure == MeasureCPU}
+	events, cpu := tally.events, tally.cpu
 	// Wall time leaves out the threads that waited the whole trace, unless
 	// asked to rank them or none ran.
 	ran, waited := 0, 0
@@ -227,18 +277,15 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			ran++
 		}
 	}
-	r.WaitingLeftOut = measure == MeasureWall && !cfg.IncludeWaiting && ran > 0 && waited > 0
-	var byFrame []frameAcc
-	var byStack, byStackWaiting, inclWaiting []int64
+	r.WaitingLeftOut = measure == MeasureWall && !includeWaiting && ran > 0 && waited > 0
 	if !events && len(p.Threads) > 0 { // without threads, no sample
-		byFrame = make([]frameAcc, len(p.Frames)+1)
-		byStack = make([]int64, len(p.Stacks))
+		tally.byFrame = make([]reportFrame, len(p.Frames)+1)
+		tally.byStack = make([]int64, len(p.Stacks))
 		if waited > 0 && !r.WaitingLeftOut {
-			byStackWaiting = make([]int64, len(p.Stacks))
-			inclWaiting = make([]int64, len(p.Frames)+1)
+			tally.byStackWaiting = make([]int64, len(p.Stacks))
+			tally.inclWaiting = make([]int64, len(p.Frames)+1)
 		}
 	}
-	var measured int64
 	var waitSites map[string]int // index in r.Waiting
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
@@ -277,30 +324,36 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			if cpu {
 				n = s.Managed
 			}
-			measured += n
+			tally.measured += n
 			frames := p.Stacks[s.Stack].Frames
 			leaf := -1
 			if len(frames) > 0 {
 				leaf = frames[0]
 			}
-			a := &byFrame[leaf+1]
+			a := &tally.byFrame[leaf+1]
 			a.exclAll += s.Count()
 			a.exclManaged += s.Managed
-			byStack[s.Stack] += n
+			tally.byStack[s.Stack] += n
 			if t.Waiting {
 				a.exclWaiting += s.Count()
-				byStackWaiting[s.Stack] += n
+				tally.byStackWaiting[s.Stack] += n
 			}
 		}
 	}
-	for st, n := range byStack {
+	return tally
+}
+
+// addInclusive counts the frames of each stack inclusively, once a stack.
+func (t *frameTally) addInclusive(p *Profile) {
+	byFrame, inclWaiting := t.byFrame, t.inclWaiting
+	for st, n := range t.byStack {
 		frames := p.Stacks[st].Frames
 		if n == 0 {
 			continue
 		}
 		var nw int64
-		if byStackWaiting != nil {
-			nw = byStackWaiting[st]
+		if t.byStackWaiting != nil {
+			nw = t.byStackWaiting[st]
 		}
 		if len(frames) == 0 {
 			byFrame[0].incl += n
@@ -319,22 +372,16 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			}
 		}
 	}
-	r.Samples = r.Managed + r.External
-	slices.SortFunc(r.Threads, func(a, b ThreadTotal) int { // thread ids are distinct: one order
-		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.ID, b.ID))
-	})
-	slices.SortFunc(r.Waiting, func(a, b WaitingSite) int { // the methods are distinct: one order
-		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(b.Threads, a.Threads), cmp.Compare(a.Method, b.Method))
-	})
-	r.Waiting = r.Waiting[:min(top, len(r.Waiting))]
-	if r.Waiting == nil {
-		r.Waiting = []WaitingSite{}
-	}
+}
+
+// rankMethods fills the report's Methods, the top ones by the measure.
+func (r *Report) rankMethods(p *Profile, t *frameTally, top int) {
+	measure, events, byFrame, inclWaiting := r.Measure, t.events, t.byFrame, t.inclWaiting
 	pct := func(n int64) float64 {
-		if measured == 0 {
+		if t.measured == 0 {
 			return 0
 		}
-		return 100 * float64(n) / float64(measured)
+		return 100 * float64(n) / float64(t.measured)
 	}
 	// The methods are ranked as small values (frame and key), and only the
 	// top ones become MethodTimes.
@@ -356,13 +403,13 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 				// Waiting: (nearly) only ever on threads that waited
 				// the whole trace; such a method ranks after work that
 				// ran of the same value.
-				mr := methodRank{frame: int32(i - 1), excl: excl(a) * d, incl: a.incl * d}
+				mr := methodRank{frame: int32(i - 1), excl: t.excl(a) * d, incl: a.incl * d}
 				mr.waiting = inclWaiting != nil && inclWaiting[i]*10 >= a.incl*9
 				ranked = append(ranked, mr)
 			}
 		}
 	}
-	ranked = methodRanking{ranked: ranked, frames: p.Frames, inclusive: cfg.Inclusive}.top(top)
+	ranked = methodRanking{ranked: ranked, frames: p.Frames, inclusive: r.Inclusive}.top(top)
 	r.Methods = make([]MethodTime, 0, len(ranked))
 	for _, mr := range ranked {
 		f := int(mr.frame)
@@ -371,8 +418,8 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			m = p.eventMethod(measure, mr)
 		} else {
 			a := &byFrame[f+1]
-			m = MethodTime{Method: weighted.NoFrames, Exclusive: time.Duration(excl(a)) * p.Period,
-				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(excl(a)), InclusivePct: pct(a.incl), ManagedPct: -1}
+			m = MethodTime{Method: weighted.NoFrames, Exclusive: time.Duration(t.excl(a)) * p.Period,
+				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(t.excl(a)), InclusivePct: pct(a.incl), ManagedPct: -1}
 			m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
 			m.Waiting = mr.waiting // no exclusive sample: by its inclusive ones
 			if a.exclAll > 0 {
@@ -385,7 +432,11 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		r.Methods = append(r.Methods, m)
 	}
+}
 
+// addRuntimeEvents fills the report's collections, exceptions and lock
+// contention.
+func (r *Report) addRuntimeEvents(p *Profile, top int) {
 	g := p.GC
 	r.GC = GCReport{Collections: g.Collections, Reasons: g.Reasons, Pauses: g.Pauses, PauseTotal: g.PauseTotal,
 		PauseMax: g.PauseMax, OtherSuspensions: g.OtherSuspensions, OtherSuspensionTotal: g.OtherSuspensionTotal,
@@ -406,13 +457,6 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	c := p.Contention
 	r.Contention = ContentionReport{Count: c.Count, Total: c.Total, Max: c.Max, Unfinished: c.Unfinished,
 		StopsWithoutStart: c.StopsWithoutStart, Sites: p.siteReports(c.Sites, top)}
-	if r.Methods == nil {
-		r.Methods = []MethodTime{}
-	}
-	if r.Threads == nil {
-		r.Threads = []ThreadTotal{}
-	}
-	return r
 }
 
 // methodRank is what ranks a method of the report: its frame (-1 for the
@@ -550,6 +594,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	// report's cost otherwise), then aligned as a tabwriter would
 	// (writeAligned).
 	b := make([]byte, 0, r.textSize())
+	b = r.appendSummary(b)
+	b = r.appendRanking(b)
+	b = r.appendWaiting(b)
+	b = r.appendThreads(b)
+	b = r.appendGC(b)
+	b = r.appendExceptions(b)
+	b = r.appendContention(b)
+	return writeAligned(w, b)
+}
+
+// appendSummary appends the report's first lines: the process and its
+// runtime, the trace, the samples, the symbols, decode errors and notes.
+func (r *Report) appendSummary(b []byte) []byte {
 	b = append(b, "Process "...)
 	b = fastfmt.AppendInt(b, int64(r.ProcessID))
 	if r.ProcessName != "" {
@@ -609,6 +666,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.Notes {
 		b = append(append(append(b, "Note: "...), termsafe.String(n)...), ".\n"...)
 	}
+	return b
+}
+
+// appendRanking appends the methods ranked by the measure, with the note
+// on waiting threads' methods.
+func (r *Report) appendRanking(b []byte) []byte {
 	if len(r.Methods) > 0 && isEventMeasure(r.Measure) {
 		b = r.appendEventMethods(b)
 	} else if len(r.Methods) > 0 {
@@ -662,6 +725,11 @@ func (r *Report) WriteText(w io.Writer) error {
 				"  --sample cpu ranks by Managed samples only.\n"...)
 		}
 	}
+	return b
+}
+
+// appendWaiting appends the places where threads waited the whole trace.
+func (r *Report) appendWaiting(b []byte) []byte {
 	if len(r.Waiting) > 0 {
 		b = append(b, "\nWaiting the whole trace (left out of the ranking above; --include-waiting ranks them too)\n"+
 			"  Threads\tTime\tWaited in\n"...)
@@ -671,6 +739,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			b = append(append(append(b, '\t'), termsafe.String(w.Method)...), '\n')
 		}
 	}
+	return b
+}
+
+// appendThreads appends the threads' table.
+func (r *Report) appendThreads(b []byte) []byte {
 	if len(r.Threads) > 0 {
 		b = append(b, "\nThreads\n  Thread\tTime\tManaged\tExternal\tManaged %\tStack changes\tState\n"...)
 		for _, t := range r.Threads {
@@ -689,7 +762,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			b = append(b, '\n')
 		}
 	}
+	return b
+}
 
+// appendGC appends the collections, pauses and allocations.
+func (r *Report) appendGC(b []byte) []byte {
 	g := r.GC
 	if n := g.Collections[0] + g.Collections[1] + g.Collections[2]; n > 0 || g.Pauses > 0 || len(g.Allocations) > 0 {
 		b = fastfmt.AppendInt(append(b, "\nGC\n  Collections: "...), n)
@@ -743,6 +820,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	return b
+}
+
+// appendExceptions appends the exceptions by type, with their sites.
+func (r *Report) appendExceptions(b []byte) []byte {
 	if len(r.Exceptions) > 0 {
 		b = append(b, "\nExceptions\n"...)
 		for _, x := range r.Exceptions {
@@ -751,6 +833,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			b = appendSites(b, x.Sites)
 		}
 	}
+	return b
+}
+
+// appendContention appends the lock waits, with their sites.
+func (r *Report) appendContention(b []byte) []byte {
 	if c := r.Contention; c.Count > 0 {
 		b = fastfmt.AppendInt(append(b, "\nLock contention: "...), c.Count)
 		b = appendMs(append(b, " waits, total "...), c.Total)
@@ -762,7 +849,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b = append(b, '\n')
 		b = appendSites(b, c.Sites)
 	}
-	return writeAligned(w, b)
+	return b
 }
 
 // textSize is about the length of WriteText's text, a little more: the
