@@ -45,6 +45,8 @@ type Target struct {
 	Stdin  io.WriteCloser
 	Lines  chan string // stdout lines after the ready line
 	Socket string      // the diagnostic socket path
+	// ReadyLine is the line that told the target was up ("READY <pid> ...").
+	ReadyLine string
 
 	mu     sync.Mutex
 	stderr strings.Builder
@@ -109,6 +111,7 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 			if !sawReady {
 				if strings.HasPrefix(line, ready) {
 					sawReady = true
+					tg.ReadyLine = line
 					readyc <- nil
 				}
 				continue

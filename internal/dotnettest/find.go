@@ -224,10 +224,18 @@ func discoverRuntimes() discovery {
 		}
 	}
 
+	if os.Getenv("CLRDIAG_DOTNET_ROOTS") == "" {
+		d.looked = append(d.looked, "CLRDIAG_DOTNET_ROOTS (unset)")
+	}
+	for _, c := range dedupe([]string{cache, filepath.Join(root, ".cache")}) {
+		d.looked = append(d.looked, filepath.Join(c, "runtimes", "dotnet-*"))
+	}
 	seenRoot := map[string]bool{}
 	have := map[int]bool{}
 	for _, c := range cands {
-		d.looked = append(d.looked, c.dir+" ("+c.source+")")
+		if c.source != "cache" {
+			d.looked = append(d.looked, c.dir+" ("+c.source+")")
+		}
 		abs, err := filepath.Abs(c.dir)
 		if err != nil || seenRoot[abs] {
 			continue
