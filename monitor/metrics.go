@@ -65,12 +65,25 @@ type procMetrics struct {
 	err    error // the last session error; nil while up or before the first attempt
 	errors int   // session errors so far
 	series map[seriesKey]*metricSeries
+	// meters are the providers whose Meter publishes: their EventCounters
+	// series (kept until the Meter's first value) are dropped.
+	meters map[string]bool
 	// seriesDropped counts samples of series beyond MaxSeriesPerProcess.
 	seriesDropped int
 	cancel        context.CancelFunc
+	// taps receive every sample of the process (GET
+	// /processes/{pid}/counters reads the collector's session this way).
+	taps map[*tap]struct{}
 
 	// hist is what the dashboard charts (ui_history.go).
 	hist history
+}
+
+// tap is a reader of a process's samples.
+type tap struct {
+	samples []counters.Sample
+	max     int
+	full    bool
 }
 
 // collector keeps one long-lived System.Runtime counters session per
@@ -151,7 +164,7 @@ func (c *collector) discover(ctx context.Context) {
 			pm.cancel() // the pid now names another process
 		}
 		wctx, wcancel := context.WithCancel(ctx)
-		pm := &procMetrics{p: p, series: map[seriesKey]*metricSeries{}, cancel: wcancel}
+		pm := &procMetrics{p: p, series: map[seriesKey]*metricSeries{}, meters: map[string]bool{}, cancel: wcancel}
 		c.procs[p.PID] = pm
 		c.wg.Go(func() { c.work(wctx, pm) })
 	}
@@ -196,14 +209,16 @@ func (c *collector) work(ctx context.Context, pm *procMetrics) {
 
 // session keeps a counters session open in the process (counters.Follow,
 // which takes the process's turn to open and stop sessions and reopens a
-// stalled one) and records its samples until the session ends (an error)
-// or ctx ends (nil). A stall is recorded as an error of the process. sampled
-// tells whether any sample arrived.
+// stalled one on .NET Core 3.x) and records its samples until the session
+// ends (an error) or ctx ends (nil). A stall is recorded as an error of the
+// process; its series are withdrawn until the reopened session publishes
+// again, and what they added up is kept (a counter continues, no reset).
+// sampled tells whether any sample arrived.
 func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool, err error) {
 	pid := pm.p.PID
 	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
 	started := false
-	err = counters.Follow(ctx, client, counters.Config{RefreshInterval: c.s.cfg.MetricsWindow}, counters.FollowConfig{
+	err = counters.Follow(ctx, client, c.s.countersConfig(), counters.FollowConfig{
 		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },
 		Started: func(*counters.Session, bool) error {
 			started = true
@@ -224,27 +239,17 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 			pm.up = false
 			pm.err = &SessionError{PID: pid, Started: true, Err: err}
 			pm.errors++
-			clear(pm.series) // stale values are not reported
+			for _, ms := range pm.series {
+				ms.stale = true // not reported until the next value
+			}
 			c.mu.Unlock()
 		},
 	}, func(u counters.Update) error {
-		if u.Sample == nil || u.Sample.NoValue {
+		if u.Sample == nil || u.Sample.NoValue && !u.Sample.HasTotal {
 			return nil
 		}
-		sm := *u.Sample
-		key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
 		c.mu.Lock()
-		if ms := pm.series[key]; ms != nil {
-			ms.add(sm)
-			pm.hist.add(&sm)
-		} else if len(pm.series) < MaxSeriesPerProcess {
-			ms = &metricSeries{fam: familyOf(&sm)}
-			ms.add(sm)
-			pm.series[key] = ms
-			pm.hist.add(&sm)
-		} else {
-			pm.seriesDropped++
-		}
+		c.record(pm, u.Sample)
 		sampled = true
 		c.mu.Unlock()
 		return nil
@@ -256,6 +261,63 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 		err = ErrSessionEnded
 	}
 	return sampled, &SessionError{PID: pid, Started: started, Err: err}
+}
+
+// record keeps a sample of the process; c.mu is held.
+func (c *collector) record(pm *procMetrics, sm *counters.Sample) {
+	for t := range pm.taps {
+		if len(t.samples) < t.max {
+			t.samples = append(t.samples, *sm)
+		} else {
+			t.full = true
+		}
+	}
+	if sm.Meter && !pm.meters[sm.Provider] {
+		// The provider publishes through its Meter from now on (the
+		// session drops its EventCounters): drop their series.
+		pm.meters[sm.Provider] = true
+		for k, ms := range pm.series {
+			if !ms.last.Meter && ms.last.Provider == sm.Provider {
+				delete(pm.series, k)
+			}
+		}
+		pm.hist.dropEventCounters(sm.Provider)
+	}
+	key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
+	ms := pm.series[key]
+	if ms == nil {
+		if len(pm.series) >= MaxSeriesPerProcess {
+			pm.seriesDropped++
+			return
+		}
+		ms = &metricSeries{fam: familyOf(sm)}
+		pm.series[key] = ms
+	}
+	ms.add(*sm)
+	pm.hist.add(sm)
+}
+
+// listen starts a tap on pid's samples, keeping at most max; ok is false
+// when the collector does not follow pid (yet). stop ends it and returns
+// what arrived, and whether samples were left out.
+func (c *collector) listen(pid, max int) (stop func() (samples []counters.Sample, full bool), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pm := c.procs[pid]
+	if pm == nil || !pm.up {
+		return nil, false
+	}
+	t := &tap{max: max}
+	if pm.taps == nil {
+		pm.taps = map[*tap]struct{}{}
+	}
+	pm.taps[t] = struct{}{}
+	return func() ([]counters.Sample, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(pm.taps, t)
+		return t.samples, t.full
+	}, true
 }
 
 // Describe sends nothing: the metrics depend on the processes found, so the
@@ -315,6 +377,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.desc.seriesDropped, prometheus.CounterValue, float64(pm.seriesDropped), pid, pm.p.Name)
 		}
 		for _, ms := range pm.series {
+			if ms.stale {
+				continue
+			}
 			f := ms.fam
 			if k, ok := families[f.name]; ok && k != (famKey{f.kind, f.help}) {
 				c.s.log.Debug("monitor: metric left out: its name clashes with another counter's", "metric", f.name,
