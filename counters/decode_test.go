@@ -323,9 +323,17 @@ func TestPlanProviders(t *testing.T) {
 	if err != nil || len(p.Specs) != 1 || p.Specs[0].Provider != "System.Runtime" || p.Interval != time.Second {
 		t.Fatalf("zero config: %+v %v", p, err)
 	}
+	// The Meters alone, at their own interval (the shared session's).
+	p, err = NewPlan(Config{Specs: sp, RuntimeMajor: 8, RefreshInterval: 2 * time.Second, MetricsRefreshInterval: time.Second,
+		MetersOnly: true, SessionID: "SHARED", ClientID: "C"})
+	if err != nil || len(p.Providers) != 1 || p.Providers[0].String() != "System.Diagnostics.Metrics:0x2:4:SessionId=SHARED;Metrics=System.Runtime,Shop;RefreshInterval=1;MaxTimeSeries=1000;MaxHistograms=10;ClientId=C" {
+		t.Errorf("Meters only: %+v %v", p, err)
+	}
+	onlyLegacy, _ := ParseSpecs(`EventCounters\Legacy`)
 	for _, bad := range []Config{
 		{RefreshInterval: time.Microsecond}, {RefreshInterval: 1500 * time.Microsecond}, {RefreshInterval: -time.Second},
 		{MaxHistograms: -1}, {SessionID: "a;b"}, {Specs: []Spec{{Provider: "a=b"}}},
+		{MetricsRefreshInterval: 1500 * time.Microsecond}, {MetersOnly: true, Specs: onlyLegacy},
 	} {
 		if _, err := NewPlan(bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("NewPlan(%+v) = %v, want ErrConfig", bad, err)

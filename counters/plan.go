@@ -83,6 +83,11 @@ type Config struct {
 	// DefaultMaxHistograms, DefaultMaxTimeSeries) so that dotnet-counters
 	// keeps working next to it.
 	MetricsRefreshInterval time.Duration
+	// MetersOnly enables the System.Diagnostics.Metrics provider alone:
+	// the specs are read as Meters, their EventCounters are not enabled
+	// (a session for the Meters next to one for the EventCounters, which
+	// names its specs with the EventCounters\ prefix).
+	MetersOnly bool
 }
 
 // Plan is a resolved Config: the EventPipe providers to enable and what the
@@ -152,14 +157,19 @@ func NewPlan(cfg Config) (*Plan, error) {
 		if sp.Provider == "" || strings.ContainsAny(sp.Provider, ",;=\"") {
 			return nil, fmt.Errorf("%w: provider name %q", ErrConfig, sp.Provider)
 		}
-		p.Providers = append(p.Providers, eventpipe.Provider{
-			Name:  sp.Provider,
-			Level: eventpipe.LevelInformational,
-			Args:  []eventpipe.Arg{{Key: "EventCounterIntervalSec", Value: secs}},
-		})
+		if !cfg.MetersOnly {
+			p.Providers = append(p.Providers, eventpipe.Provider{
+				Name:  sp.Provider,
+				Level: eventpipe.LevelInformational,
+				Args:  []eventpipe.Arg{{Key: "EventCounterIntervalSec", Value: secs}},
+			})
+		}
 		if !sp.EventCountersOnly {
 			meters = append(meters, sp.Provider)
 		}
+	}
+	if cfg.MetersOnly && len(meters) == 0 {
+		return nil, fmt.Errorf("%w: a Meters-only session with no Meter (every provider has the EventCounters\\ prefix)", ErrConfig)
 	}
 	if len(meters) > 0 {
 		newID := newGUID

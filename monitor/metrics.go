@@ -65,9 +65,18 @@ type procMetrics struct {
 	err    error // the last session error; nil while up or before the first attempt
 	errors int   // session errors so far
 	series map[seriesKey]*metricSeries
-	// meters are the providers whose Meter publishes: their EventCounters
-	// series (kept until the Meter's first value) are dropped.
+	// meters are the providers whose Meter publishes in the open Meters
+	// session: their EventCounters are not kept meanwhile.
 	meters map[string]bool
+	// major is the runtime's major version as the EventCounters session
+	// found it (0 before it opened; 3 for .NET Core 3.x).
+	major int
+	// lastRead is when /metrics, the dashboard or a counters request last
+	// read the process's values: the Meters session is open only while
+	// that is recent (Config.MetricsIdle).
+	lastRead time.Time
+	// metersUp tells whether the Meters session is open.
+	metersUp bool
 	// seriesDropped counts samples of series beyond MaxSeriesPerProcess.
 	seriesDropped int
 	cancel        context.CancelFunc
@@ -167,6 +176,7 @@ func (c *collector) discover(ctx context.Context) {
 		pm := &procMetrics{p: p, series: map[seriesKey]*metricSeries{}, meters: map[string]bool{}, cancel: wcancel}
 		c.procs[p.PID] = pm
 		c.wg.Go(func() { c.work(wctx, pm) })
+		c.wg.Go(func() { c.meterWork(wctx, pm) })
 	}
 	for pid, pm := range c.procs {
 		if !seen[pid] {
@@ -207,7 +217,7 @@ func (c *collector) work(ctx context.Context, pm *procMetrics) {
 	}
 }
 
-// session keeps a counters session open in the process (counters.Follow,
+// session keeps the process's EventCounters session open (counters.Follow,
 // which takes the process's turn to open and stop sessions and reopens a
 // stalled one on .NET Core 3.x) and records its samples until the session
 // ends (an error) or ctx ends (nil). A stall is recorded as an error of the
@@ -218,12 +228,15 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 	pid := pm.p.PID
 	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
 	started := false
-	err = counters.Follow(ctx, client, c.s.countersConfig(), counters.FollowConfig{
+	err = counters.Follow(ctx, client, c.s.eventCountersConfig(), counters.FollowConfig{
 		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },
-		Started: func(*counters.Session, bool) error {
+		Started: func(sess *counters.Session, _ bool) error {
 			started = true
 			c.mu.Lock()
 			pm.up, pm.err = true, nil
+			if sess.RuntimeMajor != 0 {
+				pm.major = sess.RuntimeMajor
+			}
 			reopened := pm.errors > 0
 			c.mu.Unlock()
 			if reopened {
@@ -245,13 +258,9 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 			c.mu.Unlock()
 		},
 	}, func(u counters.Update) error {
-		if u.Sample == nil || u.Sample.NoValue && !u.Sample.HasTotal {
-			return nil
+		if c.update(pm, u) {
+			sampled = true
 		}
-		c.mu.Lock()
-		c.record(pm, u.Sample)
-		sampled = true
-		c.mu.Unlock()
 		return nil
 	})
 	if ctx.Err() != nil {
@@ -263,6 +272,159 @@ func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool,
 	return sampled, &SessionError{PID: pid, Started: started, Err: err}
 }
 
+// update records what a session of the process sends: a sample (it
+// reports true), or a warning, logged.
+func (c *collector) update(pm *procMetrics, u counters.Update) bool {
+	if u.Warning != nil {
+		c.s.log.Warn("monitor: "+u.Warning.String(), "pid", pm.p.PID, "process", pm.p.Name)
+		return false
+	}
+	if u.Sample == nil || u.Sample.NoValue && !u.Sample.HasTotal {
+		return false
+	}
+	c.mu.Lock()
+	c.record(pm, u.Sample)
+	c.mu.Unlock()
+	return true
+}
+
+// meterPoll is how often the Meters worker looks whether someone reads the
+// process's values.
+const meterPoll = time.Second
+
+// meterWork keeps the process's Meters session (System.Diagnostics.Metrics)
+// open while someone reads its values (Config.MetricsIdle), in a runtime
+// that has Meters (.NET 6+, as the EventCounters session found it), until
+// ctx ends. The session is apart from the EventCounters one because a
+// .NET 8+ runtime allows one Metrics session: shared among the clients that
+// ask for the shared one (the monitor, clrdiag counters, dotnet-monitor),
+// refused to one that asks for a private session (dotnet-counters
+// 10.0.750501) while any other exists. So the monitor holds it only while
+// its Meter values are read, and dotnet-counters works next to a monitor
+// nobody reads; meanwhile the EventCounters stand in.
+func (c *collector) meterWork(ctx context.Context, pm *procMetrics) {
+	delay := c.s.cfg.MetricsWindow
+	t := time.NewTicker(meterPoll)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		major, wanted := pm.major, c.wanted(pm)
+		c.mu.Unlock()
+		switch {
+		case major != 0 && major < 6:
+			return // .NET Core 3.x and .NET 5 have no Meters
+		case major != 0 && wanted:
+			err := c.meterSession(ctx, pm)
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil { // nobody reads the values any more
+				delay = c.s.cfg.MetricsWindow
+				continue
+			}
+			c.s.log.Warn("monitor: Meters session lost; retrying", "pid", pm.p.PID, "process", pm.p.Name, "err", err, "retry_in", delay)
+			rt := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				rt.Stop()
+				return
+			case <-rt.C:
+			}
+			delay = min(2*delay, maxRetryDelay)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// wanted tells whether someone read the process's values recently; c.mu
+// is held.
+func (c *collector) wanted(pm *procMetrics) bool {
+	return !pm.lastRead.IsZero() && time.Since(pm.lastRead) < c.s.cfg.MetricsIdle
+}
+
+// meterSession holds the process's Meters session until nobody reads its
+// values (nil) or it fails (an error), and then withdraws its series (the
+// EventCounters stand in for them).
+func (c *collector) meterSession(ctx context.Context, pm *procMetrics) error {
+	pid := pm.p.PID
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := make(chan struct{})
+	go func() {
+		t := time.NewTicker(meterPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-mctx.Done():
+				return
+			case <-t.C:
+				c.mu.Lock()
+				w := c.wanted(pm)
+				c.mu.Unlock()
+				if !w {
+					close(idle)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
+	err := counters.Follow(mctx, client, c.s.metersConfig(pm.major), counters.FollowConfig{
+		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },
+		Started: func(*counters.Session, bool) error {
+			c.mu.Lock()
+			pm.metersUp = true
+			c.mu.Unlock()
+			c.s.log.Debug("monitor: Meters session opened", "pid", pid, "process", pm.p.Name)
+			return nil
+		},
+	}, func(u counters.Update) error {
+		c.update(pm, u)
+		return nil
+	})
+	c.mu.Lock()
+	pm.metersUp = false
+	for p := range pm.meters {
+		delete(pm.meters, p)
+	}
+	for k, ms := range pm.series {
+		if ms.last.Meter {
+			delete(pm.series, k)
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case <-idle:
+		c.s.log.Debug("monitor: Meters session closed: nobody reads the values", "pid", pid, "process", pm.p.Name)
+		return nil
+	default:
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err == nil {
+		err = ErrSessionEnded
+	}
+	return &SessionError{PID: pid, Started: true, Err: err}
+}
+
+// read notes that someone reads pid's values (all processes for pid 0):
+// their Meters sessions open, or stay open; c.mu is held.
+func (c *collector) read(pid int) {
+	now := time.Now()
+	for p, pm := range c.procs {
+		if pid == 0 || p == pid {
+			pm.lastRead = now
+		}
+	}
+}
+
 // record keeps a sample of the process; c.mu is held.
 func (c *collector) record(pm *procMetrics, sm *counters.Sample) {
 	for t := range pm.taps {
@@ -272,9 +434,12 @@ func (c *collector) record(pm *procMetrics, sm *counters.Sample) {
 			t.full = true
 		}
 	}
+	if !sm.Meter && pm.meters[sm.Provider] {
+		return // its Meter stands for it
+	}
 	if sm.Meter && !pm.meters[sm.Provider] {
-		// The provider publishes through its Meter from now on (the
-		// session drops its EventCounters): drop their series.
+		// The provider publishes through its Meter from now on: drop
+		// its EventCounters series.
 		pm.meters[sm.Provider] = true
 		for k, ms := range pm.series {
 			if !ms.last.Meter && ms.last.Provider == sm.Provider {
@@ -307,6 +472,7 @@ func (c *collector) listen(pid, max int) (stop func() (samples []counters.Sample
 	if pm == nil || !pm.up {
 		return nil, false
 	}
+	c.read(pid)
 	t := &tap{max: max}
 	if pm.taps == nil {
 		pm.taps = map[*tap]struct{}{}
@@ -356,6 +522,7 @@ func newCollectorDescs() collectorDescs {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.read(0)
 	failed := 0
 	type famKey struct {
 		kind prometheus.ValueType

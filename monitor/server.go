@@ -39,18 +39,21 @@ const (
 	DefaultMaxTraceBytes = 1 << 30
 )
 
+// DefaultMetricsIdle is Config.MetricsIdle's default: twice Prometheus'
+// default scrape interval.
+const DefaultMetricsIdle = 2 * time.Minute
+
 // DefaultMetricsCounters is what the /metrics collector reads by default
 // (Config.MetricsCounters): the runtime's counters and ASP.NET Core's
 // request metrics, as dotnet-monitor collects by default.
 const DefaultMetricsCounters = "System.Runtime,Microsoft.AspNetCore.Hosting"
 
-// countersConfig is the configuration of every counters session the
-// server opens (the collector's and GET /processes/{pid}/counters'):
-// Config.MetricsCounters at Config.MetricsWindow, with the Metrics
-// provider at the shared session's settings of dotnet-counters (1 s, 10
-// histograms, 1000 time series) so that on .NET 8 and later the monitor
-// and dotnet-counters share the process's one Metrics session instead of
-// shutting each other out.
+// countersConfig is the configuration of the counters session GET
+// /processes/{pid}/counters opens when the collector does not follow the
+// process: Config.MetricsCounters at Config.MetricsWindow, with the
+// Metrics provider at the settings of the shared Metrics session (.NET 8+)
+// that the collector joins (the defaults of dotnet-counters: 1 s, 10
+// histograms, 1000 time series).
 func (s *Server) countersConfig() counters.Config {
 	return counters.Config{
 		Specs:                  s.specs,
@@ -59,6 +62,36 @@ func (s *Server) countersConfig() counters.Config {
 		MaxHistograms:          counters.DefaultMaxHistograms,
 		MaxTimeSeries:          counters.DefaultMaxTimeSeries,
 	}
+}
+
+// eventCountersConfig is the collector's EventCounters session: the
+// providers of Config.MetricsCounters read as EventSources only (their
+// Meters are the Meters session's), so that it never holds the process's
+// Metrics session.
+func (s *Server) eventCountersConfig() counters.Config {
+	cfg := s.countersConfig()
+	cfg.Specs = make([]counters.Spec, len(s.specs))
+	for i, sp := range s.specs {
+		sp.EventCountersOnly = true
+		cfg.Specs[i] = sp
+	}
+	return cfg
+}
+
+// metersConfig is the collector's Meters session in a runtime of the
+// given major version: the Meters of Config.MetricsCounters alone, in the
+// shared Metrics session on .NET 8+.
+func (s *Server) metersConfig(major int) counters.Config {
+	cfg := s.countersConfig()
+	cfg.MetersOnly = true
+	cfg.RuntimeMajor = major
+	cfg.Specs = nil
+	for _, sp := range s.specs {
+		if !sp.EventCountersOnly {
+			cfg.Specs = append(cfg.Specs, sp)
+		}
+	}
+	return cfg
 }
 
 // ErrNoAPIKey is returned by New when neither an API key nor NoAuth is set.
@@ -104,6 +137,13 @@ type Config struct {
 	// NoMetrics disables GET /metrics and its background counters
 	// sessions.
 	NoMetrics bool
+	// MetricsIdle is how long after the last read of a process's values
+	// (a /metrics scrape, the dashboard showing it, a counters request)
+	// the collector keeps its Meters session open; 0 means
+	// DefaultMetricsIdle. A .NET 8+ runtime refuses a private Metrics
+	// session (dotnet-counters') while another exists: nobody reading the
+	// monitor leaves the Metrics session free.
+	MetricsIdle time.Duration
 	// MetricsCounters are the providers the /metrics collector reads, in
 	// the --counters syntax of dotnet-counters (counters.ParseSpecs):
 	// EventSources with EventCounters and Meters. "" means
@@ -191,6 +231,7 @@ func New(cfg Config) (*Server, error) {
 	if _, err := counters.NewPlan(counters.Config{RefreshInterval: cfg.MetricsWindow}); err != nil {
 		return nil, fmt.Errorf("monitor: metrics window: %w", err)
 	}
+	defaultDuration(&cfg.MetricsIdle, DefaultMetricsIdle)
 	if cfg.MetricsCounters == "" {
 		cfg.MetricsCounters = DefaultMetricsCounters
 	}

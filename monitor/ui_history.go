@@ -221,6 +221,7 @@ func (c *collector) dashboard(pid int, after int64) (out countersJSON, ok bool) 
 	if pm == nil {
 		return out, false
 	}
+	c.read(pid)
 	out = countersJSON{PID: pid, Up: pm.up, Errors: pm.errors, Window: c.s.cfg.MetricsWindow.Milliseconds(),
 		Now: time.Now().UnixMilli(), Series: map[string]seriesJSON{}}
 	if pm.err != nil {
