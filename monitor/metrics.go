@@ -494,7 +494,7 @@ func (c *collector) Describe(chan<- *prometheus.Desc) {}
 // the collector, not at program start (which every clrdiag command would
 // pay).
 type collectorDescs struct {
-	scrapeErrors, collectorUp, collectorErrors, seriesDropped, discoveryUp *prometheus.Desc
+	scrapeErrors, collectorUp, collectorErrors, seriesDropped, discoveryUp, metersUp *prometheus.Desc
 }
 
 func newCollectorDescs() collectorDescs {
@@ -512,6 +512,9 @@ func newCollectorDescs() collectorDescs {
 			[]string{"pid", "process_name"}, nil),
 		discoveryUp: prometheus.NewDesc("clrdiag_discovery_up",
 			"1 when the last process discovery succeeded.", nil, nil),
+		metersUp: prometheus.NewDesc("clrdiag_collector_meters_up",
+			"1 while the process's Meters session (System.Diagnostics.Metrics, .NET 6+) is open: while someone reads the values (MetricsIdle).",
+			[]string{"pid", "process_name"}, nil),
 	}
 }
 
@@ -540,6 +543,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		pid := strconv.Itoa(pm.p.PID)
 		ch <- prometheus.MustNewConstMetric(c.desc.collectorUp, prometheus.GaugeValue, up, pid, pm.p.Name)
 		ch <- prometheus.MustNewConstMetric(c.desc.collectorErrors, prometheus.CounterValue, float64(pm.errors), pid, pm.p.Name)
+		if pm.major >= 6 {
+			mu := 0.0
+			if pm.metersUp {
+				mu = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.desc.metersUp, prometheus.GaugeValue, mu, pid, pm.p.Name)
+		}
 		if pm.seriesDropped > 0 {
 			ch <- prometheus.MustNewConstMetric(c.desc.seriesDropped, prometheus.CounterValue, float64(pm.seriesDropped), pid, pm.p.Name)
 		}

@@ -492,17 +492,24 @@ func TestMetricsConventionsMeters(t *testing.T) {
 	checkExposition(t, text)
 }
 
-// A real Prometheus server scrapes the monitor (with its API key) and
-// stores the series.
-func TestMetricsScrapedByPrometheus(t *testing.T) {
-	prom := needTool(t, "prometheus", "prometheus")
-	srv := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 913, Tracing: eventCountersTracing(runtime31Counters)})
-	hs, _ := scrapeUntil(t, monitor.StaticSource{{PID: 913, Name: "app", Dialer: srv}},
-		series{"systemruntime_cpu_usage_ratio", `pid="913",process_name="app"`, 0.125})
+// prometheusServer is a real Prometheus that scrapes a monitor every
+// second.
+type prometheusServer struct {
+	addr string
+	logs *bytes.Buffer
+}
 
+// startPrometheus starts Debian's prometheus scraping target (host:port)
+// every second, with the test key when withKey is set; it stops with the
+// test.
+func startPrometheus(t *testing.T, target string, withKey bool) *prometheusServer {
+	t.Helper()
+	prom := needTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
-	target := strings.TrimPrefix(hs.URL, "http://")
-	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: clrdiag\n  static_configs: [{targets: ['%s']}]\n  authorization: {credentials: %s}\n", target, key)
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: clrdiag\n  static_configs: [{targets: ['%s']}]\n", target)
+	if withKey {
+		cfg += fmt.Sprintf("  authorization: {credentials: %s}\n", key)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -513,25 +520,60 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs bytes.Buffer
+	logs := &bytes.Buffer{}
 	cmd := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return &prometheusServer{addr: addr, logs: logs}
+}
 
-	query := func(q string) (string, error) {
-		resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
+// query asks Prometheus an instant query and returns its answer's body.
+func (p *prometheusServer) query(q string) (string, error) {
+	resp, err := http.Get("http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return "", err
 	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// value asks an instant query whose answer is one series and returns its
+// value; ok is false when the answer is not one number (yet).
+func (p *prometheusServer) value(q string) (v float64, ok bool, err error) {
+	body, err := p.query(q)
+	if err != nil {
+		return 0, false, err
+	}
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil || r.Status != "success" || len(r.Data.Result) != 1 || len(r.Data.Result[0].Value) != 2 {
+		return 0, false, nil
+	}
+	text, _ := r.Data.Result[0].Value[1].(string)
+	v, err = strconv.ParseFloat(text, 64)
+	return v, err == nil, nil
+}
+
+// A real Prometheus server scrapes the monitor (with its API key) and
+// stores the series.
+func TestMetricsScrapedByPrometheus(t *testing.T) {
+	srv := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 913, Tracing: eventCountersTracing(runtime31Counters)})
+	hs, _ := scrapeUntil(t, monitor.StaticSource{{PID: 913, Name: "app", Dialer: srv}},
+		series{"systemruntime_cpu_usage_ratio", `pid="913",process_name="app"`, 0.125})
+	p := startPrometheus(t, strings.TrimPrefix(hs.URL, "http://"), true)
+	query := p.query
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
@@ -556,7 +598,7 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("Prometheus never stored the series: %s\nprometheus log:\n%s", last, logs.String())
+	t.Fatalf("Prometheus never stored the series: %s\nprometheus log:\n%s", last, p.logs.String())
 }
 
 // The real .NET Core 3.1 runtime's System.Runtime counters through /metrics

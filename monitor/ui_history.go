@@ -255,3 +255,18 @@ func (c *collector) state(pid int) (known, up bool, err error) {
 	}
 	return true, pm.up, pm.err
 }
+
+// metersState is the process's Meters session for the process list: "up",
+// "idle", or "" for a runtime without Meters or not known yet.
+func (c *collector) metersState(pid int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pm := c.procs[pid]
+	switch {
+	case pm == nil || pm.major < 6:
+		return ""
+	case pm.metersUp:
+		return "up"
+	}
+	return "idle"
+}
