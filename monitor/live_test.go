@@ -155,7 +155,7 @@ func showProcess(t *testing.T, b *browsertest.Browser, base string, pid int) {
 	b.Do(chromedp.Navigate(base + "/ui/"))
 	row := fmt.Sprintf(`#process-rows tr[data-pid="%d"]`, pid)
 	browsertest.Wait[bool](b, "the process in the list", `!!document.querySelector('`+row+` td.open button')`, 60*time.Second)
-	b.Do(chromedp.Click(chromedp.CSS(row+` td.open button`)))
+	b.Do(chromedp.Click(chromedp.CSS(row + ` td.open button`)))
 	browsertest.Wait[bool](b, "the process shown", fmt.Sprintf(`location.hash === '#pid=%d' && !document.getElementById('detail').hidden &&
 		document.querySelector('%s td.open button').innerText === 'Shown'`, pid, row), 30*time.Second)
 }
