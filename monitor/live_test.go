@@ -405,6 +405,37 @@ func TestLiveMonitorModernRuntimes(t *testing.T) {
 			}
 		}
 		checkExposition(t, text)
+		if rt.Major >= 10 {
+			// GET /processes/{pid}/counters reads the collector's samples:
+			// the names /metrics reads (the Meter's, not the EventCounters
+			// the runtime also publishes), rates per second.
+			resp, err := http.Get(fmt.Sprintf("%s/processes/%d/counters?duration=3s", base, tg.PID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var samples []struct {
+				Provider      string   `json:"provider"`
+				Name          string   `json:"name"`
+				Kind          string   `json:"kind"`
+				RatePerSecond *float64 `json:"ratePerSecond"`
+				Elapsed       float64  `json:"elapsedSeconds"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&samples)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("counters route: %d %v", resp.StatusCode, err)
+			}
+			names := map[string]bool{}
+			for _, sm := range samples {
+				names[sm.Name] = true
+				if sm.Kind == "rate" && (sm.RatePerSecond == nil || sm.Elapsed <= 0) {
+					t.Errorf("a rate without its rate per second: %+v", sm)
+				}
+			}
+			if !names["dotnet.gc.collections"] || !names["dotnet.process.cpu.time"] || names["cpu-usage"] || names["gen-0-gc-count"] {
+				t.Errorf("the counters route on .NET %d names %v", rt.Major, names)
+			}
+		}
 		if rt.Major == 10 {
 			return // the dashboard runs on 8 and 11
 		}
