@@ -175,6 +175,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 		maxConns                                int
 		queueTimeout, idleTimeout               time.Duration
 		metricsCounters                         string
+		metricsIdle                             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
@@ -189,8 +190,11 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"ASP.NET Core's request metrics and --metrics-counters), kept in the background (processes\n" +
 			"are re-discovered every --discovery-interval; a failing session shows as\n" +
 			"clrdiag_collector_up 0 and is retried); --no-metrics turns this off. On .NET 8 and later\n" +
-			"it joins the process's shared Metrics session with dotnet-counters' settings (1 s, 10\n" +
-			"histograms, 1000 time series), so dotnet-counters keeps working next to it.\n" +
+			"its Meters (System.Diagnostics.Metrics) are read in the process's shared Metrics session,\n" +
+			"with dotnet-counters' settings, only while someone reads the values (/metrics, the\n" +
+			"dashboard, a counters request within --metrics-idle): dotnet-counters asks for a private\n" +
+			"session, which the runtime refuses while another exists, so it works next to a monitor\n" +
+			"nobody reads.\n" +
 			"/ui/ is a dashboard for a browser: processes, live counter charts, CPU profiles and heap\n" +
 			"snapshots as flame graphs, stacks, dumps. Open the 'Dashboard:' link printed at start (it\n" +
 			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n\n" +
@@ -245,10 +249,13 @@ func newMonitorCmd(e *env) *cobra.Command {
 				return usageErrorf("--dump-timeout %v: give a positive duration", dumpTimeout)
 			}
 			cfg := httpmon.Config{APIKey: key, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout, Version: versionString(),
-				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics, MetricsCounters: httpmon.DefaultMetricsCounters,
+				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics, MetricsCounters: httpmon.DefaultMetricsCounters, MetricsIdle: metricsIdle,
 				Logger:       slog.New(slog.NewTextHandler(e.stderr, nil)),
 				AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, MaxConns: maxConns,
 				QueueTimeout: queueTimeout, IdleTimeout: idleTimeout}
+			if metricsIdle <= 0 {
+				return usageErrorf("--metrics-idle %v: give a positive duration", metricsIdle)
+			}
 			if metricsCounters != "" {
 				if _, err := counters.ParseSpecs(metricsCounters); err != nil {
 					return usageError(fmt.Errorf("--metrics-counters: %w", err))
@@ -305,6 +312,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "refresh interval of the counters sessions behind /metrics (whole milliseconds)")
 	fl.DurationVar(&discovery, "discovery-interval", httpmon.DefaultDiscovery, "how often /metrics looks for new and ended processes")
 	fl.BoolVar(&noMetrics, "no-metrics", false, "disable /metrics and its background counters sessions")
+	fl.DurationVar(&metricsIdle, "metrics-idle", httpmon.DefaultMetricsIdle, "close a process's Meters session when nobody read its values for this long (it leaves the runtime's one Metrics session to dotnet-counters)")
 	fl.StringVar(&metricsCounters, "metrics-counters", "", `providers /metrics also reads, besides System.Runtime and Microsoft.AspNetCore.Hosting, in the --counters syntax of counters collect: "MyApp.Meter,My-EventSource[counter,...]"`)
 	fl.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	fl.StringVar(&tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
