@@ -24,6 +24,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/transport"
+	"github.com/clrdiag/clrdiag/transport/reverse"
 )
 
 // endpointOf is the diagnostic endpoint of a target the test started.
@@ -655,5 +656,74 @@ func TestLiveMonitorLeavesMetricsSessionFree(t *testing.T) {
 	names, out = runDotnetCounters(t, tools, tg.PID)
 	if !names["dotnet.gc.collections ({collection} / 1 sec)"] {
 		t.Errorf("dotnet-counters after the monitor's reads stopped: %v\n%s", names, out)
+	}
+}
+
+// TestLiveReverseSourceNames serves a real .NET 8 runtime that connects to
+// the monitor's diagnostic port: it is listed with its name (issue 31: an
+// empty name in /processes, /metrics and the dashboard), its requests work,
+// and once it exited it leaves the list and its requests fail at once.
+func TestLiveReverseSourceNames(t *testing.T) {
+	rt := dotnettest.FindVersion(t, 8)
+	path := t.TempDir() + "/port.sock"
+	srv, err := reverse.Listen(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	src := monitor.NewReverseSource(srv)
+	base := serveLive(t, monitor.Config{NoAuth: true, NoMetrics: true, Source: src})
+	tg := rt.Start(t, rt.Build(t, "Basic"), nil, &dotnettest.Options{Env: []string{"DOTNET_DiagnosticPorts=" + path + ",nosuspend"}, NoWaitSocket: true})
+	list := func() []monitor.Process {
+		resp, err := http.Get(base + "/processes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var procs []monitor.Process
+		if err := json.NewDecoder(resp.Body).Decode(&procs); err != nil {
+			t.Fatal(err)
+		}
+		return procs
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var procs []monitor.Process
+	for {
+		procs = list()
+		if len(procs) == 1 && procs[0].Name != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime is not listed with a name: %+v", procs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if p := procs[0]; p.PID != tg.PID || p.Name != "dotnet" || !strings.Contains(p.CommandLine, "dotnet") {
+		t.Errorf("listed as %+v, want pid %d named dotnet", p, tg.PID)
+	}
+	resp, err := http.Get(fmt.Sprintf("%s/processes/%d", base, tg.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := mustRead(t, resp)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(info, `"clrProductVersion": "8.`) {
+		t.Errorf("info: %d %s", resp.StatusCode, info)
+	}
+	tg.Kill()
+	deadline = time.Now().Add(30 * time.Second)
+	for len(list()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime that exited is still listed: %+v", list())
+		}
+		// A request to it fails in ReconnectTimeout at most.
+		began := time.Now()
+		if resp, err := http.Get(fmt.Sprintf("%s/processes/%d", base, tg.PID)); err == nil {
+			resp.Body.Close()
+		}
+		if d := time.Since(began); d > monitor.DefaultReconnectTimeout+5*time.Second {
+			t.Errorf("a request to the runtime that exited took %v", d)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
