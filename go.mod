@@ -11,6 +11,7 @@ require (
 require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
 
@@ -19,6 +20,7 @@ require github.com/prometheus/otlptranslator v1.0.0
 require (
 	github.com/klauspost/compress v1.20.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (
