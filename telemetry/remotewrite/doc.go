@@ -9,7 +9,8 @@
 // (github.com/prometheus/otlptranslator, the library Prometheus's OTLP
 // receiver uses): dotnet.gc.collections ({collection}, a counter) becomes
 // dotnet_gc_collections_total, dotnet.gc.heap.total_allocated (By)
-// dotnet_gc_heap_total_allocated_bytes_total; a summary becomes NAME
+// dotnet_gc_heap_allocated_bytes_total (the rules move a "total" word to
+// the _total suffix); a summary becomes NAME
 // {quantile=...}, NAME_count and NAME_sum. Labels: job (service.name),
 // instance (service.instance.id, else host.name:process.pid), pid,
 // process_name, k8s_namespace_name and k8s_pod_name when the resource has
