@@ -42,6 +42,8 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/slim/otlp v1.11.1 // indirect
+	go.opentelemetry.io/proto/slim/otlp/collector/profiles/v1development v0.4.1 // indirect
+	go.opentelemetry.io/proto/slim/otlp/profiles/v1development v0.4.1 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
 

@@ -49,11 +49,18 @@ type DebugLog struct {
 	Time           string
 }
 
-// DebugProfile is one profile: its sample type and the attributes shown.
+// DebugProfile is one profile (the debug exporter does not print its
+// sample type): its samples' values and attributes.
 type DebugProfile struct {
 	Resource map[string]string
 	Scope    string
-	Lines    []string // the profile's printed lines
+	Samples  []DebugSample
+}
+
+// DebugSample is one sample of a profile.
+type DebugSample struct {
+	Values []int64
+	Attrs  map[string]string
 }
 
 var (
@@ -162,19 +169,28 @@ func ParseDebugOutput(log string) DebugOutput {
 				if rec != nil {
 					rec.Attrs[k] = v
 				}
-			}
-			if prof != nil {
-				prof.Lines = append(prof.Lines, trimmed)
+			case "sample":
+				if prof != nil && len(prof.Samples) > 0 {
+					prof.Samples[len(prof.Samples)-1].Attrs[k] = v
+				}
 			}
 			continue
 		}
 		if signal == "profiles" {
-			if strings.HasPrefix(trimmed, "Profile #") {
+			switch {
+			case strings.HasPrefix(trimmed, "Profile #"):
 				flushProfile()
 				prof = &DebugProfile{Resource: resource, Scope: scope}
-			}
-			if prof != nil {
-				prof.Lines = append(prof.Lines, trimmed)
+				section = ""
+			case prof != nil && strings.HasPrefix(trimmed, "Sample #"):
+				prof.Samples = append(prof.Samples, DebugSample{Attrs: map[string]string{}})
+				section = "sample"
+			case prof != nil && len(prof.Samples) > 0 && strings.HasPrefix(trimmed, "Values: ["):
+				for _, f := range strings.Fields(strings.Trim(strings.TrimPrefix(trimmed, "Values: "), "[]")) {
+					v, _ := strconv.ParseInt(f, 10, 64)
+					last := &prof.Samples[len(prof.Samples)-1]
+					last.Values = append(last.Values, v)
+				}
 			}
 			continue
 		}
