@@ -88,11 +88,8 @@ func New(cfg Config) (*Exporter, error) {
 		}
 	}
 	e := &Exporter{cfg: cfg, delivery: cfg.Delivery.WithDefaults(), header: http.Header{}}
-	for k, v := range cfg.Headers {
-		if k == "" || strings.ContainsAny(k, "\r\n:") || strings.ContainsAny(v, "\r\n") {
-			return nil, fmt.Errorf("otlp: bad header %q", k)
-		}
-		e.header.Set(k, v)
+	if err := push.SetHeaders(e.header, cfg.Headers); err != nil {
+		return nil, fmt.Errorf("otlp: %w", err)
 	}
 	e.header.Set("Content-Type", "application/x-protobuf")
 	if cfg.Gzip {

@@ -32,6 +32,8 @@ type Config struct {
 	Labels map[string]string
 	// TenantID is sent as X-Scope-OrgID (multi-tenant Pyroscope).
 	TenantID string
+	// Headers are sent with every request.
+	Headers map[string]string
 	// Username and Password send HTTP basic authentication; BearerToken an
 	// Authorization: Bearer header.
 	Username, Password string
@@ -76,18 +78,14 @@ func New(cfg Config) (*Exporter, error) {
 		d.QueueSize = 16
 	}
 	e := &Exporter{cfg: cfg, delivery: d.WithDefaults(), header: http.Header{}}
+	if err := push.SetHeaders(e.header, cfg.Headers); err != nil {
+		return nil, fmt.Errorf("pyroscope: %w", err)
+	}
 	if cfg.TenantID != "" {
 		e.header.Set("X-Scope-OrgID", cfg.TenantID)
 	}
-	switch {
-	case cfg.BearerToken != "" && cfg.Username != "":
-		return nil, errors.New("pyroscope: give basic authentication or a bearer token, not both")
-	case cfg.BearerToken != "":
-		e.header.Set("Authorization", "Bearer "+cfg.BearerToken)
-	case cfg.Username != "":
-		r := &http.Request{Header: http.Header{}}
-		r.SetBasicAuth(cfg.Username, cfg.Password)
-		e.header.Set("Authorization", r.Header.Get("Authorization"))
+	if err := push.SetAuth(e.header, cfg.Username, cfg.Password, cfg.BearerToken); err != nil {
+		return nil, fmt.Errorf("pyroscope: %w", err)
 	}
 	e.header.Set("User-Agent", "clrdiag")
 	e.queue = push.NewQueue(e.delivery, e.send)

@@ -2,7 +2,6 @@ package remotewrite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -53,21 +52,11 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("remotewrite: URL %q is not an http or https URL (e.g. http://prometheus:9090/api/v1/write)", cfg.URL)
 	}
 	e := &Exporter{cfg: cfg, delivery: cfg.Delivery.WithDefaults(), header: http.Header{}}
-	for k, v := range cfg.Headers {
-		if k == "" || strings.ContainsAny(k, "\r\n:") || strings.ContainsAny(v, "\r\n") {
-			return nil, fmt.Errorf("remotewrite: bad header %q", k)
-		}
-		e.header.Set(k, v)
+	if err := push.SetHeaders(e.header, cfg.Headers); err != nil {
+		return nil, fmt.Errorf("remotewrite: %w", err)
 	}
-	switch {
-	case cfg.BearerToken != "" && cfg.Username != "":
-		return nil, errors.New("remotewrite: give basic authentication or a bearer token, not both")
-	case cfg.BearerToken != "":
-		e.header.Set("Authorization", "Bearer "+cfg.BearerToken)
-	case cfg.Username != "":
-		r := &http.Request{Header: http.Header{}}
-		r.SetBasicAuth(cfg.Username, cfg.Password)
-		e.header.Set("Authorization", r.Header.Get("Authorization"))
+	if err := push.SetAuth(e.header, cfg.Username, cfg.Password, cfg.BearerToken); err != nil {
+		return nil, fmt.Errorf("remotewrite: %w", err)
 	}
 	e.header.Set("Content-Type", "application/x-protobuf")
 	e.header.Set("Content-Encoding", "snappy")

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -311,4 +312,32 @@ func snippet(b []byte) string {
 		out = append(out, r)
 	}
 	return string(out)
+}
+
+// SetHeaders copies configured headers into h, refusing names and values
+// that would break the request (empty names, colons, line breaks).
+func SetHeaders(h http.Header, headers map[string]string) error {
+	for k, v := range headers {
+		if k == "" || strings.ContainsAny(k, "\r\n:") || strings.ContainsAny(v, "\r\n") {
+			return fmt.Errorf("bad header %q", k)
+		}
+		h.Set(k, v)
+	}
+	return nil
+}
+
+// SetAuth sets h's Authorization from basic credentials or a bearer token
+// (not both).
+func SetAuth(h http.Header, username, password, bearer string) error {
+	switch {
+	case bearer != "" && username != "":
+		return errors.New("give basic authentication or a bearer token, not both")
+	case bearer != "":
+		h.Set("Authorization", "Bearer "+bearer)
+	case username != "":
+		r := &http.Request{Header: http.Header{}}
+		r.SetBasicAuth(username, password)
+		h.Set("Authorization", r.Header.Get("Authorization"))
+	}
+	return nil
 }
