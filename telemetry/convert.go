@@ -43,7 +43,9 @@ import (
 //     and ns as seconds.
 //
 // Sample tags are the series' attributes; samples without a value (NoValue,
-// NaN, infinities) give no Metric.
+// NaN, infinities) give no Metric. On .NET 9 and later the runtime
+// publishes both the legacy EventCounters and the System.Runtime Meter:
+// collect one of the two, or the mapped names arrive twice.
 type Converter struct {
 	series map[string]*seriesState
 }
@@ -117,7 +119,9 @@ func (c *Converter) Convert(s *counters.Sample, res *Resource) (m Metric, ok boo
 
 	if !s.Meter && s.Provider == counters.DefaultProvider {
 		if sem, found := semanticRuntime[s.Name]; found && sem.rate == (s.Kind == counters.KindRate) {
-			m.Name, m.Unit, m.Kind, m.Monotonic = sem.name, sem.unit, sem.kind, sem.monotonic
+			// The display name describes the EventCounter, not the
+			// semantic metric: leave the description to the conventions.
+			m.Name, m.Unit, m.Kind, m.Monotonic, m.Description = sem.name, sem.unit, sem.kind, sem.monotonic, ""
 			m.Attrs = append(attrs, sem.attrs...)
 			v := s.Value * sem.scale
 			if !finite(v) {
