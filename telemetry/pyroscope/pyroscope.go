@@ -195,11 +195,13 @@ func (e *Exporter) Name(res *telemetry.Resource) string {
 	b.WriteString(clean(app, appRune))
 	b.WriteByte('{')
 	n := 0
+	seen := map[string]bool{}
 	for _, k := range keys {
 		key, val := clean(k, keyRune), cleanValue(labels[k])
-		if key == "" || val == "" || key == "__name__" {
-			continue
+		if key == "" || val == "" || key == "__name__" || seen[key] {
+			continue // two keys that clean to one: the first (sorted) wins
 		}
+		seen[key] = true
 		if n > 0 {
 			b.WriteByte(',')
 		}
