@@ -34,7 +34,7 @@ func (r *Resource) String(key string) string {
 	if !ok {
 		return ""
 	}
-	return v.Emit()
+	return v.String()
 }
 
 // Process describes a process for ProcessResource.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -220,8 +219,6 @@ func (p *Process) waitHTTP(t testing.TB, method, url string, ready func(*http.Re
 
 // anyAnswer is a readiness check that accepts any HTTP answer.
 func anyAnswer(*http.Response) bool { return true }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // writeFile writes a configuration file into dir.
 func writeFile(t testing.TB, dir, name, content string) string {

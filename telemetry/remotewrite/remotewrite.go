@@ -204,7 +204,7 @@ func (e *Exporter) labels(m *telemetry.Metric) []prompb.Label {
 		if err != nil {
 			continue
 		}
-		put(name, kv.Value.Emit())
+		put(name, kv.Value.String())
 	}
 	return out
 }
