@@ -33,6 +33,23 @@ if [ -x "$rt_dir/package/dotnet" ]; then
   export CLRDIAG_DOTNET="$rt_dir/package/dotnet"
 fi
 
+# --- .NET 8, 10 and 11, Microsoft's diagnostic tools and Roslyn's csc ----------
+# No NuGet feed is reachable here, so they come as archives in
+# ../shared/runtimes (CLRDIAG_SHARED_RUNTIMES), unpacked into $cache/runtimes
+# (about 13 s, once). internal/dotnettest also takes the user's own runtimes
+# (CLRDIAG_DOTNET_ROOTS, `dotnet` on PATH) before these.
+shared_rt="${CLRDIAG_SHARED_RUNTIMES:-$root/../shared/runtimes}"
+if [ -x "$shared_rt/install.sh" ]; then
+  if ! ls "$cache"/runtimes/*/.ok >/dev/null 2>&1 || [ "$(ls "$cache"/runtimes/*/.ok | wc -l)" -lt 5 ]; then
+    step "unpacking .NET 8/10/11, Microsoft's tools and csc from $shared_rt into $cache/runtimes"
+  fi
+  if ! bash "$shared_rt/install.sh" "$cache/runtimes" >/dev/null; then
+    echo "WARNING: could not unpack $shared_rt; the .NET 8/10/11 tests will skip (or fail under CI=true)" >&2
+  fi
+else
+  echo "note: no $shared_rt/install.sh: the .NET 8/10/11 tests will skip (or fail under CI=true) unless CLRDIAG_DOTNET_ROOTS or dotnet on PATH has them" >&2
+fi
+
 # --- Debian packages: mono-mcs (the C# compiler for the test targets),
 # chromium (the browser tests of the profile viewer, the dashboard and the
 # Chromium export), prometheus (promtool and the server) and jq (consumers of

@@ -5,8 +5,6 @@ package dotnettest
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,128 +19,6 @@ import (
 	"testing"
 	"time"
 )
-
-// Runtime is an installed .NET runtime and the means to build targets for it.
-type Runtime struct {
-	Host      string // the dotnet host executable
-	SharedDir string // shared/Microsoft.NETCore.App/<version>
-	Version   string // e.g. "3.1.2"
-	MCS       string // the C# compiler
-	Root      string // the module root
-}
-
-// Unavailable reports a missing prerequisite: it fails the test when CI=true
-// and skips it loudly otherwise.
-func Unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("real-runtime test cannot run (CI=true, so this fails instead of skipping): %s", msg)
-	}
-	t.Skipf("SKIPPING real-runtime test: %s (run `make test` to install the runtime and mcs)", msg)
-}
-
-// Find locates the runtime and the compiler or stops the test with
-// Unavailable.
-func Find(t testing.TB) *Runtime {
-	t.Helper()
-	r, err := find()
-	if err != nil {
-		Unavailable(t, "%v", err)
-	}
-	return r
-}
-
-func find() (*Runtime, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return nil, err
-	}
-	host := os.Getenv("CLRDIAG_DOTNET")
-	if host == "" {
-		host = filepath.Join(root, ".cache", "dotnet-3.1", "package", "dotnet")
-	}
-	if _, err := os.Stat(host); err != nil {
-		return nil, fmt.Errorf("dotnet host not found at %s", host)
-	}
-	shared := filepath.Join(filepath.Dir(host), "shared", "Microsoft.NETCore.App")
-	ents, err := os.ReadDir(shared)
-	if err != nil || len(ents) == 0 {
-		return nil, fmt.Errorf("no Microsoft.NETCore.App under %s", shared)
-	}
-	version := ents[len(ents)-1].Name()
-	mcs := os.Getenv("CLRDIAG_MCS")
-	if mcs == "" {
-		mcs, err = exec.LookPath("mcs")
-		if err != nil {
-			return nil, errors.New("mcs (Debian package mono-mcs) not found on PATH")
-		}
-	}
-	return &Runtime{Host: host, SharedDir: filepath.Join(shared, version), Version: version, MCS: mcs, Root: root}, nil
-}
-
-// references are the framework assemblies every target is compiled against.
-var references = []string{
-	"System.Private.CoreLib.dll", "System.Runtime.dll", "System.Console.dll",
-	"System.Diagnostics.Tracing.dll", "System.Threading.dll", "System.Threading.Thread.dll",
-	"System.Collections.dll", "System.Diagnostics.Process.dll",
-	"System.ComponentModel.Primitives.dll", "System.Runtime.Extensions.dll",
-	"System.Threading.Tasks.dll", "System.Linq.dll", "System.Collections.Concurrent.dll",
-	"System.Threading.ThreadPool.dll", "System.Runtime.InteropServices.dll",
-}
-
-var buildMu sync.Mutex // serializes builds of the same output within one test binary
-
-// Build compiles testdata/targets/<name>.cs (relative to the module root)
-// into <module>/.cache/targets/<name>-<hash>/<name>.dll, reusing an earlier
-// build of the same source, and returns the dll path.
-func (r *Runtime) Build(t testing.TB, name string) string {
-	t.Helper()
-	src := filepath.Join(r.Root, "testdata", "targets", name+".cs")
-	code, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatalf("read C# target: %v", err)
-	}
-	sum := sha256.Sum256(append(code, r.Version...))
-	outDir := filepath.Join(r.Root, ".cache", "targets", name+"-"+hex.EncodeToString(sum[:6]))
-	dll := filepath.Join(outDir, name+".dll")
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if _, err := os.Stat(dll); err == nil {
-		return dll
-	}
-	tmp, err := os.MkdirTemp(filepath.Join(r.Root, ".cache"), "build-")
-	if err != nil {
-		if err := os.MkdirAll(filepath.Join(r.Root, ".cache"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if tmp, err = os.MkdirTemp(filepath.Join(r.Root, ".cache"), "build-"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer os.RemoveAll(tmp)
-	args := []string{"-nostdlib", "-noconfig", "-unsafe", "-nowarn:1702", "-optimize+", "-out:" + filepath.Join(tmp, name+".dll")}
-	for _, ref := range references {
-		args = append(args, "-r:"+filepath.Join(r.SharedDir, ref))
-	}
-	args = append(args, src)
-	out, err := exec.Command(r.MCS, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("compile %s with mcs: %v\n%s", src, err, out)
-	}
-	cfg := `{"runtimeOptions":{"tfm":"netcoreapp3.1","framework":{"name":"Microsoft.NETCore.App","version":"3.1.0"},"configProperties":{"System.Globalization.Invariant":true}}}`
-	if err := os.WriteFile(filepath.Join(tmp, name+".runtimeconfig.json"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.RemoveAll(outDir)
-	if err := os.MkdirAll(filepath.Dir(outDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, outDir); err != nil && !os.IsExist(err) {
-		t.Fatalf("install build: %v", err)
-	}
-	return dll
-}
 
 // Options adjust how a target is started.
 type Options struct {
@@ -169,6 +45,8 @@ type Target struct {
 	Stdin  io.WriteCloser
 	Lines  chan string // stdout lines after the ready line
 	Socket string      // the diagnostic socket path
+	// ReadyLine is the line that told the target was up ("READY <pid> ...").
+	ReadyLine string
 
 	mu     sync.Mutex
 	stderr strings.Builder
@@ -191,7 +69,8 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 		argv = append(append([]string(nil), opts.Wrapper...), argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1", "DOTNET_CLI_TELEMETRY_OPTOUT=1")
+	cmd.Env = append(cleanEnv(os.Environ()), "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1", "DOTNET_CLI_TELEMETRY_OPTOUT=1",
+		"DOTNET_ROOT="+r.DotnetRoot)
 	if opts.TmpDir != "" {
 		cmd.Env = append(cmd.Env, "TMPDIR="+opts.TmpDir)
 	}
@@ -232,6 +111,7 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 			if !sawReady {
 				if strings.HasPrefix(line, ready) {
 					sawReady = true
+					tg.ReadyLine = line
 					readyc <- nil
 				}
 				continue
@@ -402,4 +282,19 @@ func ownSocket(dir string, pid int) string {
 		}
 	}
 	return newest
+}
+
+// cleanEnv drops the variables that would make the host pick another
+// runtime than the one a test asked for.
+func cleanEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "DOTNET_ROOT", "DOTNET_ROLL_FORWARD", "DOTNET_ROLL_FORWARD_TO_PRERELEASE", "DOTNET_MULTILEVEL_LOOKUP":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

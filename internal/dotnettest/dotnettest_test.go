@@ -3,28 +3,105 @@
 package dotnettest
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
 
-// TestBasicTarget proves the harness itself: the runtime starts a compiled
-// target, the target answers on stdin/stdout and publishes its socket.
+// TestBasicTarget proves the harness itself on every runtime: the runtime
+// starts a compiled target, the target answers on stdin/stdout, publishes
+// its socket, and runs on the runtime the test asked for.
 func TestBasicTarget(t *testing.T) {
-	rt := Find(t)
-	dll := rt.Build(t, "Basic")
-	tg := rt.Start(t, dll, nil, nil)
-	if tg.Socket == "" {
-		t.Fatal("no diagnostic socket")
+	ForEach(t, Majors, func(t *testing.T, rt *Runtime) {
+		dll := rt.Build(t, "Basic")
+		tg := rt.Start(t, dll, nil, nil)
+		if tg.Socket == "" {
+			t.Fatal("no diagnostic socket")
+		}
+		tg.Send(t, "ping")
+		tg.Expect(t, "PONG", 10*time.Second)
+		// The process maps the CoreCLR of the runtime it was asked to run on.
+		maps, err := os.ReadFile("/proc/" + itoa(tg.PID) + "/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(maps), rt.SharedDir+"/libcoreclr.so") {
+			t.Fatalf("target does not map %s/libcoreclr.so", rt.SharedDir)
+		}
+		tg.Send(t, "exit 7")
+		select {
+		case <-tg.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("target did not exit")
+		}
+		if code := tg.Cmd.ProcessState.ExitCode(); code != 7 {
+			t.Fatalf("exit code = %d, want 7", code)
+		}
+	})
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
 	}
-	tg.Send(t, "ping")
-	tg.Expect(t, "PONG", 10*time.Second)
-	tg.Send(t, "exit 7")
-	select {
-	case <-tg.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("target did not exit")
+}
+
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"8.0.10", "8.0.9", 1},
+		{"8.0.9", "8.0.10", -1},
+		{"10.0.15", "10.0.15", 0},
+		{"11.0.0-preview.1", "11.0.0", -1},
+		{"3.1.2", "10.0.0", -1},
+	} {
+		if got := compareVersions(c.a, c.b); got != c.want {
+			t.Errorf("compareVersions(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
-	if code := tg.Cmd.ProcessState.ExitCode(); code != 7 {
-		t.Fatalf("exit code = %d, want 7", code)
+}
+
+func TestSelected(t *testing.T) {
+	for _, c := range []struct {
+		env   string
+		major int
+		want  bool
+	}{
+		{"", 8, true},
+		{"3,8,11", 10, false},
+		{"3,8,11", 11, true},
+		{"net8, net10", 10, true},
+		{"3.1", 3, true},
+		{"8", 3, false},
+	} {
+		t.Setenv("CLRDIAG_RUNTIMES", c.env)
+		if got := Selected(c.major); got != c.want {
+			t.Errorf("CLRDIAG_RUNTIMES=%q: Selected(%d) = %v, want %v", c.env, c.major, got, c.want)
+		}
+	}
+}
+
+// TestRuntimeConfig checks the runtimeconfig that selects each major.
+func TestRuntimeConfig(t *testing.T) {
+	r := &Runtime{Version: "3.1.2", Major: 3}
+	if got := string(r.runtimeConfig(BuildOptions{})); !strings.Contains(got, `"version":"3.1.0"`) || !strings.Contains(got, `"tfm":"netcoreapp3.1"`) {
+		t.Errorf("3.1: %s", got)
+	}
+	r = &Runtime{Version: "10.0.15", Major: 10}
+	got := string(r.runtimeConfig(BuildOptions{Web: true}))
+	for _, want := range []string{`"tfm":"net10.0"`, `"name":"Microsoft.AspNetCore.App","version":"10.0.0"`, `"name":"Microsoft.NETCore.App","version":"10.0.0"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("10 web: %s lacks %s", got, want)
+		}
 	}
 }
