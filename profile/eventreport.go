@@ -63,7 +63,7 @@ func (p *Profile) eventMethods(measure string) []methodRank {
 	var out []methodRank
 	for i, in := range incl {
 		if in != 0 || excl[i] != 0 {
-			out = append(out, methodRank{frame: i - 1, excl: excl[i], incl: in})
+			out = append(out, methodRank{frame: int32(i - 1), excl: excl[i], incl: in})
 		}
 	}
 	return out

@@ -426,8 +426,22 @@ func WritePprof(w io.Writer, wp *Weighted) error {
 	return writeGzipAfter(w, raw)
 }
 
+// pprofDefault is the sample type pprof shows first: PprofDefault when it
+// names one of Types, else Types[Default] ("" without one).
+func (w *Weighted) pprofDefault() string {
+	for _, t := range w.Types {
+		if w.PprofDefault != "" && t.Type == w.PprofDefault {
+			return t.Type
+		}
+	}
+	if w.Default >= 0 && w.Default < len(w.Types) {
+		return w.Types[w.Default].Type
+	}
+	return ""
+}
+
 // Pprof converts the profile to a github.com/google/pprof/profile value:
-// one sample type per Types (the default first in pprof's views), one
+// one sample type per Types (pprofDefault first in pprof's views), one
 // sample per group and distinct stack with the numeric label "thread", one
 // function and location per frame (the module as file name, the signature
 // in the system name), and one mapping named after the profile with
@@ -448,9 +462,7 @@ func (w *Weighted) Pprof() (*profile.Profile, error) {
 	for _, t := range w.Types {
 		pp.SampleType = append(pp.SampleType, &profile.ValueType{Type: t.Type, Unit: t.Unit})
 	}
-	if w.Default >= 0 && w.Default < len(w.Types) {
-		pp.DefaultSampleType = w.Types[w.Default].Type
-	}
+	pp.DefaultSampleType = w.pprofDefault()
 	m := &profile.Mapping{ID: 1, File: w.title(), HasFunctions: true}
 	pp.Mapping = []*profile.Mapping{m}
 	// The functions, locations, lines and samples are allocated in one

@@ -452,8 +452,8 @@ func (w *Weighted) appendPprof(b []byte) ([]byte, error) {
 		comments += varintLen(uint64(strs.id(c)))
 	}
 	var def int64
-	if w.Default >= 0 && w.Default < len(w.Types) {
-		def = strs.id(w.Types[w.Default].Type)
+	if d := w.pprofDefault(); d != "" {
+		def = strs.id(d)
 	}
 
 	for _, s := range strs.list {

@@ -140,10 +140,33 @@ func TestReport(t *testing.T) {
 		r.Methods[1].Method != "0xdead0000" || r.Methods[1].Resolved {
 		t.Errorf("exclusive top = %+v", r.Methods)
 	}
+	// Thread 300 waited the whole trace (one External sample): left out of
+	// the ranking by default, whose percentages are then of the 10
+	// samples of the threads that ran.
 	r = BuildReport(p, ReportConfig{Inclusive: true})
-	if r.Methods[0].Method != "App.Program.Main" || r.Methods[0].Inclusive != 20*time.Millisecond ||
-		r.Methods[0].InclusivePct < 90.9 || r.Methods[0].InclusivePct > 91 {
+	if r.Methods[0].Method != "App.Program.Main" || r.Methods[0].Inclusive != 20*time.Millisecond || r.Methods[0].InclusivePct != 100 {
 		t.Errorf("inclusive top = %+v", r.Methods[0])
+	}
+	if !r.WaitingLeftOut || len(r.Waiting) != 1 || r.Waiting[0].Threads != 1 || r.Waiting[0].Time != 2*time.Millisecond {
+		t.Errorf("waiting threads: left out %v, %+v", r.WaitingLeftOut, r.Waiting)
+	}
+	for _, m := range r.Methods {
+		if m.Method == r.Waiting[0].Method {
+			t.Errorf("the waiting thread's %s is ranked: %+v", m.Method, r.Methods)
+		}
+	}
+	// With only the waiting thread (--thread 300), no thread ran: its
+	// samples are ranked, and pprof shows wall.
+	if r := BuildReport(readSynth(t, 8, Config{Threads: []uint64{300}}), ReportConfig{}); r.WaitingLeftOut || len(r.Methods) == 0 || !r.Methods[0].Waiting {
+		t.Errorf("only a waiting thread: left out %v, methods %+v", r.WaitingLeftOut, r.Methods)
+	}
+	if wp := weighted(t, readSynth(t, 8, Config{Threads: []uint64{300}}), ""); wp.PprofDefault != "" || wp.pprofDefault() != MeasureWall {
+		t.Errorf("only a waiting thread: pprof default %q", wp.pprofDefault())
+	}
+	r = BuildReport(p, ReportConfig{Inclusive: true, IncludeWaiting: true})
+	if r.Methods[0].Method != "App.Program.Main" || r.Methods[0].Inclusive != 20*time.Millisecond ||
+		r.Methods[0].InclusivePct < 90.9 || r.Methods[0].InclusivePct > 91 || r.WaitingLeftOut || len(r.Waiting) != 0 {
+		t.Errorf("inclusive top with the waiting threads = %+v, left out %v %+v", r.Methods[0], r.WaitingLeftOut, r.Waiting)
 	}
 	if r.Samples != 11 || r.Threads[0].ID != 100 || r.Threads[0].Time != 12*time.Millisecond {
 		t.Errorf("totals: %d samples, threads %+v", r.Samples, r.Threads)
@@ -211,15 +234,16 @@ func checkPprof(t *testing.T, p *Profile) *pprofile.Profile {
 	for _, st := range pp.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)
 	}
-	if want := []string{"samples/count", "wall/nanoseconds", "cpu/nanoseconds"}; !slices.Equal(types, want) {
+	if want := []string{"samples/count", "wall/nanoseconds", "cpu/nanoseconds", "wall_ran/nanoseconds"}; !slices.Equal(types, want) {
 		t.Errorf("pprof sample types %v, want %v", types, want)
 	}
-	var samples, wall, cpu, want, managed int64
+	var samples, wall, cpu, wallRan, want, managed, ran int64
 	seen := map[string]bool{}
 	for _, s := range pp.Sample {
 		samples += s.Value[0]
 		wall += s.Value[1]
 		cpu += s.Value[2]
+		wallRan += s.Value[3]
 		if len(s.Location) == 0 {
 			t.Fatal("pprof sample without locations")
 		}
@@ -235,12 +259,30 @@ func checkPprof(t *testing.T, p *Profile) *pprofile.Profile {
 		}
 		seen[key] = true
 	}
+	waited := false
 	for _, th := range p.Threads {
 		want += th.Managed + th.External
 		managed += th.Managed
+		if th.Waiting {
+			waited = true
+		} else {
+			ran += th.Managed + th.External
+		}
 	}
-	if samples != want || wall != want*int64(p.Period) || cpu != managed*int64(p.Period) || pp.Period != int64(p.Period) {
-		t.Errorf("pprof totals: %d samples %d wall ns %d cpu ns, want %d samples (%d managed) at %v", samples, wall, cpu, want, managed, p.Period)
+	if samples != want || wall != want*int64(p.Period) || cpu != managed*int64(p.Period) || wallRan != ran*int64(p.Period) || pp.Period != int64(p.Period) {
+		t.Errorf("pprof totals: %d samples %d wall ns %d cpu ns %d wall_ran ns, want %d samples (%d managed, %d of threads that ran) at %v",
+			samples, wall, cpu, wallRan, want, managed, ran, p.Period)
+	}
+	// pprof's default is what the report ranks: wall_ran when it leaves
+	// waiting threads out.
+	wantDefault := "wall"
+	if p.ManagedOnly {
+		wantDefault = "cpu"
+	} else if waited && ran > 0 {
+		wantDefault = "wall_ran"
+	}
+	if r := BuildReport(p, ReportConfig{}); pp.DefaultSampleType != wantDefault || r.WaitingLeftOut != (wantDefault == "wall_ran") {
+		t.Errorf("pprof default %q, want %q; report leaves the waiting threads out: %v", pp.DefaultSampleType, wantDefault, r.WaitingLeftOut)
 	}
 	if len(pp.Mapping) != 1 || !pp.Mapping[0].HasFunctions || pp.Mapping[0].File == "" {
 		t.Errorf("pprof mappings %+v, want one main mapping with functions", pp.Mapping)

@@ -27,6 +27,13 @@ type ReportConfig struct {
 	// only), or the bytes, wait time or count of allocation ticks, lock
 	// waits or exceptions.
 	Measure string
+	// IncludeWaiting ranks the methods of wall time over every thread.
+	// By default the threads that waited the whole trace (Thread.Waiting)
+	// are left out of the wall-time ranking and listed on their own
+	// (Report.Waiting), unless no thread ran: a method that only ever
+	// appears on such threads is time blocked, and must not rank above
+	// work that ran. The other measures rank every thread.
+	IncludeWaiting bool
 }
 
 // Report is what a profile says, ready to print or to encode as JSON.
@@ -59,13 +66,22 @@ type Report struct {
 	Unit      string `json:"unit"`
 	Inclusive bool   `json:"ordered_by_inclusive"`
 	// Methods is ordered by exclusive time, or by inclusive time with
-	// ReportConfig.Inclusive, in the Measure.
-	Methods      []MethodTime      `json:"methods"`
-	Threads      []ThreadTotal     `json:"threads"`
-	GC           GCReport          `json:"gc"`
-	Exceptions   []ExceptionReport `json:"exceptions"`
-	Contention   ContentionReport  `json:"contention"`
-	DecodeErrors int               `json:"decode_errors,omitempty"`
+	// ReportConfig.Inclusive, in the Measure; at equal values, work that
+	// ran comes before methods of threads that only waited.
+	Methods []MethodTime `json:"methods"`
+	// WaitingLeftOut is set when Methods leaves out the samples of the
+	// threads that waited the whole trace (wall time without
+	// ReportConfig.IncludeWaiting, when some thread ran): its percentages
+	// are then shares of the samples of the threads that ran. Waiting
+	// lists where those threads waited, most time first (empty
+	// otherwise).
+	WaitingLeftOut bool              `json:"waiting_left_out"`
+	Waiting        []WaitingSite     `json:"waiting_whole_trace"`
+	Threads        []ThreadTotal     `json:"threads"`
+	GC             GCReport          `json:"gc"`
+	Exceptions     []ExceptionReport `json:"exceptions"`
+	Contention     ContentionReport  `json:"contention"`
+	DecodeErrors   int               `json:"decode_errors,omitempty"`
 	// Notes are what to know before trusting the numbers (Profile.Notes).
 	Notes []string `json:"notes"`
 }
@@ -89,8 +105,9 @@ type MethodTime struct {
 	// Managed (running managed code); -1 when it has none.
 	ManagedPct float64 `json:"managed_pct"`
 	// Waiting is set when at least 90% of the method's exclusive samples
-	// come from threads that waited the whole trace (Thread.Waiting): its
-	// time is time blocked there, not CPU time.
+	// (of its inclusive ones when it has no exclusive sample) come from
+	// threads that waited the whole trace (Thread.Waiting): its time is
+	// time blocked there, not CPU time.
 	Waiting bool `json:"waiting,omitempty"`
 }
 
@@ -106,6 +123,15 @@ type ThreadTotal struct {
 	// Waiting is Thread.Waiting; WaitingIn the leaf of its stack then.
 	Waiting   bool   `json:"waiting,omitempty"`
 	WaitingIn string `json:"waiting_in,omitempty"`
+}
+
+// WaitingSite is where threads that waited the whole trace waited: the
+// leaf method of their stack (ThreadTotal.WaitingIn), how many threads,
+// and their sampled time.
+type WaitingSite struct {
+	Method  string        `json:"waiting_in"`
+	Threads int           `json:"threads"`
+	Time    time.Duration `json:"time_ns"`
 }
 
 // GCReport summarises garbage collection.
@@ -175,7 +201,9 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	// measure's) and the last stack (index + 1) that counted the frame
 	// inclusively. byStack holds the samples of the measure per stack,
 	// over all threads: the frames of a stack are then counted
-	// inclusively once, not once for every thread sampled on it.
+	// inclusively once, not once for every thread sampled on it. When
+	// waiting threads are ranked, byStackWaiting and inclWaiting[f+1] are
+	// the same for their samples only.
 	type frameAcc struct {
 		incl, exclManaged, exclAll, exclWaiting int64
 		seen                                    int
@@ -187,13 +215,29 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		}
 		return a.exclAll
 	}
+	// Wall time leaves out the threads that waited the whole trace, unless
+	// asked to rank them or none ran.
+	ran, waited := 0, 0
+	for _, t := range p.Threads {
+		if t.Waiting {
+			waited++
+		} else {
+			ran++
+		}
+	}
+	r.WaitingLeftOut = measure == MeasureWall && !cfg.IncludeWaiting && ran > 0 && waited > 0
 	var byFrame []frameAcc
-	var byStack []int64
+	var byStack, byStackWaiting, inclWaiting []int64
 	if !events && len(p.Threads) > 0 { // without threads, no sample
 		byFrame = make([]frameAcc, len(p.Frames)+1)
 		byStack = make([]int64, len(p.Stacks))
+		if waited > 0 && !r.WaitingLeftOut {
+			byStackWaiting = make([]int64, len(p.Stacks))
+			inclWaiting = make([]int64, len(p.Frames)+1)
+		}
 	}
 	var measured int64
+	var waitSites map[string]int // index in r.Waiting
 	for _, t := range p.Threads {
 		r.Managed += t.Managed
 		r.External += t.External
@@ -212,6 +256,20 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		if events {
 			continue // the methods weigh other events
 		}
+		if t.Waiting && r.WaitingLeftOut {
+			if waitSites == nil {
+				waitSites = map[string]int{}
+			}
+			i, ok := waitSites[tt.WaitingIn]
+			if !ok {
+				i = len(r.Waiting)
+				waitSites[tt.WaitingIn] = i
+				r.Waiting = append(r.Waiting, WaitingSite{Method: tt.WaitingIn})
+			}
+			r.Waiting[i].Threads++
+			r.Waiting[i].Time += tt.Time
+			continue // listed apart, not ranked
+		}
 		for _, s := range t.Samples {
 			n := s.Count()
 			if cpu {
@@ -226,10 +284,11 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			a := &byFrame[leaf+1]
 			a.exclAll += s.Count()
 			a.exclManaged += s.Managed
+			byStack[s.Stack] += n
 			if t.Waiting {
 				a.exclWaiting += s.Count()
+				byStackWaiting[s.Stack] += n
 			}
-			byStack[s.Stack] += n
 		}
 	}
 	for st, n := range byStack {
@@ -237,14 +296,24 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		if n == 0 {
 			continue
 		}
+		var nw int64
+		if byStackWaiting != nil {
+			nw = byStackWaiting[st]
+		}
 		if len(frames) == 0 {
 			byFrame[0].incl += n
+			if nw != 0 {
+				inclWaiting[0] += nw
+			}
 			continue
 		}
 		for _, f := range frames {
 			if a := &byFrame[f+1]; a.seen != st+1 {
 				a.seen = st + 1
 				a.incl += n
+				if nw != 0 {
+					inclWaiting[f+1] += nw
+				}
 			}
 		}
 	}
@@ -252,6 +321,13 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 	slices.SortFunc(r.Threads, func(a, b ThreadTotal) int { // thread ids are distinct: one order
 		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.ID, b.ID))
 	})
+	slices.SortFunc(r.Waiting, func(a, b WaitingSite) int { // the methods are distinct: one order
+		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(b.Threads, a.Threads), cmp.Compare(a.Method, b.Method))
+	})
+	r.Waiting = r.Waiting[:min(top, len(r.Waiting))]
+	if r.Waiting == nil {
+		r.Waiting = []WaitingSite{}
+	}
 	pct := func(n int64) float64 {
 		if measured == 0 {
 			return 0
@@ -274,15 +350,20 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 		ranked = make([]methodRank, 0, n)
 		d := int64(p.Period)
 		for i := range byFrame {
-			if incl := byFrame[i].incl; incl != 0 {
-				ranked = append(ranked, methodRank{frame: i - 1, excl: excl(&byFrame[i]) * d, incl: incl * d})
+			if a := &byFrame[i]; a.incl != 0 {
+				// Waiting: (nearly) only ever on threads that waited
+				// the whole trace; such a method ranks after work that
+				// ran of the same value.
+				mr := methodRank{frame: int32(i - 1), excl: excl(a) * d, incl: a.incl * d}
+				mr.waiting = inclWaiting != nil && inclWaiting[i]*10 >= a.incl*9
+				ranked = append(ranked, mr)
 			}
 		}
 	}
 	ranked = methodRanking{ranked: ranked, frames: p.Frames, inclusive: cfg.Inclusive}.top(top)
 	r.Methods = make([]MethodTime, 0, len(ranked))
 	for _, mr := range ranked {
-		f := mr.frame
+		f := int(mr.frame)
 		var m MethodTime
 		if events {
 			m = p.eventMethod(measure, mr)
@@ -291,6 +372,7 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 			m = MethodTime{Method: noFrames, Exclusive: time.Duration(excl(a)) * p.Period,
 				Inclusive: time.Duration(a.incl) * p.Period, ExclusivePct: pct(excl(a)), InclusivePct: pct(a.incl), ManagedPct: -1}
 			m.ExclusiveValue, m.InclusiveValue = int64(m.Exclusive), int64(m.Inclusive)
+			m.Waiting = mr.waiting // no exclusive sample: by its inclusive ones
 			if a.exclAll > 0 {
 				m.ManagedPct = 100 * float64(a.exclManaged) / float64(a.exclAll)
 				m.Waiting = a.exclWaiting*10 >= a.exclAll*9
@@ -332,14 +414,16 @@ func BuildReport(p *Profile, cfg ReportConfig) *Report {
 }
 
 // methodRank is what ranks a method of the report: its frame (-1 for the
-// empty stack) and its exclusive and inclusive values.
+// empty stack), its exclusive and inclusive values, and whether it was
+// (nearly) only ever on threads that waited the whole trace.
 type methodRank struct {
-	frame      int
+	frame      int32 // with waiting, 24 bytes
+	waiting    bool
 	excl, incl int64
 }
 
 // methodRanking orders methods by exclusive (or inclusive) value, most
-// first, then by name and module.
+// first, then work that ran before waiting, then by name and module.
 type methodRanking struct {
 	ranked    []methodRank
 	frames    []Frame
@@ -352,6 +436,9 @@ func (m methodRanking) Less(i, j int) bool {
 	a, b := &m.ranked[i], &m.ranked[j]
 	if ka, kb := m.key(a), m.key(b); ka != kb {
 		return ka > kb
+	}
+	if a.waiting != b.waiting {
+		return b.waiting
 	}
 	na, ma := m.name(a.frame)
 	nb, mb := m.name(b.frame)
@@ -372,9 +459,9 @@ func (m methodRanking) key(r *methodRank) int64 {
 // top returns the first n methods in ranking order. Only the methods whose
 // key is at least the nth largest key are sorted (a trace has thousands of
 // methods, the report lists 20), unless two of them are ranked equal (same
-// value, name and module: overloads): which comes first then depends on
-// the sort and on every method given to it, so all are sorted as before,
-// and the report stays the same whatever the shortcut.
+// value, waiting, name and module: overloads): which comes first then
+// depends on the sort and on every method given to it, so all are sorted
+// as before, and the report stays the same whatever the shortcut.
 func (m methodRanking) top(n int) []methodRank {
 	if n >= len(m.ranked) || len(m.ranked) <= 4*n {
 		if len(m.ranked) > 1 { // sort.Sort would allocate m's interface anyway
@@ -429,7 +516,7 @@ func (m methodRanking) top(n int) []methodRank {
 
 // name returns the method and module names of a frame (-1: the empty
 // stack's).
-func (m methodRanking) name(f int) (method, module string) {
+func (m methodRanking) name(f int32) (method, module string) {
 	if f < 0 {
 		return noFrames, ""
 	}
@@ -527,9 +614,20 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Inclusive {
 			order = "inclusive"
 		}
-		switch r.Measure {
-		case MeasureCPU:
+		switch {
+		case r.Measure == MeasureCPU:
 			b = append(append(append(b, "\nTop methods by "...), order...), " cpu time (Managed samples only: running managed code)\n"...)
+		case r.WaitingLeftOut:
+			ran := 0
+			for _, t := range r.Threads {
+				if !t.Waiting {
+					ran++
+				}
+			}
+			b = append(append(append(b, "\nTop methods by "...), order...), " wall time of the threads that ran ("...)
+			b = appendInt(b, int64(ran))
+			b = appendInt(append(b, " of "...), int64(len(r.Threads)))
+			b = append(b, " threads; % of their samples)\n"...)
 		default:
 			b = append(append(append(b, "\nTop methods by "...), order...), " wall time (every sample: running, waiting, or in native code)\n"...)
 		}
@@ -560,6 +658,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		if waiting && r.Measure != MeasureCPU {
 			b = append(b, "  (waiting): the samples come from threads that waited there the whole trace: time blocked, not CPU.\n"+
 				"  --sample cpu ranks by Managed samples only.\n"...)
+		}
+	}
+	if len(r.Waiting) > 0 {
+		b = append(b, "\nWaiting the whole trace (left out of the ranking above; --include-waiting ranks them too)\n"+
+			"  Threads\tTime\tWaited in\n"...)
+		for _, w := range r.Waiting {
+			b = appendInt(append(b, "  "...), int64(w.Threads))
+			b = appendMs(append(b, '\t'), w.Time)
+			b = append(append(append(b, '\t'), termsafe.String(w.Method)...), '\n')
 		}
 	}
 	if len(r.Threads) > 0 {
@@ -672,6 +779,10 @@ func (r *Report) textSize() int {
 		if m.Waiting {
 			size += 176 // "  (waiting)", and the note on waiting once
 		}
+	}
+	size += 128 * min(1, len(r.Waiting))
+	for _, w := range r.Waiting {
+		size += 48 + len(w.Method)
 	}
 	size += 96 * min(1, len(r.Threads))
 	for _, t := range r.Threads {

@@ -13,8 +13,9 @@ import (
 )
 
 // methodRanking.top ranks as sorting every method does, ties included:
-// values from small ranges (many equal), frames sharing names and modules
-// (overloads, ranked equal when their values are too).
+// values from small ranges (many equal), methods that waited or ran,
+// frames sharing names and modules (overloads, ranked equal when their
+// values are too).
 func TestMethodRankingTop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	shortcuts := 0
@@ -31,7 +32,7 @@ func TestMethodRankingTop(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				continue
 			}
-			ranked = append(ranked, methodRank{frame: f, excl: rng.Int64N(values), incl: rng.Int64N(values)})
+			ranked = append(ranked, methodRank{frame: int32(f), excl: rng.Int64N(values), incl: rng.Int64N(values), waiting: rng.IntN(3) == 0})
 		}
 		for _, n := range []int{1, 3, 20, 100} {
 			inclusive := round%2 == 1
@@ -98,5 +99,147 @@ func TestWriteTextLines(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// At equal value, a method of work that ran ranks before one of threads
+// that waited, whatever their names.
+func TestMethodRankingWaitingTie(t *testing.T) {
+	frames := []Frame{{Name: "P.Main", Module: "Spin"}, {Name: "P.Spin", Module: "Spin"}, {Name: "A.First", Module: "Spin"}}
+	for _, inclusive := range []bool{false, true} {
+		ranked := []methodRank{{frame: 0, excl: 50, incl: 50, waiting: true}, {frame: 1, excl: 50, incl: 50}, {frame: 2, excl: 10, incl: 50, waiting: true}}
+		got := methodRanking{ranked: ranked, frames: frames, inclusive: inclusive}.top(3)
+		var names []string
+		for _, r := range got {
+			names = append(names, frames[r.frame].Name)
+		}
+		want := []string{"P.Spin", "P.Main", "A.First"}
+		if inclusive {
+			want = []string{"P.Spin", "A.First", "P.Main"}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("inclusive %v: ranked %v, want %v", inclusive, names, want)
+		}
+	}
+}
+
+// methodThreads tells, for each method (module and name) of p's samples,
+// whether it is on the stacks of a thread that ran and of one that waited
+// the whole trace: the report's rankings checked from the profile's
+// threads.
+func methodThreads(p *Profile) (onRan, onWaiting map[string]bool, ranSamples int64, ranExcl map[string]int64) {
+	onRan, onWaiting, ranExcl = map[string]bool{}, map[string]bool{}, map[string]int64{}
+	key := func(f int) string {
+		if f < 0 {
+			return noFrames
+		}
+		return p.Frames[f].String()
+	}
+	for _, th := range p.Threads {
+		on := onRan
+		if th.Waiting {
+			on = onWaiting
+		}
+		for _, s := range th.Samples {
+			fr := p.Stacks[s.Stack].Frames
+			if len(fr) == 0 {
+				fr = []int{-1}
+			}
+			for _, f := range fr {
+				on[key(f)] = true
+			}
+			if !th.Waiting {
+				ranSamples += s.Count()
+				ranExcl[key(fr[0])] += s.Count()
+			}
+		}
+	}
+	return onRan, onWaiting, ranSamples, ranExcl
+}
+
+// On the real captures with threads that waited the whole trace (the Hot
+// target's main thread in Console.ReadLine; 9 of the 15 threads of the
+// truncated 3.0 counters trace), the default report ranks only the threads
+// that ran, each method's share of their samples, and lists the waiting
+// threads apart; --include-waiting ranks every thread, and never puts a
+// method of waiting threads before work that ran of the same value.
+func TestReportWaitingCaptures(t *testing.T) {
+	for _, c := range []struct {
+		capture, first string
+		waiting        int
+	}{
+		{"clrdiag/hot-3.1.2-linux-x64.nettrace", "Hot.Burner.MostlyHot", 1},
+		{"misc/dotnet-diagnostics-3.0-counters-truncated.nettrace", "", 9},
+	} {
+		t.Run(c.capture, func(t *testing.T) {
+			p, err := Read(bytes.NewReader(capture(t, c.capture)), Config{})
+			if p == nil {
+				t.Fatal(err)
+			}
+			onRan, onWaiting, ranSamples, ranExcl := methodThreads(p)
+			r := BuildReport(p, ReportConfig{Top: 1000})
+			if !r.WaitingLeftOut || len(r.Methods) == 0 {
+				t.Fatalf("waiting threads not left out (%v) or no methods", r.WaitingLeftOut)
+			}
+			if c.first != "" && r.Methods[0].Method != c.first {
+				t.Errorf("first method %s, want %s", r.Methods[0].Method, c.first)
+			}
+			var sum float64
+			for _, m := range r.Methods {
+				k := Frame{Name: m.Method, Module: m.Module}.String()
+				if !onRan[k] || m.Waiting {
+					t.Errorf("%s is ranked but is not on a thread that ran", k)
+				}
+				if want := 100 * float64(ranExcl[k]) / float64(ranSamples); math.Abs(m.ExclusivePct-want) > 1e-9 {
+					t.Errorf("%s: %.3f%% exclusive, want %.3f%% of the samples of the threads that ran", k, m.ExclusivePct, want)
+				}
+				sum += m.ExclusivePct
+			}
+			if math.Abs(sum-100) > 1e-6 {
+				t.Errorf("exclusive shares sum to %.4f%%", sum)
+			}
+			threads := 0
+			for _, w := range r.Waiting {
+				threads += w.Threads
+				if !onWaiting[w.Method] && w.Method != noFrames {
+					t.Errorf("waiting site %s is not the leaf of a waiting thread", w.Method)
+				}
+			}
+			if threads != c.waiting {
+				t.Errorf("%d waiting threads listed (%+v), want %d", threads, r.Waiting, c.waiting)
+			}
+			var text bytes.Buffer
+			if err := r.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text.String(), "\nWaiting the whole trace (left out of the ranking above") {
+				t.Errorf("text report without the waiting section:\n%s", text.String())
+			}
+
+			for _, inclusive := range []bool{false, true} {
+				r := BuildReport(p, ReportConfig{Top: 1000, IncludeWaiting: true, Inclusive: inclusive})
+				if r.WaitingLeftOut || len(r.Waiting) != 0 {
+					t.Errorf("--include-waiting left waiting threads out: %+v", r.Waiting)
+				}
+				value := func(m MethodTime) int64 {
+					if inclusive {
+						return m.InclusiveValue
+					}
+					return m.ExclusiveValue
+				}
+				var lastWaitingOnly string
+				for i, m := range r.Methods {
+					k := Frame{Name: m.Method, Module: m.Module}.String()
+					if i > 0 && value(m) != value(r.Methods[i-1]) {
+						lastWaitingOnly = ""
+					}
+					if onWaiting[k] && !onRan[k] {
+						lastWaitingOnly = k
+					} else if onRan[k] && !onWaiting[k] && lastWaitingOnly != "" {
+						t.Errorf("inclusive %v: %s (only on waiting threads) ranks above %s (ran) at the same value", inclusive, lastWaitingOnly, k)
+					}
+				}
+			}
+		})
 	}
 }

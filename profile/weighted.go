@@ -31,9 +31,16 @@ type Weighted struct {
 	Duration  time.Duration
 	// Types are the values of every Sample, in order. Default indexes the
 	// one that single-valued formats (folded, speedscope, Chromium) weigh
-	// stacks by and that pprof shows first.
+	// stacks by and that pprof shows first, unless PprofDefault names
+	// another.
 	Types   []ValueType
 	Default int
+	// PprofDefault, when not empty, is the Type pprof shows first (its
+	// DefaultSampleType) in place of Types[Default]: a CPU profile's
+	// wall_ran, the wall time of the threads that ran, which is what
+	// trace report ranks by default, while the other formats keep every
+	// sample.
+	PprofDefault string
 	// PeriodType and Period describe the sampling (pprof's fields); Period
 	// is also the weight of one sample of a Group's Runs, in
 	// Types[Default]'s unit.
@@ -135,19 +142,28 @@ const (
 	MeasureWall = "wall"
 	// MeasureCPU weighs Managed samples only: time running managed code.
 	MeasureCPU = "cpu"
+	// WallRanType is the sample type of a CPU profile's Weighted that
+	// weighs the samples of the threads that ran (not Thread.Waiting) as
+	// wall does, and those of the threads that waited the whole trace as
+	// 0: the wall time trace report ranks by default, and pprof's default
+	// sample type for wall.
+	WallRanType = "wall_ran"
 )
 
 // cpuTypes returns the sample types of a CPU profile's Weighted, in order.
 func cpuTypes() []ValueType {
-	return []ValueType{{"samples", "count"}, {MeasureWall, "nanoseconds"}, {MeasureCPU, "nanoseconds"}}
+	return []ValueType{{"samples", "count"}, {MeasureWall, "nanoseconds"}, {MeasureCPU, "nanoseconds"}, {WallRanType, "nanoseconds"}}
 }
 
 // Weighted returns the profile as weighted stacks of the measure (see
 // MeasureInfos), one Group per thread. For "wall" and "cpu" (the CPU
-// samples; "" is wall, cpu for a ManagedOnly profile) it has three sample
-// types: "samples" (count), "wall" (every sample times the period) and
-// "cpu" (Managed samples times the period); measure is the default type,
-// and the one the Groups' Runs follow: with cpu they skip External samples.
+// samples; "" is wall, cpu for a ManagedOnly profile) it has four sample
+// types: "samples" (count), "wall" (every sample times the period), "cpu"
+// (Managed samples times the period) and "wall_ran" (wall, 0 on the
+// threads that waited the whole trace); measure is the default type, and
+// the one the Groups' Runs follow: with cpu they skip External samples.
+// With wall, pprof's default is wall_ran (PprofDefault) when some threads
+// ran and others waited the whole trace, as BuildReport ranks then.
 // The other measures are described at AllocStacks and eventWeighted.
 func (p *Profile) Weighted(measure string) (*Weighted, error) {
 	if measure == "" {
@@ -175,22 +191,32 @@ func (p *Profile) Weighted(measure string) (*Weighted, error) {
 	w := &Weighted{Name: p.ProcessName, ProcessID: p.ProcessID, Start: p.Start, Duration: p.Duration,
 		Types: types, Default: def, PeriodType: types[1], Period: period,
 		Frames: p.Frames, Stacks: p.Stacks, Active: -1, Comments: p.Notes(), RunsPartial: p.TimelineTruncated}
-	n := 0
+	n, ran, waited := 0, false, false
 	for _, t := range p.Threads {
 		n += len(t.Samples)
+		ran = ran || !t.Waiting
+		waited = waited || t.Waiting
+	}
+	if measure == MeasureWall && ran && waited { // as BuildReport leaves the waiting threads out
+		w.PprofDefault = WallRanType
 	}
 	// One allocation for every sample's values, one for the samples (each
 	// group's slice capped at its own).
-	values := make([]int64, 0, 3*n)
+	nt := len(types)
+	values := make([]int64, 0, nt*n)
 	samples := make([]Sample, n)
 	w.Groups = make([]Group, 0, len(p.Threads))
 	for _, t := range p.Threads {
 		g := Group{Name: "Thread " + strconv.FormatUint(t.ID, 10), ThreadID: t.ID, Work: t.Work(),
 			Samples: samples[:len(t.Samples):len(t.Samples)]}
 		samples = samples[len(t.Samples):]
+		ranPeriod := period // wall_ran's weight of a sample
+		if t.Waiting {
+			ranPeriod = 0
+		}
 		for i, s := range t.Samples {
-			values = append(values, s.Count(), s.Count()*period, s.Managed*period)
-			g.Samples[i] = Sample{Stack: s.Stack, Values: values[len(values)-3 : len(values) : len(values)]}
+			values = append(values, s.Count(), s.Count()*period, s.Managed*period, s.Count()*ranPeriod)
+			g.Samples[i] = Sample{Stack: s.Stack, Values: values[len(values)-nt : len(values) : len(values)]}
 		}
 		if t.Timeline.samples > 0 { // it has runs
 			g.Runs, g.timeline = t.Timeline.All(), &t.Timeline

@@ -3,7 +3,8 @@
 # tests need when it is absent (the real .NET Core 3.1 runtime from npm into
 # .cache/, Debian's mono-mcs to compile the C# test targets, Debian's
 # prometheus and jq to check /metrics and the counters files in their
-# consumers, staticcheck),
+# consumers and to receive remote write, staticcheck; an OpenTelemetry
+# Collector and an S3 server built from the Go module proxy),
 # checks formatting and lints, cross-compiles for windows and darwin, and runs
 # every Go test, the real-runtime integration tests included.
 set -euo pipefail
@@ -112,6 +113,17 @@ else
   echo "note: CLRDIAG_CAPTURES is not set; the tests that need the large or unlicensed captures skip"
 fi
 
+# --- real components for the egress and telemetry tests ----------------------
+# An OpenTelemetry Collector (the collector builder) and an S3 server
+# (versitygw), built into $cache/components by scripts/build-components.sh
+# when absent. They build in the background while the static checks run;
+# the tests wait for them (internal/realcomp) and fail under CI=true
+# without them.
+components_log="$cache/components-build.log"
+step "building the real components in the background (log: $components_log)"
+bash scripts/build-components.sh >"$components_log" 2>&1 &
+components_pid=$!
+
 # --- static checks ------------------------------------------------------------
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))
@@ -132,6 +144,17 @@ GOOS=darwin GOARCH=arm64 go build ./...
 GOOS=darwin GOARCH=arm64 go vet ./...
 
 # --- tests ---------------------------------------------------------------------
+step "waiting for the real components"
+if wait "$components_pid"; then
+  cat "$components_log"
+else
+  cat "$components_log" >&2
+  if [ "${CI:-}" = true ]; then
+    echo "building the real components failed (CI=true)" >&2; exit 1
+  fi
+  echo "WARNING: building the real components failed; the egress and telemetry tests that need them will skip" >&2
+fi
+
 step "go test"
 go test -count=1 -timeout 20m ${CLRDIAG_TEST_FLAGS:-} ./...
 

@@ -1,6 +1,6 @@
 // Package viewer serves an interactive profile viewer in a browser: the web
-// UI of github.com/google/pprof/driver (flame graph, top, peek, source,
-// graph), fed a profile held in memory.
+// UI of github.com/google/pprof/driver (flame graph, top, peek, graph), fed
+// a profile held in memory.
 //
 //	v, err := viewer.New(pprofProfile, viewer.Config{})
 //	if err != nil {
@@ -10,8 +10,8 @@
 //	// http://HOST:PORT/ui/flamegraph opens the flame graph
 //
 // A Viewer is an http.Handler that answers at its own root: /flamegraph,
-// /top, /peek, /source, /graph, /download (the profile as .pb.gz) and /
-// (a redirect to the flame graph). Links between the pages are relative,
+// /top, /peek, /graph, /download (the profile as .pb.gz) and / (a redirect
+// to the flame graph). Links between the pages are relative,
 // so it can be mounted under any prefix with http.StripPrefix; Serve
 // mounts it under /ui/ for `clrdiag trace view`, and the monitor mounts one
 // per collected profile under its dashboard.
@@ -33,10 +33,23 @@
 // that serving every page leaves $HOME, the configuration and temporary
 // directories and the working directory empty.
 //
+// # Only the views that work for a .NET profile
+//
+// pprof's Source and Disassemble views read the profiled program's source
+// files and binaries; a .NET profile has neither (methods compiled just in
+// time in the traced process, no line numbers; a heap snapshot's types),
+// so they could only show an error or an empty listing. Every page the
+// Viewer serves hides their entries (the View menu, the flame graph's
+// right-click menu), and the Config menu, whose saved settings this viewer
+// refuses; /source and /disasm answer 404 with a page that says why and
+// links to the peek, flame graph and top views of the same method. A test
+// follows every link the pages offer and finds no error.
+//
 // # Graphviz
 //
-// The graph view needs Graphviz's dot. When dot is not on PATH the graph
-// route answers with a page that says so (the other views do not need it).
+// The graph view needs Graphviz's dot. When dot is not on PATH the menus
+// do not offer it, and the graph route answers with a page that says how
+// to install it (the other views do not need it).
 //
 // # Concurrency
 //

@@ -1,13 +1,16 @@
 package viewer
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -126,18 +129,82 @@ func (v *Viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if path == "/graph" {
+	switch path {
+	case "/graph":
 		if _, err := v.lookPath("dot"); err != nil {
 			noGraphviz(w, err)
 			return
 		}
+	case "/source", "/disasm":
+		noSource(w, r)
+		return
 	}
 	handler := v.handlers[path]
 	if handler == nil {
-		http.Error(w, "no such view: try ./flamegraph, ./top, ./peek, ./source or ./graph", http.StatusNotFound)
+		http.Error(w, "no such view: try ./flamegraph, ./top, ./peek or ./graph", http.StatusNotFound)
 		return
 	}
-	handler.ServeHTTP(w, r)
+	if path == "/download" {
+		handler.ServeHTTP(w, r)
+		return
+	}
+	// A page: pprof's, with the menu entries that cannot work hidden.
+	pw := &pageWriter{header: h}
+	handler.ServeHTTP(pw, r)
+	_, dotErr := v.lookPath("dot")
+	pw.flush(w, dotErr == nil)
+}
+
+// hiddenCSS hides the entries of pprof's menus that lead nowhere for a
+// .NET profile: Source and Disassemble (the View menu, the flame graph's
+// right-click menu), which read the profiled program's binaries and source
+// files, and Config, whose "Save as" this viewer refuses (it writes
+// nothing). hiddenGraphCSS hides Graph too when Graphviz's dot is missing.
+const (
+	hiddenCSS      = "#list,#disasm,#action-source,#action-source-tab,#action-source-tab+hr,#config{display:none}"
+	hiddenGraphCSS = "#graphbtn{display:none}"
+)
+
+// pageWriter holds a page of pprof's (which pprof renders whole in memory
+// before writing it) to add hiddenCSS to it.
+type pageWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (p *pageWriter) Header() http.Header { return p.header }
+
+func (p *pageWriter) WriteHeader(code int) {
+	if p.status == 0 {
+		p.status = code
+	}
+}
+
+func (p *pageWriter) Write(b []byte) (int, error) {
+	p.WriteHeader(http.StatusOK)
+	return p.body.Write(b)
+}
+
+// flush writes the page to w, its style after <head> when it is HTML.
+func (p *pageWriter) flush(w http.ResponseWriter, graph bool) {
+	body := p.body.Bytes()
+	if strings.HasPrefix(p.header.Get("Content-Type"), "text/html") {
+		if i := bytes.Index(body, []byte("<head>")); i >= 0 {
+			css := hiddenCSS
+			if !graph {
+				css += hiddenGraphCSS
+			}
+			i += len("<head>")
+			body = slices.Concat(body[:i], []byte("\n<style>"+css+"</style>"), body[i:])
+			p.header.Del("Content-Length")
+		}
+	}
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	w.WriteHeader(p.status)
+	_, _ = w.Write(body)
 }
 
 // lastSegment is the last element of the path of a request URI, for a
@@ -156,6 +223,30 @@ func redirect(w http.ResponseWriter, r *http.Request, to string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
+// noSourceHTML is the page of the Source and Disassemble views, which a
+// .NET profile cannot have (their menu entries are hidden). Links keep the
+// method asked for (f).
+const noSourceHTML = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>No source or disassembly for a .NET profile</title>
+<style>body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;line-height:1.5}code{background:#eee;padding:0 .2em}</style>
+</head><body>
+<h1>No source or disassembly for a .NET profile</h1>
+<p>pprof's Source and Disassemble views read the profiled program's source files and machine code. A .NET profile has neither: a trace names the methods and modules of code compiled just in time inside the traced process, without source lines, and a heap snapshot names types. These views have nothing to show, so this viewer leaves them out of its menus.</p>
+<p>{{if .F}}The callers and callees of <code>{{.F}}</code>: {{end}}<a href="./peek{{.Query}}">Peek</a>, or the <a href="./flamegraph{{.Query}}">Flame graph</a> and <a href="./top{{.Query}}">Top</a>.</p>
+</body></html>
+`
+
+func noSource(w http.ResponseWriter, r *http.Request) {
+	page := template.Must(template.New("source").Parse(noSourceHTML))
+	data := struct{ F, Query string }{F: r.URL.Query().Get("f")}
+	if data.F != "" {
+		data.Query = "?" + url.Values{"f": {data.F}}.Encode()
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	_ = page.Execute(w, data)
+}
+
 // noGraphvizHTML is the page shown when the graph view cannot be drawn. It
 // is parsed when shown, not at program start (which every clrdiag command
 // would pay).
@@ -166,7 +257,7 @@ const noGraphvizHTML = `<!DOCTYPE html>
 <h1>The graph view needs Graphviz</h1>
 <p>pprof draws the call graph with Graphviz's <code>dot</code> program, which was not found on this machine's PATH ({{.}}).</p>
 <p>Install it (Debian and Ubuntu: <code>apt-get install graphviz</code>; Fedora: <code>dnf install graphviz</code>; macOS: <code>brew install graphviz</code>) and reload this page. The other views do not need it:</p>
-<ul><li><a href="./flamegraph">Flame graph</a></li><li><a href="./top">Top</a></li><li><a href="./peek">Peek</a></li><li><a href="./source">Source</a></li></ul>
+<ul><li><a href="./flamegraph">Flame graph</a></li><li><a href="./top">Top</a></li><li><a href="./peek">Peek</a></li></ul>
 </body></html>
 `
 

@@ -3,14 +3,17 @@ package viewer
 import (
 	"context"
 	"errors"
+	"html"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +90,13 @@ func TestViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := serveTest(t, v)
-	for _, view := range []string{"flamegraph", "top", "peek", "source?f=MostlyHot"} {
+	for _, view := range []string{"flamegraph", "top", "peek"} {
 		code, h, body := get(t, "GET", base+"/ui/"+view)
 		if code != 200 || !strings.Contains(body, "App.Burner.MostlyHot") {
 			t.Errorf("%s: %d\n%.400s", view, code, body)
+		}
+		if !strings.Contains(body, "<head>\n<style>"+hiddenCSS) {
+			t.Errorf("%s: the menu entries that cannot work are not hidden:\n%.400s", view, body)
 		}
 		if !strings.Contains(h.Get("Content-Security-Policy"), "default-src 'self'") || h.Get("X-Frame-Options") != "SAMEORIGIN" {
 			t.Errorf("%s: security headers %v", view, h)
@@ -111,9 +117,14 @@ func TestViews(t *testing.T) {
 	if !strings.Contains(top, `makeTopTable( 4000000 , [{"Name":"App.Burner.MostlyHot","InlineLabel":"","Flat":3000000,`) {
 		t.Errorf("top does not rank MostlyHot first with 3 of 4 ms:\n%s", top)
 	}
-	// The source view names no file: .NET frames have none.
-	if _, _, src := get(t, "GET", base+"/ui/source?f=MostlyHot"); !strings.Contains(src, "Total:         3ms        3ms (flat, cum) 75.00%") {
-		t.Errorf("source:\n%s", src)
+	// Source and Disassemble have nothing to show for a .NET profile: a
+	// page says so and leads to the views of the same method.
+	for _, view := range []string{"source?f=MostlyHot", "disasm?f=MostlyHot"} {
+		code, _, body := get(t, "GET", base+"/ui/"+view)
+		if code != 404 || !strings.Contains(body, "No source or disassembly for a .NET profile") ||
+			!strings.Contains(body, `href="./peek?f=MostlyHot"`) || strings.Contains(body, "App.Burner") {
+			t.Errorf("%s: %d\n%s", view, code, body)
+		}
 	}
 	for path, want := range map[string]int{"/": 303, "/ui/": 301, "/ui": 307, "/ui/nope": 404} {
 		if code, h, body := get(t, "GET", base+path); code != want {
@@ -149,6 +160,17 @@ func TestGraphNeedsGraphviz(t *testing.T) {
 	code, _, body := get(t, "GET", base+"/ui/graph")
 	if code != 501 || !strings.Contains(body, "needs Graphviz") || !strings.Contains(body, "apt-get install graphviz") || !strings.Contains(body, `href="./flamegraph"`) {
 		t.Errorf("graph without dot: %d\n%s", code, body)
+	}
+	// The menus do not offer it.
+	if _, _, body := get(t, "GET", base+"/ui/top"); !strings.Contains(body, hiddenGraphCSS) {
+		t.Errorf("without dot, the Graph entry is not hidden:\n%.400s", body)
+	}
+	v, err = New(testProfile("App"), Config{LookPath: func(string) (string, error) { return "/usr/bin/dot", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, body := get(t, "GET", serveTest(t, v)+"/ui/top"); strings.Contains(body, hiddenGraphCSS) || !strings.Contains(body, hiddenCSS) {
+		t.Errorf("with dot, the Graph entry is hidden:\n%.400s", body)
 	}
 	if _, err := exec.LookPath("dot"); err != nil {
 		t.Logf("dot is not installed here (%v): the graph view with Graphviz is not checked", err)
@@ -302,4 +324,89 @@ func TestServeStops(t *testing.T) {
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		t.Error("still listening after Serve returned")
 	}
+}
+
+// TestMenuEntries follows every link of every page the viewer serves,
+// from the flame graph on, but those hiddenCSS hides: each leads to a page
+// (or the download), none to an error. The hidden entries are there to
+// hide, so a pprof that renames them fails the test rather than showing
+// them.
+func TestMenuEntries(t *testing.T) {
+	noDot := func(string) (string, error) { return "", errors.New("no dot") }
+	v, err := New(testProfile("App"), Config{LookPath: noDot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := serveTest(t, v)
+	hidden := map[string]bool{}
+	for _, m := range regexp.MustCompile(`#([\w-]+)`).FindAllStringSubmatch(hiddenCSS+hiddenGraphCSS, -1) {
+		hidden[m[1]] = true
+	}
+	anchor := regexp.MustCompile(`<a\b([^>]*)>`)
+	attr := func(tag, name string) (string, bool) {
+		m := regexp.MustCompile(`\b` + name + `="([^"]*)"`).FindStringSubmatch(tag)
+		if m == nil {
+			return "", false
+		}
+		return html.UnescapeString(m[1]), true
+	}
+	start, _ := url.Parse(base + "/ui/flamegraph")
+	queue, seen := []*url.URL{start}, map[string]bool{start.String(): true}
+	ids := map[string]bool{}
+	for len(queue) > 0 && len(seen) < 200 {
+		u := queue[0]
+		queue = queue[1:]
+		resp, err := http.Get(u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := string(b)
+		if resp.StatusCode != 200 || strings.Contains(body, `<div id="errors"><div>`) {
+			t.Errorf("%s: %d\n%.600s", u, resp.StatusCode, body)
+			continue
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			if _, err := profile.ParseData(b); err != nil {
+				t.Errorf("%s: %s that is not a profile: %v", u, resp.Header.Get("Content-Type"), err)
+			}
+			continue
+		}
+		for _, m := range regexp.MustCompile(`\bid="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+			ids[m[1]] = true
+		}
+		for _, m := range anchor.FindAllStringSubmatch(body, -1) {
+			id, _ := attr(m[1], "id")
+			href, ok := attr(m[1], "href")
+			if hidden[id] || !ok || strings.HasPrefix(href, "#") {
+				continue
+			}
+			next, err := resp.Request.URL.Parse(href)
+			if err != nil {
+				t.Errorf("%s: link %q: %v", u, href, err)
+				continue
+			}
+			if next.Host != start.Host {
+				t.Errorf("%s: link to another site %s", u, next)
+				continue
+			}
+			if !seen[next.String()] {
+				seen[next.String()] = true
+				queue = append(queue, next)
+			}
+		}
+	}
+	for id := range hidden {
+		if !ids[id] {
+			t.Errorf("pprof's pages have no element %q to hide (renamed?)", id)
+		}
+	}
+	if len(seen) < 10 {
+		t.Errorf("only %d pages reached: %v", len(seen), seen)
+	}
+	t.Logf("%d pages and links followed", len(seen))
 }

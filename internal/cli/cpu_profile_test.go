@@ -78,8 +78,10 @@ func TestRealCPUProfileHot(t *testing.T) {
 	for _, st := range pp.SampleType {
 		types = append(types, st.Type)
 	}
-	if strings.Join(types, ",") != "samples,wall,cpu" || pp.DefaultSampleType != "wall" {
-		t.Errorf("pprof sample types %v (default %q), want samples, wall, cpu (default wall)", types, pp.DefaultSampleType)
+	// The main thread waits the whole trace: pprof's default is then the
+	// wall time of the threads that ran, as the report ranks.
+	if strings.Join(types, ",") != "samples,wall,cpu,wall_ran" || pp.DefaultSampleType != "wall_ran" {
+		t.Errorf("pprof sample types %v (default %q), want samples, wall, cpu, wall_ran (default wall_ran)", types, pp.DefaultSampleType)
 	}
 	if len(pp.Mapping) != 1 || pp.Mapping[0].File != "Hot" || !pp.Mapping[0].HasFunctions {
 		t.Errorf("pprof mappings %+v, want one named Hot with functions", pp.Mapping)
@@ -175,16 +177,24 @@ func TestRealCPUProfileHot(t *testing.T) {
 	}
 
 	// The whole report: the main thread, blocked in Console.ReadLine, is
-	// marked as waiting, and the 3.1 note is there.
+	// listed apart as waiting (marked so with --include-waiting), the
+	// worker's MostlyHot ranks first, and the 3.1 note is there.
 	code, out, errOut = run(t, "trace", "report", trace)
 	if code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, errOut)
 	}
-	for _, want := range []string{"(Hot), .NET 3.1.2", "System.Console!System.ConsolePal.Read  (waiting)",
-		fmt.Sprintf("%d ", tg.PID), "waited in System.Console!System.ConsolePal.Read", "Top methods by exclusive wall time"} {
+	for _, want := range []string{"(Hot), .NET 3.1.2", "Waiting the whole trace", "System.Console!System.ConsolePal.Read\n",
+		fmt.Sprintf("%d ", tg.PID), "waited in System.Console!System.ConsolePal.Read",
+		"Top methods by exclusive wall time of the threads that ran (1 of 2 threads", "Method\n  "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+	if _, after, _ := strings.Cut(out, "Method\n  "); !strings.Contains(strings.SplitN(after, "\n", 2)[0], "Hot!Hot.Burner.MostlyHot") {
+		t.Errorf("the report does not rank MostlyHot first:\n%s", out)
+	}
+	if _, waiting, _ := run(t, "trace", "report", trace, "--include-waiting"); !strings.Contains(waiting, "System.Console!System.ConsolePal.Read  (waiting)") {
+		t.Errorf("report --include-waiting does not mark ConsolePal.Read as waiting:\n%s", waiting)
 	}
 	if rep.Managed*10 < rep.Samples && !strings.Contains(out, ".NET Core 3.x labels a thread External") {
 		t.Errorf("the worker's samples are mostly External but the report does not say why:\n%s", out)

@@ -121,9 +121,10 @@ func readTrace(t *testing.T, path string) ([]decodedEvent, nettrace.Stats) {
 	return out, rd.Stats()
 }
 
-// goToolPprof runs go tool pprof with args on a file and checks that the
-// output names every want.
-func goToolPprof(t *testing.T, file string, args []string, want ...string) {
+// goToolPprof runs go tool pprof with args on a file, checks that the
+// output names every want, and returns it ("" when go is not on PATH and
+// CI is not set).
+func goToolPprof(t *testing.T, file string, args []string, want ...string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -131,7 +132,7 @@ func goToolPprof(t *testing.T, file string, args []string, want ...string) {
 			t.Fatalf("go not on PATH (CI=true): %v", err)
 		}
 		t.Logf("SKIPPING go tool pprof: %v", err)
-		return
+		return ""
 	}
 	cmd := exec.Command(goTool, append(append([]string{"tool", "pprof"}, args...), file)...)
 	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
@@ -147,4 +148,5 @@ func goToolPprof(t *testing.T, file string, args []string, want ...string) {
 			t.Errorf("go tool pprof %v does not show %q:\n%s", args, w, txt)
 		}
 	}
+	return string(txt)
 }

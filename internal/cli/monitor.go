@@ -19,6 +19,7 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	httpmon "github.com/clrdiag/clrdiag/monitor"
+	"github.com/clrdiag/clrdiag/rules"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/clrdiag/clrdiag/transport/reverse"
 	"github.com/spf13/cobra"
@@ -176,6 +177,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 		queueTimeout, idleTimeout               time.Duration
 		metricsCounters                         string
 		metricsIdle                             time.Duration
+		checkConfig                             string
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
@@ -210,6 +212,17 @@ func newMonitorCmd(e *env) *cobra.Command {
 			monitorRoutesHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if checkConfig != "" {
+				// Validate the collection rules only (the environment's
+				// CollectionRules__... variables apply over the file).
+				cfg, err := rules.LoadFile(checkConfig, os.Environ(), rules.LoadOptions{})
+				if errors.Is(err, rules.ErrConfig) {
+					return usageErrorf("%s: %w", checkConfig, err)
+				} else if err != nil {
+					return &ExitError{Code: exitIO, Err: err}
+				}
+				return cfg.WriteListing(e.stdout)
+			}
 			ctx := cmd.Context()
 			addr, wantTLS, err := monitorAddr(urls)
 			if err != nil {
@@ -321,6 +334,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.IntVar(&maxConns, "max-connections", httpmon.DefaultMaxConns, "connections held at once; a new one replaces the oldest that is not in a request, or waits")
 	fl.DurationVar(&queueTimeout, "queue-timeout", httpmon.DefaultQueueTimeout, "how long a request waits for its process's turn before 503 Service Unavailable")
 	fl.DurationVar(&idleTimeout, "idle-timeout", httpmon.DefaultIdleTimeout, "close keep-alive connections idle for this long")
+	fl.StringVar(&checkConfig, "check-config", "", "only validate the collection rules of this YAML or JSON file (and CollectionRules__... environment variables), list them and exit: 2 names every bad setting")
 	cmd.AddCommand(newMonitorGenerateKeyCmd(e))
 	return cmd
 }

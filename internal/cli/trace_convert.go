@@ -227,20 +227,26 @@ func convertTrace(e *env, in, out string, f profile.Format, pf *profileFlags, fo
 			fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 		}
 	}
-	return fmt.Sprintf("wrote %s: %s", out, weightedSummary(p, wp, m)), readErr
+	return fmt.Sprintf("wrote %s: %s", out, weightedSummary(p, wp, m, f.Name == "pprof")), readErr
 }
 
 // weightedSummary says what a Weighted profile holds: "1200 samples on 3
-// threads (busiest: thread 42), weighed by wall time, period 1ms; ...".
-func weightedSummary(p *profile.Profile, wp *profile.Weighted, m profile.MeasureInfo) string {
+// threads (busiest: thread 42), weighed by wall time, period 1ms; ...";
+// pprof says what pprof shows first when that is not Types[Default]
+// (wall_ran).
+func weightedSummary(p *profile.Profile, wp *profile.Weighted, m profile.MeasureInfo, pprof bool) string {
 	busiest := ""
 	if wp.Active >= 0 && len(wp.Groups) > 1 {
 		busiest = fmt.Sprintf(" (busiest: %s)", strings.ToLower(wp.Groups[wp.Active].Name))
 	}
 	n, total := p.Events(m.Name)
 	if m.Name == profile.MeasureWall || m.Name == profile.MeasureCPU {
-		return fmt.Sprintf("%d samples on %d threads%s, weighed by %s time, period %s; %s",
-			n, len(wp.Groups), busiest, wp.Types[wp.Default].Type, p.Period, symbolSummary(p))
+		weight := wp.Types[wp.Default].Type + " time"
+		if pprof && wp.PprofDefault == profile.WallRanType {
+			weight += " of the threads that ran (" + profile.WallRanType + ")"
+		}
+		return fmt.Sprintf("%d samples on %d threads%s, weighed by %s, period %s; %s",
+			n, len(wp.Groups), busiest, weight, p.Period, symbolSummary(p))
 	}
 	what := fmt.Sprintf("%d %s", n, m.Noun)
 	switch m.Name {

@@ -433,20 +433,40 @@ func nativeFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	return nativeObject(fs), nil
+}
+
+// nativeObject turns decoded runtime-event fields into an Object: hex
+// values, GUIDs and struct arrays in the types the printers know.
+func nativeObject(fs []clrevents.FieldValue) nettrace.Object {
 	obj := make(nettrace.Object, len(fs))
 	for i, fv := range fs {
 		v := fv.Value
 		switch x := v.(type) {
 		case uint64:
-			if fv.Hex || fv.Type == clrevents.TypePointer {
+			if fv.IsHex() {
 				v = hexValue(x)
 			}
 		case [16]byte:
 			v = nettrace.GUID(x)
+		case []uint64:
+			if fv.IsHex() {
+				a := make([]any, len(x))
+				for j, e := range x {
+					a[j] = hexValue(e)
+				}
+				v = a
+			}
+		case [][]clrevents.FieldValue:
+			a := make([]any, len(x))
+			for j, e := range x {
+				a[j] = nativeObject(e)
+			}
+			v = a
 		}
 		obj[i] = nettrace.NamedValue{Name: fv.Name, Value: v}
 	}
-	return obj, nil
+	return obj
 }
 
 // maxRawText bounds the payload bytes shown in hexadecimal on a text line.

@@ -10,10 +10,11 @@ import (
 
 func newTraceReportCmd(e *env) *cobra.Command {
 	var (
-		top       int
-		inclusive bool
-		asJSON    bool
-		pf        profileFlags
+		top            int
+		inclusive      bool
+		includeWaiting bool
+		asJSON         bool
+		pf             profileFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "report FILE",
@@ -24,11 +25,14 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			"(by generation and reason, pause times, allocations by type when allocation ticks were\n" +
 			"collected), exceptions by type with their throw sites, and lock contention.\n\n" +
 			"--sample picks what the method table weighs:\n" + sampleHelp() +
-			"wall (the default) ranks by every sample: thread time, running or waiting, so a thread\n" +
-			"blocked in Console.ReadLine weighs as much as one that computes (such methods are marked\n" +
-			"(waiting)); cpu ranks by Managed samples only (running managed code); alloc, contention\n" +
-			"and exceptions rank the allocating, waiting and throwing methods (exclusive) and their\n" +
-			"callers (inclusive).\n" +
+			"wall (the default) ranks by every sample of the threads that ran: a thread that waited\n" +
+			"the whole trace (blocked in Console.ReadLine, a lock, a Join: its stack never changed)\n" +
+			"is left out of the ranking and listed under \"Waiting the whole trace\", so time blocked\n" +
+			"never ranks above work (pprof's default sample type, wall_ran, weighs the same);\n" +
+			"--include-waiting ranks every thread's samples, the waiting threads' methods marked\n" +
+			"(waiting) and, at equal time, after work that ran. cpu ranks by Managed samples only\n" +
+			"(running managed code); alloc, contention and exceptions rank the allocating, waiting\n" +
+			"and throwing methods (exclusive) and their callers (inclusive).\n" +
 			"Notes say when the numbers need care (for example .NET Core 3.x labels most samples External).",
 		Example: "  clrdiag trace report app.nettrace --top 10\n" +
 			"  clrdiag trace report app.nettrace topN -n 5 --inclusive   # dotnet-trace's spelling\n" +
@@ -46,7 +50,7 @@ func newTraceReportCmd(e *env) *cobra.Command {
 			if p == nil {
 				return readErr
 			}
-			r := profile.BuildReport(p, profile.ReportConfig{Top: top, Inclusive: inclusive, Measure: measure})
+			r := profile.BuildReport(p, profile.ReportConfig{Top: top, Inclusive: inclusive, Measure: measure, IncludeWaiting: includeWaiting})
 			if asJSON {
 				err = writeJSON(e.stdout, r)
 			} else {
@@ -64,6 +68,8 @@ func newTraceReportCmd(e *env) *cobra.Command {
 	_ = cmd.Flags().MarkHidden("number")
 	_ = cmd.Flags().MarkHidden("topN")
 	cmd.Flags().BoolVar(&inclusive, "inclusive", false, "order methods by inclusive time")
+	cmd.Flags().BoolVar(&includeWaiting, "include-waiting", false,
+		"rank wall time over every thread, those that waited the whole trace too (default: over the threads that ran)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write JSON")
 	pf.register(cmd)
 	return cmd

@@ -58,7 +58,7 @@ func viewProfile(e *env, in string, pf *profileFlags) (*pprofile.Profile, string
 	for _, n := range p.NotesFor(m.Name) {
 		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 	}
-	summary := fmt.Sprintf("%s: %s (the Sample menu switches)", in, weightedSummary(p, wp, m))
+	summary := fmt.Sprintf("%s: %s (the Sample menu switches)", in, weightedSummary(p, wp, m, true))
 	return pp, summary, readErr
 }
 
@@ -151,12 +151,15 @@ func newTraceViewCmd(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "view FILE",
-		Short: "Show a trace's profile (CPU, allocations, locks, exceptions), or a .gcdump heap, in the browser: flame graph, top, peek, source, graph",
+		Short: "Show a trace's profile (CPU, allocations, locks, exceptions), or a .gcdump heap, in the browser: flame graph, top, peek, graph",
 		Long: "Build the profile of a nettrace file (\"-\" for standard input), as trace convert does,\n" +
 			"and serve pprof's web UI for it on 127.0.0.1 (a free port unless --http): flame graph,\n" +
-			"top, peek, source and, when Graphviz's dot is installed, the call graph. The URL is\n" +
-			"printed on standard output and opened in the browser, unless --no-browser or there is no\n" +
-			"display. Nothing is written to disk. Ctrl-C stops the server.\n" +
+			"top, peek and, when Graphviz's dot is installed, the call graph (pprof's source and\n" +
+			"disassembly views need binaries and line numbers a .NET profile has not: not offered).\n" +
+			"A CPU profile with threads that waited the whole trace opens on wall_ran, the wall time\n" +
+			"of the threads that ran, as trace report ranks (the Sample menu's wall has every sample).\n" +
+			"The URL is printed on standard output and opened in the browser, unless --no-browser or\n" +
+			"there is no display. Nothing is written to disk. Ctrl-C stops the server.\n" +
 			"What the profile weighs (the page's Sample menu switches between a measure's types):\n" +
 			sampleHelp() +
 			"A FILE ending in .gcdump (clrdiag gcdump collect, dotnet-gcdump) shows the heap: objects\n" +
