@@ -31,6 +31,11 @@ const MaxSeriesPerProcess = 1000
 // the EventCounters of every session when one of them ends.
 var ErrStalled = counters.ErrStalled
 
+// ErrMetricsRefused is the error of a Meters session the runtime refused:
+// another tool holds a private Metrics session (dotnet-counters does). The
+// collector tries again with backoff; the EventCounters stand in meanwhile.
+var ErrMetricsRefused = errors.New("monitor: the runtime refused the Meters session")
+
 // ErrSessionEnded is recorded for a process whose counters session ended
 // without an error (the runtime closed the stream, as when it shuts down).
 var ErrSessionEnded = errors.New("monitor: the counters session ended")
@@ -375,6 +380,7 @@ func (c *collector) meterSession(ctx context.Context, pm *procMetrics) error {
 		}
 	}()
 	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
+	var refused *counters.Warning
 	err := counters.Follow(mctx, client, c.s.metersConfig(pm.major), counters.FollowConfig{
 		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },
 		Started: func(*counters.Session, bool) error {
@@ -385,6 +391,14 @@ func (c *collector) meterSession(ctx context.Context, pm *procMetrics) error {
 			return nil
 		},
 	}, func(u counters.Update) error {
+		if u.Warning != nil && u.Warning.Kind == counters.WarnMultipleSessions {
+			// Another tool's private session holds the runtime's only
+			// one: nothing will come to this one, even once that tool
+			// leaves. Close it and try again later.
+			refused = u.Warning
+			cancel()
+			return nil
+		}
 		c.update(pm, u)
 		return nil
 	})
@@ -407,6 +421,9 @@ func (c *collector) meterSession(ctx context.Context, pm *procMetrics) error {
 	}
 	if ctx.Err() != nil {
 		return nil
+	}
+	if refused != nil {
+		return &SessionError{PID: pid, Started: true, Err: fmt.Errorf("%w: %s", ErrMetricsRefused, refused.Message)}
 	}
 	if err == nil {
 		err = ErrSessionEnded

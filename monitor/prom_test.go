@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -682,5 +683,66 @@ func TestMetricsLogsSessions(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("log lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// A Meters session the runtime refuses (another tool holds a private
+// Metrics session, as dotnet-counters does) is closed and tried again:
+// kept open, it would never get a value, even once that tool left.
+func TestMetersSessionRefusedIsRetried(t *testing.T) {
+	var metersSessions atomic.Int32
+	publish := metricsTracing(net9Instruments)
+	srv := fake(t, ipctest.Config{Runtime: ipctest.NET9, PID: 914, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		metrics := false
+		for _, p := range s.Request.Providers {
+			metrics = metrics || p.Name == "System.Diagnostics.Metrics"
+		}
+		if !metrics || metersSessions.Add(1) > 1 {
+			return publish(ctx, s)
+		}
+		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{ProcessID: 1, ProcessorCount: 2, SyncTimeUTC: time.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		md := &nettrace.Metadata{ID: 15, ProviderName: "System.Diagnostics.Metrics", EventID: 15, EventName: "MultipleSessionsNotSupportedError",
+			Level: 4, Fields: []nettrace.Field{sfield("runningSessionId")}}
+		if err := w.AddMetadata(md); err != nil {
+			return err
+		}
+		payload, err := nettrace.AppendPayload(nil, md.Fields, nettrace.Object{{Name: "runningSessionId", Value: "a-private-session"}})
+		if err != nil {
+			return err
+		}
+		if err := w.WriteEvent(&nettrace.Event{Metadata: md, SequenceNumber: 1, ThreadID: 9, CaptureThreadID: 9, Timestamp: 1, Payload: payload}); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		select { // then nothing, as a refused session gets
+		case <-s.Stopped:
+		case <-ctx.Done():
+		}
+		return w.Close()
+	}})
+	var logs syncBuffer
+	hs := serve(t, monitor.Config{MetricsWindow: 50 * time.Millisecond, DiscoveryInterval: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Source: monitor.StaticSource{{PID: 914, Name: "app", Dialer: srv}}})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, body := do(t, hs, "GET", "/metrics")
+		if strings.Contains(string(body), `dotnet_gc_collections_total{gc_heap_generation="gen0",otel_scope_name="System.Runtime",pid="914"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Meter values after a refused session (%d Meters sessions):\n%s\nlog:\n%s", metersSessions.Load(), body, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := metersSessions.Load(); n != 2 {
+		t.Errorf("%d Meters sessions, want the refused one and its retry", n)
+	}
+	if !strings.Contains(logs.String(), "the runtime refused the Meters session") || !strings.Contains(logs.String(), "a-private-session") {
+		t.Errorf("the refusal is not logged:\n%s", logs.String())
 	}
 }
