@@ -100,10 +100,10 @@ type tap struct {
 	full    bool
 }
 
-// collector keeps one long-lived System.Runtime counters session per
-// discovered process, re-discovers the processes every
-// Config.DiscoveryInterval and answers scrapes from the latest sample of
-// each series.
+// collector keeps an EventCounters session per discovered process, and a
+// Meters session while someone reads the process's values (meterWork),
+// re-discovers the processes every Config.DiscoveryInterval and answers
+// scrapes from the latest sample of each series.
 type collector struct {
 	s      *Server
 	desc   collectorDescs

@@ -213,7 +213,9 @@ func (u *ui) processes(w http.ResponseWriter, r *http.Request) {
 }
 
 // counters is GET /ui/api/processes/{pid}/counters?after=MS: the history
-// the collector keeps, newer than after.
+// the collector keeps, at or after after (the page asks again for the time
+// of its newest value, whose collection may have had more to come). It
+// counts as reading the process's values (the Meters session opens).
 func (u *ui) counters(w http.ResponseWriter, r *http.Request) {
 	pid, err := strconv.Atoi(r.PathValue("pid"))
 	if err != nil || pid <= 0 {
