@@ -727,7 +727,10 @@ func (s *Server) counters(w http.ResponseWriter, r *http.Request, p Process, c *
 		case <-r.Context().Done():
 			t.Stop()
 		}
-		samples, _ = stop()
+		var full bool
+		if samples, full = stop(); full {
+			w.Header().Add("X-Clrdiag-Warning", fmt.Sprintf("more than %d samples in the duration: the later ones are left out", maxRouteSamples))
+		}
 	} else {
 		unlock, ok := s.turn(w, r, p.PID)
 		if !ok {
