@@ -333,3 +333,104 @@ func TestTraceEventsModernCaptures(t *testing.T) {
 		}
 	}
 }
+
+// writeLoggingTrace writes FormattedMessage events of the
+// Microsoft-Extensions-Logging provider, as the EventSourceLogger does, at
+// the ILogger levels given.
+func writeLoggingTrace(t *testing.T, levels ...int32) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := nettrace.NewWriter(&buf, nettrace.WriterConfig{ProcessID: 77, ProcessorCount: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &nettrace.Metadata{ID: 1, ProviderName: loggingProvider, EventID: 9, EventName: "FormattedMessage", Level: 4,
+		Fields: []nettrace.Field{{Name: "Level", Type: nettrace.TypeInt32}, {Name: "FactoryID", Type: nettrace.TypeInt32},
+			{Name: "LoggerName", Type: nettrace.TypeString}, {Name: "EventId", Type: nettrace.TypeInt32},
+			{Name: "EventName", Type: nettrace.TypeString}, {Name: "FormattedMessage", Type: nettrace.TypeString}}}
+	if err := w.AddMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	for i, lv := range levels {
+		p, err := nettrace.AppendPayload(nil, md.Fields, nettrace.Object{{Name: "Level", Value: lv}, {Name: "FactoryID", Value: int32(1)},
+			{Name: "LoggerName", Value: "App.Orders"}, {Name: "EventId", Value: int32(42)}, {Name: "EventName", Value: "Slow"},
+			{Name: "FormattedMessage", Value: "took 123 ms"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteEvent(&nettrace.Event{Metadata: md, SequenceNumber: uint32(i + 1), ThreadID: 9, CaptureThreadID: 9,
+			Timestamp: int64(i+1) * 1000, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "logging.nettrace")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestTraceEventsLoggingLevel: the Level of a Microsoft-Extensions-Logging
+// event is ILogger's LogLevel and shows by its name (2 is Information,
+// where EventSource's 2 is Error), in text and JSON; a value out of range
+// shows as the number. A stopping-event filter takes the name or the
+// number.
+func TestTraceEventsLoggingLevel(t *testing.T) {
+	path := writeLoggingTrace(t, 0, 2, 3, 4, 5, 6, 9)
+	code, out, errOut := run(t, "trace", "events", path)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{"Trace", "Information", "Warning", "Error", "Critical", "None", "9"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if want := `FormattedMessage(9)  thread=9  Level=` + w + `  FactoryID=1  LoggerName="App.Orders"  EventId=42`; !strings.Contains(lines[i], want) {
+			t.Errorf("line %d lacks %q:\n%s", i, want, lines[i])
+		}
+	}
+	_, out, _ = run(t, "trace", "events", path, "--json")
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Payload map[string]any `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Payload["Level"] != want[i] {
+			t.Errorf("JSON line %d: Level %v (%v), want %q", i, ev.Payload["Level"], err, want[i])
+		}
+	}
+	for _, c := range []struct {
+		filter string
+		want   int
+	}{{"Level:Warning", 1}, {"Level:3", 1}, {"Level:9", 1}, {"Level:Error,LoggerName:App.Orders", 1}, {"Level:7", 0}} {
+		s, err := parseStopEvent(loggingProvider, "FormattedMessage", c.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := nettrace.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ev, err := range rd.All() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.matches(ev) {
+				n++
+			}
+		}
+		f.Close()
+		if n != c.want {
+			t.Errorf("stopping-event filter %q: %d matches, want %d", c.filter, n, c.want)
+		}
+	}
+}
