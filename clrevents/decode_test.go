@@ -3,80 +3,213 @@ package clrevents
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // buildFromLayout writes a payload for layout with a distinct value in every
-// field, and returns the values it wrote by field name. Fields that are
-// counts of arrays get 3.
+// field, and returns the values it wrote by field name, as DecodeFields gives
+// them. Fields that are counts or lengths of later fields get 3.
 func buildFromLayout(layout []Field, ptrSize int) ([]byte, map[string]any) {
-	counts := map[string]bool{}
-	for _, fd := range layout {
-		if fd.Count != "" {
-			counts[fd.Count] = true
-		}
-	}
 	p := &payload{ptrSize: ptrSize}
 	vals := map[string]any{}
-	var lastCount uint64
+	for _, fv := range writeFields(p, layout, 0) {
+		vals[fv.Name] = fv.Value
+	}
+	return p.b, vals
+}
+
+// writeFields appends values for layout to p and returns them; seed makes
+// the values of nested elements differ.
+func writeFields(p *payload, layout []Field, seed int) []FieldValue {
+	counts := map[string]bool{}
+	for _, fd := range layout {
+		counts[fd.Count], counts[fd.Length] = true, true
+	}
+	var out []FieldValue
+	countVal := func(ref string) int {
+		if n, err := strconv.Atoi(ref); err == nil {
+			return n
+		}
+		return 3
+	}
 	for i, fd := range layout {
-		n := uint64(i + 1)
+		n := uint64(seed*1000 + i + 1)
+		var v any
 		switch fd.Type {
-		case TypeUint8:
-			v := n + 0x10
+		case TypeUint8, TypeUint16, TypeUint32, TypeUint64, TypePointer, TypeInt8, TypeInt16, TypeInt32, TypeInt64:
 			if counts[fd.Name] {
-				v = 3
-				lastCount = v
+				n = 3
 			}
-			p.u8(uint8(v))
-			vals[fd.Name] = v
-		case TypeUint16:
-			v := n + 0x100
-			if counts[fd.Name] {
-				v = 3
-				lastCount = v
-			}
-			p.u16(uint16(v))
-			vals[fd.Name] = v
-		case TypeUint32:
-			v := n + 0x10000
-			p.u32(uint32(v))
-			vals[fd.Name] = v
-		case TypeUint64:
-			v := n + 0x1_0000_0000
-			p.u64(v)
-			vals[fd.Name] = v
-		case TypeFloat64:
-			v := float64(n) + 0.5
-			p.f64(v)
-			vals[fd.Name] = v
-		case TypePointer:
-			v := n + 0x7000_0000
-			p.ptr(v)
-			vals[fd.Name] = v
-		case TypeString:
-			v := fmt.Sprintf("%s é€😀 %d", fd.Name, i)
-			p.str(v)
-			vals[fd.Name] = v
-		case TypeGUID:
-			var g [16]byte
-			for j := range g {
-				g[j] = byte(i*16 + j)
-			}
-			p.guid(g)
-			vals[fd.Name] = g
+			v = writeScalar(p, fd.Type, n)
+		case TypeFloat32, TypeFloat64, TypeBool32, TypeString, TypeAnsiString, TypeGUID:
+			v = writeScalar(p, fd.Type, n)
 		case TypeUint32Array:
-			arr := make([]uint32, lastCount)
+			arr := make([]uint32, countVal(fd.Count))
 			for j := range arr {
 				arr[j] = uint32(i*100 + j)
 				p.u32(arr[j])
 			}
-			vals[fd.Name] = arr
+			v = arr
+		case TypeArray:
+			k := countVal(fd.Count)
+			switch fd.Elem {
+			case TypeInt8, TypeInt16, TypeInt32, TypeInt64:
+				arr := make([]int64, k)
+				for j := range arr {
+					arr[j] = writeScalar(p, fd.Elem, uint64(j+1)).(int64)
+				}
+				v = arr
+			case TypeFloat32, TypeFloat64:
+				arr := make([]float64, k)
+				for j := range arr {
+					arr[j] = writeScalar(p, fd.Elem, uint64(j+1)).(float64)
+				}
+				v = arr
+			case TypeBool32:
+				arr := make([]bool, k)
+				for j := range arr {
+					arr[j] = writeScalar(p, fd.Elem, uint64(j+1)).(bool)
+				}
+				v = arr
+			default:
+				arr := make([]uint64, k)
+				for j := range arr {
+					arr[j] = writeScalar(p, fd.Elem, uint64(j+1)).(uint64)
+				}
+				v = arr
+			}
+		case TypeStruct:
+			elems := make([][]FieldValue, countVal(fd.Count))
+			for j := range elems {
+				if !fd.Aligned {
+					elems[j] = writeFields(p, fd.Fields, seed*10+j+1)
+					continue
+				}
+				// A C struct: fields at multiples of their size from the
+				// element's start, the element padded to its widest field.
+				start, widest := len(p.b), 1
+				for k, sf := range fd.Fields {
+					size := writeSize(sf.Type, p.ptrSize)
+					a := min(size, 8)
+					widest = max(widest, a)
+					for (len(p.b)-start)%a != 0 {
+						p.u8(0xEE)
+					}
+					val := writeScalar(p, sf.Type, uint64(seed*1000+j*10+k+1))
+					elems[j] = append(elems[j], FieldValue{Name: sf.Name, Type: sf.Type, Value: val, Hex: sf.Hex})
+				}
+				for (len(p.b)-start)%widest != 0 {
+					p.u8(0xEE)
+				}
+			}
+			v = elems
+		case TypeBinary:
+			b := make([]byte, countVal(fd.Length))
+			for j := range b {
+				b[j] = byte(i + j)
+			}
+			p.b = append(p.b, b...)
+			v = b
 		}
+		out = append(out, FieldValue{Name: fd.Name, Type: fd.Type, Value: v, Hex: fd.Hex, Elem: fd.Elem})
 	}
-	return p.b, vals
+	return out
+}
+
+// writeSize is the wire size of a fixed-size type.
+func writeSize(t FieldType, ptrSize int) int {
+	switch t {
+	case TypeUint8, TypeInt8:
+		return 1
+	case TypeUint16, TypeInt16:
+		return 2
+	case TypeUint32, TypeInt32, TypeFloat32, TypeBool32:
+		return 4
+	case TypePointer:
+		return ptrSize
+	case TypeGUID:
+		return 16
+	}
+	return 8
+}
+
+// writeScalar appends one value of type t made from n and returns it as
+// DecodeFields gives it.
+func writeScalar(p *payload, t FieldType, n uint64) any {
+	switch t {
+	case TypeUint8:
+		v := n%200 + 0x10
+		p.u8(uint8(v))
+		return v
+	case TypeUint16:
+		v := n%60000 + 0x100
+		if n == 3 {
+			v = 3
+		}
+		p.u16(uint16(v))
+		return v
+	case TypeUint32:
+		v := n + 0x10000
+		if n == 3 {
+			v = 3
+		}
+		p.u32(uint32(v))
+		return v
+	case TypeUint64:
+		v := n + 0x1_0000_0000
+		if n == 3 {
+			v = 3
+		}
+		p.u64(v)
+		return v
+	case TypeInt8:
+		p.u8(uint8(int8(-int64(n % 100))))
+		return -int64(n % 100)
+	case TypeInt16:
+		p.u16(uint16(int16(-int64(n))))
+		return -int64(n)
+	case TypeInt32:
+		p.u32(uint32(int32(-int64(n))))
+		return -int64(n)
+	case TypeInt64:
+		p.u64(uint64(-int64(n)))
+		return -int64(n)
+	case TypeFloat32:
+		v := float64(n) + 0.5
+		p.u32(math.Float32bits(float32(v)))
+		return v
+	case TypeFloat64:
+		v := float64(n) + 0.25
+		p.f64(v)
+		return v
+	case TypeBool32:
+		p.u32(uint32(n % 2))
+		return n%2 == 1
+	case TypePointer:
+		v := n + 0x7000_0000
+		p.ptr(v)
+		return v
+	case TypeString:
+		v := fmt.Sprintf("s%d é€😀", n)
+		p.str(v)
+		return v
+	case TypeAnsiString:
+		v := fmt.Sprintf("a%d", n)
+		p.b = append(append(p.b, v...), 0)
+		return v
+	case TypeGUID:
+		var g [16]byte
+		for j := range g {
+			g[j] = byte(int(n)*16 + j)
+		}
+		p.guid(g)
+		return g
+	}
+	panic(fmt.Sprintf("writeScalar: type %v", t))
 }
 
 // typedField finds the value of a table field in a typed struct; ok is false
@@ -129,6 +262,13 @@ func TestTypedDecodersMatchTable(t *testing.T) {
 	for provider, table := range tables {
 		for _, e := range table {
 			for ver, layout := range e.layouts {
+				if layout == nil {
+					// A version the manifest does not define.
+					if _, err := DecodeFields(provider, e.id, uint8(ver), 8, []byte{1, 2}); !errors.Is(err, ErrUnknownEvent) {
+						t.Errorf("%s/%s/v%d (not in the manifest): err = %v, want ErrUnknownEvent", provider, e.name, ver, err)
+					}
+					continue
+				}
 				for _, ptrSize := range []int{4, 8} {
 					name := fmt.Sprintf("%s/%s/v%d/ptr%d", provider, e.name, ver, ptrSize)
 					b, want := buildFromLayout(layout, ptrSize)

@@ -100,7 +100,7 @@ type Decoder struct {
 	// instruments holds the Meter and instrument tags announced by
 	// BeginInstrumentReporting, by instrument id (v2 events) and by
 	// meter and instrument name.
-	instruments map[instrumentKey]instrumentTags
+	instruments map[instrumentKey]instrumentInfo
 	// payloads counts the counter payloads of this session (EventCounters
 	// of a planned provider at any interval, Metrics events of the
 	// session): a session whose count stops growing has stalled.
@@ -111,6 +111,12 @@ type Decoder struct {
 	// at the planned interval.
 	adopted      time.Duration
 	foreignSince time.Time
+	// The Metrics session's latest collection (CollectionStart): when it
+	// was written, the real time since the one before it (or its own
+	// interval for the first), and its period.
+	collectTime    time.Time
+	collectElapsed time.Duration
+	collectPeriod  time.Duration
 }
 
 // instrumentKey names an instrument: by the id of version 2 events when
@@ -120,7 +126,12 @@ type instrumentKey struct {
 	meter, name string
 }
 
-type instrumentTags struct{ meter, instrument []Tag }
+// instrumentInfo is what BeginInstrumentReporting says of an instrument:
+// its Meter and instrument tags and its type ("ObservableCounter`1").
+type instrumentInfo struct {
+	meter, instrument []Tag
+	typ               string
+}
 
 // maxInstruments bounds the instruments a Decoder remembers; the target
 // tracks at most MaxTimeSeries series anyway.
@@ -128,7 +139,7 @@ const maxInstruments = 10000
 
 // NewDecoder returns a decoder for the events of a session planned by p.
 func NewDecoder(p *Plan) *Decoder {
-	return &Decoder{plan: p, meters: map[string]bool{}, warned: map[string]bool{}, instruments: map[instrumentKey]instrumentTags{}}
+	return &Decoder{plan: p, meters: map[string]bool{}, warned: map[string]bool{}, instruments: map[instrumentKey]instrumentInfo{}}
 }
 
 // Decode looks at one event and calls fn for the samples and warnings it
@@ -202,19 +213,21 @@ func (d *Decoder) eventCounters(ev *nettrace.Event, fn func(Update) error) error
 		return nil
 	}
 	s := &Sample{Time: ev.Time(), Provider: provider, Name: name, Interval: interval}
+	// IntervalSec is the time the runtime measured since its previous
+	// payload of the counter: what an increment covers.
+	if sec, ok := num(p, "IntervalSec"); ok && sec > 0 && sec < maxElapsed.Seconds() {
+		s.Elapsed = time.Duration(sec * float64(time.Second))
+	}
 	s.DisplayName, _ = str(p, "DisplayName")
 	s.Unit, _ = str(p, "DisplayUnits")
 	typ, _ := str(p, "CounterType")
 	switch typ {
 	case "Sum":
+		// DisplayRateTimeScale (1 s, or 1 min for the GC counts of .NET
+		// Core 3.x) is only a display hint: the increment covers Elapsed.
 		s.Kind = KindRate
 		if s.Value, ok = num(p, "Increment"); !ok {
 			return d.badEvent(ev, fmt.Errorf("counter %s of type Sum has no Increment", name), fn)
-		}
-		if ts, ok := str(p, "DisplayRateTimeScale"); ok {
-			if scale, err := parseTimeSpan(ts); err == nil && scale > 0 {
-				s.Interval = scale
-			}
 		}
 	case "Mean", "":
 		s.Kind = KindMean
@@ -284,7 +297,7 @@ func counterPayload(o nettrace.Object) (nettrace.Object, bool) {
 func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	id := ev.Metadata.EventID
 	switch id {
-	case evMessage, evCollectionStart, evCollectionStop, evInitialEnumeration, evInstrumentPublished:
+	case evMessage, evInitialEnumeration, evInstrumentPublished:
 		return nil
 	}
 	if d.plan.SessionID == "" {
@@ -300,31 +313,44 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 		if running == d.plan.SessionID {
 			return nil
 		}
-		return d.warn(ev, WarnMultipleSessions, fmt.Sprintf("another tool's Metrics session (%s) is running in the target and only one is allowed before .NET 8: no Meter values will arrive", running), fn)
+		if d.plan.SessionID == SharedSessionID {
+			// .NET 8 and later: the running session is a private one
+			// (a tool that does not ask for the shared session).
+			return d.warn(ev, WarnMultipleSessions, fmt.Sprintf("another tool holds a private Metrics session (%s) in the target: a .NET 8+ runtime shares its Metrics session only among tools that ask for the shared one, so no Meter values will arrive until that tool stops", running), fn)
+		}
+		return d.warn(ev, WarnMultipleSessions, fmt.Sprintf("another tool's Metrics session (%s) is running in the target and a runtime before .NET 8 allows only one: no Meter values will arrive until it stops", running), fn)
 	case evMultipleSessionsSetup:
 		client, _ := str(o, "clientId")
 		if client != d.plan.ClientID {
 			return nil
 		}
+		// expected* are the running shared session's settings, actual*
+		// what this client asked for.
 		var diffs []string
-		for _, k := range []string{"MaxHistograms", "MaxTimeSeries", "RefreshInterval"} {
-			want, _ := str(o, "expected"+k)
-			got, _ := str(o, "actual"+k)
-			if want != got {
-				diffs = append(diffs, fmt.Sprintf("%s %s (asked for %s)", k, got, want))
+		for _, k := range []string{"RefreshInterval", "MaxHistograms", "MaxTimeSeries"} {
+			running, _ := str(o, "expected"+k)
+			asked, _ := str(o, "actual"+k)
+			if running != asked {
+				diffs = append(diffs, fmt.Sprintf("%s %s (asked for %s)", k, running, asked))
 			}
 		}
-		msg := "the shared Metrics session already runs with other settings"
+		msg := "the target's shared Metrics session (one per process on .NET 8+, shared with dotnet-counters, dotnet-monitor and clrdiag monitor) runs with other settings"
 		if len(diffs) > 0 {
 			msg += ": " + strings.Join(diffs, ", ")
 		}
-		return d.warn(ev, WarnSharedSessionMismatch, msg+"; Meter values may be missing", fn)
+		return d.warn(ev, WarnSharedSessionMismatch, msg+"; it did not take this session's meters, so only the meters it already reads arrive, at its settings. "+
+			"Ask for the same settings to share it (dotnet-counters' defaults: a 1 s refresh interval, 10 histograms, 1000 time series)", fn)
 	}
 	if sid, ok := str(o, "sessionId"); !ok || sid != d.plan.SessionID {
 		return nil // another session's event
 	}
 	d.payloads++
 	switch id {
+	case evCollectionStart:
+		d.collection(ev, o)
+		return nil
+	case evCollectionStop:
+		return nil
 	case evError:
 		msg, _ := str(o, "errorMessage")
 		return d.warn(ev, WarnError, "the target's MetricsEventSource reported an error: "+firstLine(msg), fn)
@@ -363,21 +389,35 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	if !sp.Wants(name) {
 		return nil
 	}
-	s := &Sample{Time: ev.Time(), Provider: meter, Name: name, Interval: d.plan.Interval, Meter: true}
+	s := &Sample{Time: ev.Time(), Provider: meter, Name: name, Interval: d.plan.MetricsInterval, Meter: true}
+	if !d.collectTime.IsZero() {
+		// The samples of one collection share its time, so that series
+		// of one instrument (its tags) can be added up.
+		s.Time, s.Elapsed = d.collectTime, d.collectElapsed
+		if d.collectPeriod > 0 {
+			s.Interval = d.collectPeriod
+		}
+	}
+	var typ string
 	for _, k := range d.instrumentKeys(o, meter, name) {
 		if it, ok := d.instruments[k]; ok {
-			s.MeterTags, s.InstrumentTags = it.meter, it.instrument
+			s.MeterTags, s.InstrumentTags, typ = it.meter, it.instrument, it.typ
 			break
 		}
 	}
 	s.Unit, _ = str(o, "unit")
 	tags, _ := str(o, "tags")
 	s.Tags = ParseTags(tags)
+	if id == evCounterRate && upDown(meter, name, typ) {
+		id = evUpDownCounterRate // a level the runtime publishes as a counter
+	}
 	switch id {
 	case evCounterRate:
 		s.Kind = KindRate
 		s.Value, s.NoValue, err = metricValue(o, "rate")
-		if _, ok := o.Get("value"); ok && err == nil && !s.NoValue {
+		if _, ok := o.Get("value"); ok && err == nil {
+			// The first collection of an observable counter has a total
+			// but no rate yet.
 			var none bool
 			if s.Total, none, err = metricValue(o, "value"); err == nil && !none {
 				s.HasTotal = true
@@ -412,15 +452,13 @@ func (d *Decoder) metrics(ev *nettrace.Event, fn func(Update) error) error {
 	return fn(Update{Sample: s})
 }
 
-// beginInstrument remembers the tags of an instrument that starts
-// reporting (BeginInstrumentReporting v1+; v0 carries none).
+// beginInstrument remembers the type and tags of an instrument that
+// starts reporting (BeginInstrumentReporting; v0 carries no tags).
 func (d *Decoder) beginInstrument(o nettrace.Object, meter, name string) {
-	mt, ok1 := str(o, "meterTags")
-	it, ok2 := str(o, "instrumentTags")
-	if !ok1 && !ok2 {
-		return
-	}
-	tags := instrumentTags{meter: ParseTags(mt), instrument: ParseTags(it)}
+	mt, _ := str(o, "meterTags")
+	it, _ := str(o, "instrumentTags")
+	typ, _ := str(o, "instrumentType")
+	tags := instrumentInfo{meter: ParseTags(mt), instrument: ParseTags(it), typ: typ}
 	for _, k := range d.instrumentKeys(o, meter, name) {
 		if _, known := d.instruments[k]; known || len(d.instruments) < maxInstruments {
 			d.instruments[k] = tags
@@ -436,6 +474,53 @@ func (d *Decoder) instrumentKeys(o nettrace.Object, meter, name string) []instru
 		keys = append(keys, instrumentKey{id: int64(id)})
 	}
 	return append(keys, instrumentKey{meter: meter, name: name})
+}
+
+// maxElapsed bounds the time a sample may cover; a longer one is damage.
+const maxElapsed = 24 * time.Hour
+
+// collection records a CollectionStart of the session: the samples that
+// follow are of this collection, and their increases cover the time since
+// the previous one. The runtime's own interval (intervalEndTime -
+// intervalStartTime) is its schedule, not what passed: a process stopped
+// for 6 s reports a 1 s interval for a collection that covers 7 s (and 7 s
+// for the next one, which covers 1 s), so the time between the events is
+// used once there are two.
+func (d *Decoder) collection(ev *nettrace.Event, o nettrace.Object) {
+	t := ev.Time()
+	var period time.Duration
+	start, ok1 := o.Get("intervalStartTime")
+	end, ok2 := o.Get("intervalEndTime")
+	if st, ok := start.(time.Time); ok1 && ok2 && ok {
+		if et, ok := end.(time.Time); ok && et.After(st) && et.Sub(st) < maxElapsed {
+			period = et.Sub(st)
+		}
+	}
+	elapsed := period
+	if !d.collectTime.IsZero() && t.After(d.collectTime) && t.Sub(d.collectTime) < maxElapsed {
+		elapsed = t.Sub(d.collectTime)
+	}
+	d.collectTime, d.collectElapsed, d.collectPeriod = t, elapsed, period
+}
+
+// upDown tells whether an instrument published as a counter is a level:
+// an up-down counter by its type (as BeginInstrumentReporting gives it),
+// or one of the instruments of the runtime's System.Runtime Meter that
+// the OpenTelemetry semantic conventions define as UpDownCounters but
+// .NET 9 and 10 create as ObservableCounters (levels that go down, which a
+// rate would misrepresent).
+func upDown(meter, name, typ string) bool {
+	if strings.Contains(typ, "UpDownCounter") {
+		return true
+	}
+	if meter != DefaultProvider {
+		return false
+	}
+	switch name {
+	case "dotnet.thread_pool.thread.count", "dotnet.thread_pool.queue.length":
+		return true
+	}
+	return false
 }
 
 // metricValue parses a value MetricsEventSource sends as invariant-culture
@@ -517,31 +602,4 @@ func firstLine(s string) string {
 		s = strings.TrimSpace(s[:i]) + " ..."
 	}
 	return s
-}
-
-// parseTimeSpan parses .NET TimeSpan text: [-][d.]hh:mm:ss[.fffffff].
-func parseTimeSpan(s string) (time.Duration, error) {
-	bad := fmt.Errorf("TimeSpan %q", s)
-	var days int64
-	hms := s
-	if i := strings.IndexByte(s, ':'); i < 0 {
-		return 0, bad
-	} else if j := strings.IndexByte(s[:i], '.'); j >= 0 {
-		n, err := strconv.ParseInt(s[:j], 10, 32)
-		if err != nil || n < 0 || n > 100000 {
-			return 0, bad
-		}
-		days, hms = n, s[j+1:]
-	}
-	parts := strings.Split(hms, ":")
-	if len(parts) != 3 {
-		return 0, bad
-	}
-	h, err1 := strconv.ParseUint(parts[0], 10, 8)
-	m, err2 := strconv.ParseUint(parts[1], 10, 8)
-	sec, err3 := strconv.ParseFloat(parts[2], 64)
-	if err1 != nil || err2 != nil || err3 != nil || sec < 0 || sec >= 60 || m >= 60 || h >= 24 {
-		return 0, bad
-	}
-	return time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec*float64(time.Second)), nil
 }

@@ -62,27 +62,27 @@ func TestDecodeEveryMetricsEvent(t *testing.T) {
 	st.metric(7, 2, "S1", "Shop", "1.0", "latency", "Histogram`1", "ms", "", "", "", "", int32(3), "https://schema")
 
 	st.metric(4, 0, "S1", "Shop", "1.0", "orders", "{order}", tags, "5")
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "orders", Unit: "{order}", Kind: KindRate, Value: 5, Tags: ParseTags(tags), Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "orders", Unit: "{order}", Kind: KindRate, Value: 5, Tags: ParseTags(tags), Interval: time.Second, Elapsed: time.Second})
 	st.metric(4, 1, "S1", "Shop", "1.0", "orders", "{order}", "", "2.5", "10")
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "orders", Unit: "{order}", Kind: KindRate, Value: 2.5, Total: 10, HasTotal: true, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "orders", Unit: "{order}", Kind: KindRate, Value: 2.5, Total: 10, HasTotal: true, Interval: time.Second, Elapsed: time.Second})
 	st.metric(4, 2, "S1", "Shop", "1.0", "orders", "{order}", "", "", "", int32(1))
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "orders", Unit: "{order}", Kind: KindRate, NoValue: true, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "orders", Unit: "{order}", Kind: KindRate, NoValue: true, Interval: time.Second, Elapsed: time.Second})
 	st.metric(5, 0, "S1", "Shop", "", "temp", "Cel", "", "42.5")
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "temp", Unit: "Cel", Kind: KindGauge, Value: 42.5, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "temp", Unit: "Cel", Kind: KindGauge, Value: 42.5, Interval: time.Second, Elapsed: time.Second})
 	st.metric(5, 2, "S1", "Shop", "", "temp", "Cel", "", "", int32(4))
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "temp", Unit: "Cel", Kind: KindGauge, NoValue: true, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "temp", Unit: "Cel", Kind: KindGauge, NoValue: true, Interval: time.Second, Elapsed: time.Second})
 	st.metric(6, 0, "S1", "Shop", "", "latency", "ms", "", "0.5=1;0.95=2;0.99=3")
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 1}, {0.95, 2}, {0.99, 3}}, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 1}, {0.95, 2}, {0.99, 3}}, Interval: time.Second, Elapsed: time.Second})
 	st.metric(6, 1, "S1", "Shop", "", "latency", "ms", "k=v", "0.5=1.5;0.95=2.5;0.99=3.5", int32(7), 12.5)
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 1.5}, {0.95, 2.5}, {0.99, 3.5}}, Count: 7, Sum: 12.5, Tags: []Tag{{"k", "v"}}, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 1.5}, {0.95, 2.5}, {0.99, 3.5}}, Count: 7, Sum: 12.5, Tags: []Tag{{"k", "v"}}, Interval: time.Second, Elapsed: time.Second})
 	st.metric(6, 2, "S1", "Shop", "", "latency", "ms", "", "0.5=4;0.95=5;0.99=6", int32(2), 9.0, int32(3))
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 4}, {0.95, 5}, {0.99, 6}}, Count: 2, Sum: 9, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "latency", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 4}, {0.95, 5}, {0.99, 6}}, Count: 2, Sum: 9, Interval: time.Second, Elapsed: time.Second})
 	st.metric(16, 1, "S1", "Shop", "", "queue", "", "", "-2", "8")
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 8, Rate: -2, MeterTags: []Tag{{"m", "n"}}, InstrumentTags: []Tag{{"a", "b"}}, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 8, Rate: -2, MeterTags: []Tag{{"m", "n"}}, InstrumentTags: []Tag{{"a", "b"}}, Interval: time.Second, Elapsed: time.Second})
 	st.metric(16, 2, "S1", "Shop", "", "queue", "", "", "1", "9", int32(2))
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 9, Rate: 1, MeterTags: []Tag{{"m", "n"}}, InstrumentTags: []Tag{{"a", "b"}}, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "queue", Kind: KindUpDown, Value: 9, Rate: 1, MeterTags: []Tag{{"m", "n"}}, InstrumentTags: []Tag{{"a", "b"}}, Interval: time.Second, Elapsed: time.Second})
 	st.metric(4, 1, "S1", "Shop", "", "huge", "", "", "∞", "-Infinity")
-	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "huge", Kind: KindRate, Value: math.Inf(1), Total: math.Inf(-1), HasTotal: true, Interval: time.Second})
+	want = append(want, Sample{Meter: true, Provider: "Shop", Name: "huge", Kind: KindRate, Value: math.Inf(1), Total: math.Inf(-1), HasTotal: true, Interval: time.Second, Elapsed: time.Second})
 	st.metric(8, 0, "S1", "Shop", "1.0", "orders", "Counter`1", "{order}", "orders placed")
 	st.metric(8, 1, "S1", "Shop", "1.0", "queue", "UpDownCounter`1", "", "", "", "", "")
 	st.metric(8, 2, "S1", "Shop", "1.0", "latency", "Histogram`1", "ms", "", "", "", "", int32(3))
@@ -105,9 +105,12 @@ func TestDecodeEveryMetricsEvent(t *testing.T) {
 	st.metric(14, 0, "S1", "callback threw")
 	wantWarn = append(wantWarn, "warning callback error: an observable instrument's callback failed: callback threw")
 	st.metric(15, 0, "another-tool")
-	wantWarn = append(wantWarn, "warning multiple sessions: another tool's Metrics session (another-tool) is running in the target and only one is allowed before .NET 8: no Meter values will arrive")
-	st.metric(17, 0, "C1", "10", "20", "1000", "1000", "1", "1")
-	wantWarn = append(wantWarn, "warning shared session mismatch: the shared Metrics session already runs with other settings: MaxHistograms 20 (asked for 10); Meter values may be missing")
+	wantWarn = append(wantWarn, "warning multiple sessions: another tool's Metrics session (another-tool) is running in the target and a runtime before .NET 8 allows only one: no Meter values will arrive until it stops")
+	// The running session's settings come first (expected*), then what
+	// this client asked for (actual*).
+	st.metric(17, 0, "C1", "20", "10", "1000", "1000", "2", "1")
+	wantWarn = append(wantWarn, "warning shared session mismatch: the target's shared Metrics session (one per process on .NET 8+, shared with dotnet-counters, dotnet-monitor and clrdiag monitor) runs with other settings: RefreshInterval 2 (asked for 1), MaxHistograms 20 (asked for 10); "+
+		"it did not take this session's meters, so only the meters it already reads arrive, at its settings. Ask for the same settings to share it (dotnet-counters' defaults: a 1 s refresh interval, 10 histograms, 1000 time series)")
 	st.metric(4, 1, "S1", "Shop", "", "orders", "", "", "1,5", "3")
 	wantWarn = append(wantWarn, `warning bad event: System.Diagnostics.Metrics event 4 (CounterRateValuePublished) skipped: instrument Shop/orders: value "1,5" is not a number`)
 	st.metric(3, 0, "S1", t0, t0.Add(time.Second))
@@ -177,14 +180,14 @@ func TestDecodeEventCounters(t *testing.T) {
 	st.mean("System.Runtime", "cpu-usage", "CPU Usage", "%", 5000, 99, 1, 99, 99) // another session's interval
 	st.mean("Not.Asked", "x", "X", "", 1000, 1, 1, 1, 1)
 	st.mean("Clrdiag-Test", "test-latency", "Test Latency", "ms", 1000, 5.5, 10, 1, 10)
-	st.sum("Clrdiag-Test", "test-requests", "Test Requests", "00:01:00", 1000, 50)
+	st.sumAt("Clrdiag-Test", "test-requests", "Test Requests", "00:01:00", 1000, 2.5, 50) // 2.5 s measured
 	st.mean("Clrdiag-Test", "unwanted", "", "", 1000, 1, 1, 1, 1)
 	got := collectUpdates(t, testPlan(t, "System.Runtime,Clrdiag-Test[test-latency,test-requests]"), st.bytes())
 	want := []Sample{
-		{Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Kind: KindMean, Value: 12.5, Count: 1, Min: 12.5, Max: 12.5, Interval: time.Second},
-		{Provider: "System.Runtime", Name: "exception-count", DisplayName: "Exception Count", Kind: KindRate, Value: 3, Interval: time.Second},
-		{Provider: "Clrdiag-Test", Name: "test-latency", DisplayName: "Test Latency", Unit: "ms", Kind: KindMean, Value: 5.5, Count: 10, Min: 1, Max: 10, Interval: time.Second},
-		{Provider: "Clrdiag-Test", Name: "test-requests", DisplayName: "Test Requests", Kind: KindRate, Value: 50, Interval: time.Minute},
+		{Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Kind: KindMean, Value: 12.5, Count: 1, Min: 12.5, Max: 12.5, Interval: time.Second, Elapsed: time.Second},
+		{Provider: "System.Runtime", Name: "exception-count", DisplayName: "Exception Count", Kind: KindRate, Value: 3, Interval: time.Second, Elapsed: time.Second},
+		{Provider: "Clrdiag-Test", Name: "test-latency", DisplayName: "Test Latency", Unit: "ms", Kind: KindMean, Value: 5.5, Count: 10, Min: 1, Max: 10, Interval: time.Second, Elapsed: time.Second},
+		{Provider: "Clrdiag-Test", Name: "test-requests", DisplayName: "Test Requests", Kind: KindRate, Value: 50, Interval: time.Second, Elapsed: 2500 * time.Millisecond},
 	}
 	if len(got) != len(want) {
 		for _, u := range got {
@@ -197,8 +200,10 @@ func TestDecodeEventCounters(t *testing.T) {
 			t.Errorf("update %d:\n%s\nwant\n%s", i, describe(got[i]), describe(Update{Sample: &want[i]}))
 		}
 	}
-	if l := got[3].Sample.Label(); l != "Test Requests (Count / 60 sec)" {
-		t.Errorf("label %q", l)
+	// The rate is per second of the time measured, whatever the
+	// interval asked for and the display scale (1 min) the source gives.
+	if l, v := got[3].Sample.Label(), got[3].Sample.Shown(); l != "Test Requests (Count / 1 sec)" || v != 20 {
+		t.Errorf("shown as %q %v, want Test Requests (Count / 1 sec) 20", l, v)
 	}
 }
 
@@ -318,9 +323,17 @@ func TestPlanProviders(t *testing.T) {
 	if err != nil || len(p.Specs) != 1 || p.Specs[0].Provider != "System.Runtime" || p.Interval != time.Second {
 		t.Fatalf("zero config: %+v %v", p, err)
 	}
+	// The Meters alone, at their own interval (the shared session's).
+	p, err = NewPlan(Config{Specs: sp, RuntimeMajor: 8, RefreshInterval: 2 * time.Second, MetricsRefreshInterval: time.Second,
+		MetersOnly: true, SessionID: "SHARED", ClientID: "C"})
+	if err != nil || len(p.Providers) != 1 || p.Providers[0].String() != "System.Diagnostics.Metrics:0x2:4:SessionId=SHARED;Metrics=System.Runtime,Shop;RefreshInterval=1;MaxTimeSeries=1000;MaxHistograms=10;ClientId=C" {
+		t.Errorf("Meters only: %+v %v", p, err)
+	}
+	onlyLegacy, _ := ParseSpecs(`EventCounters\Legacy`)
 	for _, bad := range []Config{
 		{RefreshInterval: time.Microsecond}, {RefreshInterval: 1500 * time.Microsecond}, {RefreshInterval: -time.Second},
 		{MaxHistograms: -1}, {SessionID: "a;b"}, {Specs: []Spec{{Provider: "a=b"}}},
+		{MetricsRefreshInterval: 1500 * time.Microsecond}, {MetersOnly: true, Specs: onlyLegacy},
 	} {
 		if _, err := NewPlan(bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("NewPlan(%+v) = %v, want ErrConfig", bad, err)
@@ -332,19 +345,6 @@ func TestRuntimeMajor(t *testing.T) {
 	for in, want := range map[string]int{"8.0.1+abc": 8, "9.0.0-rc.2.24473.5": 9, "10.0.0": 10, "": 0, "v8": 0, "8": 8, "99999.1": 0, "8x": 0} {
 		if got := RuntimeMajor(in); got != want {
 			t.Errorf("RuntimeMajor(%q) = %d, want %d", in, got, want)
-		}
-	}
-}
-
-func TestParseTimeSpan(t *testing.T) {
-	for in, want := range map[string]time.Duration{"00:00:01": time.Second, "00:01:00": time.Minute, "1.02:00:00.5": 26*time.Hour + 500*time.Millisecond} {
-		if got, err := parseTimeSpan(in); err != nil || got != want {
-			t.Errorf("parseTimeSpan(%q) = %v, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"", "1", "00:60:00", "a:b:c", "-1.00:00:00", "99999999.00:00:00", "00:00:61"} {
-		if _, err := parseTimeSpan(bad); err == nil {
-			t.Errorf("parseTimeSpan(%q) accepted", bad)
 		}
 	}
 }

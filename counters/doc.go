@@ -16,9 +16,16 @@
 //	defer s.Close()
 //	err = s.Run(ctx, func(u counters.Update) error { ...; return nil })
 //
-// Follow does the same across stalls: a session that published values and
-// stops publishing (Config.StallTimeout) is stopped and a new one opened, so
-// the values keep coming; the monitor's /metrics and the CLI use it. A .NET
+// A rate's Sample carries the real time its increase covers (Elapsed: the
+// EventCounters payload's IntervalSec, or the time between the Metrics
+// session's collections), and is shown per second (Shown, PerSecond,
+// Label's "(Count / 1 sec)"). Up-down counters, and the levels .NET 9 and 10
+// publish as counters, are KindUpDown with their current value.
+//
+// Follow does the same across stalls on .NET Core 3.x: a session that
+// published values and stops publishing (Config.StallTimeout) is stopped
+// and a new one opened, so the values keep coming; the monitor's /metrics
+// and the CLI use it. A later runtime's session is never reopened. A .NET
 // Core 3.x runtime keeps one EventCounters interval for all sessions (the
 // shortest asked for; sometimes 1 s for the first session of a process):
 // when only another interval arrives, the Decoder adopts it with a

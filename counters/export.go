@@ -13,47 +13,50 @@ import (
 
 // Exporter writes samples to a file format. Close must be called to finish
 // the document (a JSON exporter closes its array there), also when
-// collection is interrupted, so that the output stays valid.
+// collection is interrupted, so that the output stays valid. Rows is the
+// number of rows (CSV lines, JSON events) written so far: a sample makes
+// none (no value), one, or one per percentile (a histogram).
 type Exporter interface {
 	Write(s *Sample) error
 	Close() error
+	Rows() int
 }
 
-// rows turns a sample into the (name suffix tags, value) rows of the file
-// formats: one row for plain counters, one per quantile for histograms,
-// as dotnet-counters does (tag Percentile=50 etc.).
+// rows turns a sample into the (tags, value) rows of the file formats:
+// one row for plain counters (a rate per second for a rate, see
+// Sample.Shown), one per quantile for histograms, as dotnet-counters does
+// (tag Percentile=50 etc.). The tags are written "k=v,k=v".
 func rows(s *Sample, emit func(tags string, value float64) error) error {
-	tags := s.TagString()
+	return eachRow(s, func(tags []Tag, v float64) error { return emit(FormatTags(tags), v) })
+}
+
+// eachRow is rows with the tags as a list.
+func eachRow(s *Sample, emit func(tags []Tag, value float64) error) error {
 	if s.Kind != KindHistogram {
 		if s.NoValue {
 			return nil
 		}
-		return emit(tags, s.Value)
+		return emit(s.Tags, s.Shown())
 	}
 	for _, q := range s.Quantiles {
-		t := "Percentile=" + strconv.FormatFloat(q.Quantile*100, 'f', -1, 64)
-		if tags != "" {
-			t = tags + "," + t
-		}
-		if err := emit(t, q.Value); err != nil {
+		tags := append(s.Tags[:len(s.Tags):len(s.Tags)], Tag{Key: "Percentile", Value: strconv.FormatFloat(q.Quantile*100, 'f', -1, 64)})
+		if err := emit(tags, q.Value); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Time forms of the files, as dotnet-counters writes them.
+// Time forms of the files, as dotnet-counters 10 writes them.
 const (
 	// localTimeLayout is .NET's DateTime.ToString() in the invariant
-	// culture: dotnet-counters' CSV timestamps and JSON StartTime, in the
-	// local time zone.
+	// culture: dotnet-counters' CSV timestamps, in the local time zone.
 	localTimeLayout = "01/02/2006 15:04:05"
-	// jsonTimeLayout is the JSON events' timestamp: UTC to the second with
-	// a Z, the one form jq's fromdateiso8601 reads. dotnet-counters writes
-	// DateTime.Now.ToString("u"): the local wall-clock time with a space
-	// and a Z, which is the same instant only on a machine whose time zone
-	// is UTC and which jq cannot parse; clrdiag writes the true UTC time.
-	jsonTimeLayout = "2006-01-02T15:04:05Z"
+	// jsonTimeLayout is the JSON file's StartTime and event timestamps:
+	// ISO 8601 with seven fractional digits (.NET's "o" format) and the
+	// zone offset. dotnet-counters writes the local time; clrdiag writes
+	// the events in UTC ("Z"), the same instant on every machine.
+	jsonTimeLayout = "2006-01-02T15:04:05.0000000Z07:00"
 )
 
 // CSVExporter writes dotnet-counters' CSV: a header
@@ -67,6 +70,7 @@ type CSVExporter struct {
 
 	w      *bufio.Writer
 	header bool
+	n      int
 }
 
 // NewCSVExporter returns a CSV exporter writing to w.
@@ -98,6 +102,7 @@ func (e *CSVExporter) Write(s *Sample) error {
 		e.w.WriteByte(',')
 		e.w.WriteString(formatValue(v))
 		_, err := e.w.WriteString("\n")
+		e.n++
 		return err
 	})
 	if err != nil {
@@ -105,6 +110,9 @@ func (e *CSVExporter) Write(s *Sample) error {
 	}
 	return e.w.Flush()
 }
+
+// Rows is the number of value rows written (the header not counted).
+func (e *CSVExporter) Rows() int { return e.n }
 
 // Close flushes the output; a file with no samples still gets its header.
 func (e *CSVExporter) Close() error {
@@ -138,15 +146,16 @@ func formatValue(v float64) string {
 
 // JSONExporter writes dotnet-counters' JSON document:
 //
-//	{"TargetProcess": "dotnet", "StartTime": "11/21/2026 10:30:00", "Events": [
-//	  {"timestamp": "2026-11-21T09:30:01Z", "provider": "...", "name": "...", "tags": "...",
+//	{"TargetProcess": "dotnet", "StartTime": "2026-11-21T10:30:00.0000000+01:00", "Events": [
+//	  {"timestamp": "2026-11-21T09:30:01.2345678Z", "provider": "...", "name": "...", "tags": "...",
 //	   "counterType": "Metric", "meterTags": "...", "instrumentTags": "...", "value": 1.5}, ...]}
 //
 // TargetProcess is the process name (dotnet-counters writes .NET's
 // Process.ProcessName: "dotnet" for an app run with "dotnet app.dll"), and
-// StartTime the local time in dotnet-counters' form. Event timestamps are
-// UTC in the form jq's fromdateiso8601 reads (see jsonTimeLayout for how
-// that differs from dotnet-counters). meterTags and instrumentTags are the
+// StartTime the local time in ISO 8601 with its offset, as dotnet-counters
+// 10 writes it. Event timestamps are ISO 8601 with seven fractional digits
+// in UTC (dotnet-counters writes the local time with its offset: the same
+// instant). meterTags and instrumentTags are the
 // Sample's MeterTags and InstrumentTags as "k=v,k=v" (empty when the target
 // did not announce any). Every event is flushed as it is written; Close
 // writes the closing brackets.
@@ -175,7 +184,7 @@ func (e *JSONExporter) open() {
 	e.w.WriteString(`{"TargetProcess": `)
 	e.w.Write(tp)
 	e.w.WriteString(`, "StartTime": "`)
-	e.w.WriteString(e.start.In(cmp.Or(e.Location, time.Local)).Format(localTimeLayout))
+	e.w.WriteString(e.start.In(cmp.Or(e.Location, time.Local)).Format(jsonTimeLayout))
 	e.w.WriteString(`", "Events": [`)
 }
 
@@ -218,6 +227,9 @@ func (e *JSONExporter) Write(s *Sample) error {
 	}
 	return e.w.Flush()
 }
+
+// Rows is the number of events written.
+func (e *JSONExporter) Rows() int { return e.n }
 
 // Close ends the document so that it parses.
 func (e *JSONExporter) Close() error {

@@ -52,8 +52,8 @@ func TestCSVExporter(t *testing.T) {
 		{"11/21/2026 11:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=95]", "Metric", "20"},
 		{"11/21/2026 11:30:01", "Shop", "req.duration (ms)[route=/a;b;Percentile=99]", "Metric", "30"},
 	}
-	if len(recs) != len(want) {
-		t.Fatalf("got %d records:\n%v", len(recs), recs)
+	if len(recs) != len(want) || e.Rows() != len(want)-1 {
+		t.Fatalf("got %d records (Rows %d):\n%v", len(recs), e.Rows(), recs)
 	}
 	for i := range want {
 		if strings.Join(recs[i], "|") != strings.Join(want[i], "|") {
@@ -83,8 +83,8 @@ func TestJSONExporterValidWhenInterrupted(t *testing.T) {
 			t.Fatalf("after %d samples the JSON does not parse: %v\n%s", n, err, buf.String())
 		}
 		wantEvents := []int{0, 1, 2, 5}[n]
-		if doc.TargetProcess != "app" || len(doc.Events) != wantEvents {
-			t.Fatalf("after %d samples: %+v", n, doc)
+		if doc.TargetProcess != "app" || len(doc.Events) != wantEvents || e.Rows() != wantEvents {
+			t.Fatalf("after %d samples (Rows %d): %+v", n, e.Rows(), doc)
 		}
 		if n >= 2 && (doc.Events[1].CounterType != "Rate" || doc.Events[1].Value != 3) {
 			t.Fatalf("rate event = %+v", doc.Events[1])
@@ -106,9 +106,9 @@ func TestJSONExporterKeys(t *testing.T) {
 	}
 	lines := strings.Split(buf.String(), "\n")
 	want := map[int]string{
-		0: `{"TargetProcess": "app", "StartTime": "01/02/2026 04:04:05", "Events": [`,
-		1: `  {"timestamp":"2026-11-21T10:30:00Z","provider":"System.Runtime","name":"CPU Usage (%)","tags":"","counterType":"Metric","meterTags":"","instrumentTags":"","value":12.5},`,
-		3: `  {"timestamp":"2026-11-21T10:30:01Z","provider":"Shop","name":"req.duration (ms)","tags":"route=/a,b,Percentile=50","counterType":"Metric","meterTags":"region=eu,tier=1","instrumentTags":"kind=web","value":10},`,
+		0: `{"TargetProcess": "app", "StartTime": "2026-01-02T04:04:05.0000000+01:00", "Events": [`,
+		1: `  {"timestamp":"2026-11-21T10:30:00.1234567Z","provider":"System.Runtime","name":"CPU Usage (%)","tags":"","counterType":"Metric","meterTags":"","instrumentTags":"","value":12.5},`,
+		3: `  {"timestamp":"2026-11-21T10:30:01.1234567Z","provider":"Shop","name":"req.duration (ms)","tags":"route=/a,b,Percentile=50","counterType":"Metric","meterTags":"region=eu,tier=1","instrumentTags":"kind=web","value":10},`,
 	}
 	for i, w := range want {
 		if i >= len(lines) || lines[i] != w {
@@ -118,7 +118,9 @@ func TestJSONExporterKeys(t *testing.T) {
 }
 
 // TestJSONExporterJQ reads the JSON file with jq, as people do: every event
-// timestamp goes through fromdateiso8601 to the sample's second.
+// timestamp goes through fromdateiso8601 (after jq's documented removal of
+// the fraction, which it cannot read) to the sample's second, and the
+// StartTime too.
 func TestJSONExporterJQ(t *testing.T) {
 	jq, err := exec.LookPath("jq")
 	if err != nil {
@@ -128,7 +130,9 @@ func TestJSONExporterJQ(t *testing.T) {
 		t.Skip("SKIPPING: jq not found; install Debian's jq (make test does) to check the JSON file in it")
 	}
 	var buf bytes.Buffer
-	e := NewJSONExporter(&buf, "app", time.Now())
+	start := time.Now()
+	e := NewJSONExporter(&buf, "app", start)
+	e.Location = time.UTC
 	for _, s := range testSamples() {
 		if err := e.Write(s); err != nil {
 			t.Fatal(err)
@@ -137,14 +141,15 @@ func TestJSONExporterJQ(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(jq, "-r", `.TargetProcess, (.Events[] | .timestamp | fromdateiso8601)`)
+	cmd := exec.Command(jq, "-r", `.TargetProcess, (.StartTime | sub("\\.[0-9]+"; "") | sub("\\+00:00$"; "Z") | fromdateiso8601), `+
+		`(.Events[] | .timestamp | sub("\\.[0-9]+"; "") | fromdateiso8601)`)
 	cmd.Stdin = &buf
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("jq: %v\n%s", err, out)
 	}
 	t0 := testSamples()[0].Time.Unix()
-	want := fmt.Sprintf("app\n%d\n%d\n%d\n%d\n%d\n", t0, t0, t0+1, t0+1, t0+1)
+	want := fmt.Sprintf("app\n%d\n%d\n%d\n%d\n%d\n%d\n", start.Unix(), t0, t0, t0+1, t0+1, t0+1)
 	if string(out) != want {
 		t.Errorf("jq read\n%s\nwant\n%s", out, want)
 	}

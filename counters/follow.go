@@ -30,7 +30,11 @@ type FollowConfig struct {
 // and keeps the values coming across stalls: when a session that published
 // values stops publishing (Config.StallTimeout; every session of a .NET
 // Core 3.x runtime stalls when another session ends), it is stopped and a
-// new one is opened. Stopping the stalled session first is what makes this
+// new one is opened. Stalls are only looked for in .NET Core 3.x (and in a
+// runtime whose version is unknown): a later runtime's session is kept
+// however long it is quiet (a process stopped for a while, a Meter with no
+// measurements), since reopening it would restart what the runtime
+// aggregates for it. Stopping the stalled session first is what makes this
 // safe: on such a runtime a session that ends stops the counters of every
 // other session, including its own replacement. A session that still gets
 // counter payloads at another session's interval is not stalled (the
@@ -54,8 +58,8 @@ func Follow(ctx context.Context, t Target, cfg Config, fc FollowConfig, fn func(
 			}
 			return err
 		}
-		if s.RuntimeVersion != "" && cfg.RuntimeMajor == 0 {
-			cfg.RuntimeMajor = RuntimeMajor(s.RuntimeVersion) // ask once
+		if cfg.RuntimeMajor == 0 {
+			cfg.RuntimeMajor = s.RuntimeMajor // ask once
 		}
 		if fc.Started != nil {
 			if err := fc.Started(s, reopened); err != nil {

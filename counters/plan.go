@@ -1,6 +1,7 @@
 package counters
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -24,7 +25,10 @@ const SharedSessionID = "SHARED"
 // value events (and the limit and error events).
 const metricsKeywordTimeSeriesValues uint64 = 0x2
 
-// Defaults of Config, the same as dotnet-counters.
+// Defaults of Config, the same as dotnet-counters. They are also the
+// settings of the shared Metrics session (.NET 8+) that dotnet-counters
+// joins with its defaults: a client that asks for other settings is left
+// out of it.
 const (
 	DefaultRefreshInterval = time.Second
 	DefaultMaxTimeSeries   = 1000
@@ -63,9 +67,27 @@ type Config struct {
 	// StallTimeout is how long a session that has published values may
 	// publish none before Run reports it stalled (ErrStalled); 0 means two
 	// refresh intervals plus two seconds, a negative value never. Counter
-	// payloads at another session's interval count as published: only a
-	// runtime that stopped publishing altogether is stalled.
+	// payloads at another session's interval, and the Metrics session's
+	// collections, count as published: only a runtime that stopped
+	// publishing altogether is stalled. Stalls are detected only in .NET
+	// Core 3.x (and runtimes whose version is unknown), the one runtime
+	// that stops a session's counters when another session ends; a later
+	// runtime's session is never reopened.
 	StallTimeout time.Duration
+	// MetricsRefreshInterval is the refresh interval asked of the
+	// System.Diagnostics.Metrics provider; 0 means RefreshInterval. On
+	// .NET 8 and later every tool shares one Metrics session, and only
+	// tools asking for the same interval, MaxHistograms and MaxTimeSeries
+	// get their meters into it: a long-lived client (the monitor) asks for
+	// dotnet-counters' defaults (DefaultRefreshInterval,
+	// DefaultMaxHistograms, DefaultMaxTimeSeries) so that dotnet-counters
+	// keeps working next to it.
+	MetricsRefreshInterval time.Duration
+	// MetersOnly enables the System.Diagnostics.Metrics provider alone:
+	// the specs are read as Meters, their EventCounters are not enabled
+	// (a session for the Meters next to one for the EventCounters, which
+	// names its specs with the EventCounters\ prefix).
+	MetersOnly bool
 }
 
 // Plan is a resolved Config: the EventPipe providers to enable and what the
@@ -77,6 +99,9 @@ type Plan struct {
 	// Interval is the refresh interval; EventCounters published for other
 	// intervals (by other sessions) are ignored.
 	Interval time.Duration
+	// MetricsInterval is the Metrics provider's refresh interval
+	// (Config.MetricsRefreshInterval, or Interval).
+	MetricsInterval time.Duration
 	// SessionID and ClientID are the Metrics session's ids ("" when no
 	// Meter is asked for).
 	SessionID string
@@ -122,19 +147,29 @@ func NewPlan(cfg Config) (*Plan, error) {
 		}
 	}
 	secs := strconv.FormatFloat(p.Interval.Seconds(), 'f', -1, 64)
+	p.MetricsInterval = cmp.Or(cfg.MetricsRefreshInterval, p.Interval)
+	if p.MetricsInterval < time.Millisecond || p.MetricsInterval%time.Millisecond != 0 || p.MetricsInterval > 24*time.Hour {
+		return nil, fmt.Errorf("%w: Metrics refresh interval %v: use a whole number of milliseconds, at least 1ms and at most a day", ErrConfig, p.MetricsInterval)
+	}
+	metricsSecs := strconv.FormatFloat(p.MetricsInterval.Seconds(), 'f', -1, 64)
 	var meters []string
 	for _, sp := range p.Specs {
 		if sp.Provider == "" || strings.ContainsAny(sp.Provider, ",;=\"") {
 			return nil, fmt.Errorf("%w: provider name %q", ErrConfig, sp.Provider)
 		}
-		p.Providers = append(p.Providers, eventpipe.Provider{
-			Name:  sp.Provider,
-			Level: eventpipe.LevelInformational,
-			Args:  []eventpipe.Arg{{Key: "EventCounterIntervalSec", Value: secs}},
-		})
+		if !cfg.MetersOnly {
+			p.Providers = append(p.Providers, eventpipe.Provider{
+				Name:  sp.Provider,
+				Level: eventpipe.LevelInformational,
+				Args:  []eventpipe.Arg{{Key: "EventCounterIntervalSec", Value: secs}},
+			})
+		}
 		if !sp.EventCountersOnly {
 			meters = append(meters, sp.Provider)
 		}
+	}
+	if cfg.MetersOnly && len(meters) == 0 {
+		return nil, fmt.Errorf("%w: a Meters-only session with no Meter (every provider has the EventCounters\\ prefix)", ErrConfig)
 	}
 	if len(meters) > 0 {
 		newID := newGUID
@@ -165,7 +200,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 			Args: []eventpipe.Arg{
 				{Key: "SessionId", Value: p.SessionID},
 				{Key: "Metrics", Value: strings.Join(meters, ",")},
-				{Key: "RefreshInterval", Value: secs},
+				{Key: "RefreshInterval", Value: metricsSecs},
 				{Key: "MaxTimeSeries", Value: strconv.Itoa(maxTS)},
 				{Key: "MaxHistograms", Value: strconv.Itoa(maxH)},
 				{Key: "ClientId", Value: p.ClientID},

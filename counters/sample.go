@@ -15,10 +15,15 @@ const (
 	// is a level (a mean over the interval, or the last observation).
 	KindMean Kind = iota
 	// KindRate is an incrementing counter or a Metrics counter: the value
-	// is the increase during the interval.
+	// is the increase during the interval (Elapsed); PerSecond turns it
+	// into a rate.
 	KindRate
 	// KindUpDown is a Metrics UpDownCounter: the value is its current total
-	// and Rate the change during the interval.
+	// and Rate the change during the interval. Instruments that the
+	// OpenTelemetry semantic conventions define as up-down counters but a
+	// runtime publishes as counters (System.Runtime's
+	// dotnet.thread_pool.thread.count and queue.length on .NET 9 and 10)
+	// are of this kind too.
 	KindUpDown
 	// KindGauge is a Metrics gauge (ObservableGauge or Gauge).
 	KindGauge
@@ -53,7 +58,7 @@ type Sample struct {
 	Unit        string
 	Kind        Kind
 	Value       float64 // mean, increment, gauge value or up-down total
-	Rate        float64 // up-down counters: change in the interval
+	Rate        float64 // up-down counters: change in the interval (not per second)
 	// Total is the cumulative value of a Metrics counter (KindRate) since
 	// the instrument was created, when the runtime sends it (.NET 8 and
 	// later: HasTotal); Value is then still the increase in the interval.
@@ -78,7 +83,19 @@ type Sample struct {
 	// later); nil for EventCounters and older runtimes.
 	MeterTags      []Tag
 	InstrumentTags []Tag
-	Interval       time.Duration
+	// Interval is how often the runtime publishes the counter: the
+	// EventCounters payload's Series (Interval=ms), which may be another
+	// session's on .NET Core 3.x, or the Metrics session's collection
+	// period.
+	Interval time.Duration
+	// Elapsed is the real time the sample covers, measured by the
+	// runtime: the EventCounters payload's IntervalSec, or for Metrics the
+	// time between the session's two latest collections (their
+	// CollectionStart events; the first one's own interval before there
+	// are two). A rate's Value is the increase over Elapsed, which differs
+	// from Interval when the process is loaded or was stopped. 0 when
+	// unknown (then Interval stands for it).
+	Elapsed time.Duration
 	// NoValue marks an instrument that reported no measurement (a gauge
 	// whose value string was empty, e.g. an ended instrument).
 	NoValue bool
@@ -101,33 +118,60 @@ func FormatTags(tags []Tag) string {
 	return b.String()
 }
 
+// Span is the time the sample's increase covers: Elapsed, else Interval,
+// else one second.
+func (s *Sample) Span() time.Duration {
+	switch {
+	case s.Elapsed > 0:
+		return s.Elapsed
+	case s.Interval > 0:
+		return s.Interval
+	}
+	return time.Second
+}
+
+// PerSecond is a rate's increase per second of real time (Value divided by
+// Span); ok is false for other kinds and samples without a value.
+func (s *Sample) PerSecond() (rate float64, ok bool) {
+	if s.Kind != KindRate || s.NoValue {
+		return 0, false
+	}
+	return s.Value / s.Span().Seconds(), true
+}
+
+// Shown is the value a person reads next to Label: a rate per second
+// (PerSecond), or the value itself.
+func (s *Sample) Shown() float64 {
+	if r, ok := s.PerSecond(); ok {
+		return r
+	}
+	return s.Value
+}
+
 // Label is the name a person reads: the display name (or the name) with
-// the unit in parentheses, as dotnet-counters prints it.
+// the unit in parentheses, as dotnet-counters prints it. A rate is per
+// second whatever the refresh interval ("Exception Count (Count / 1
+// sec)"): its value (Shown) is the increase divided by the real time it
+// covers, so label and value agree at every interval, and the value does
+// not change when another session changes the runtime's interval.
 func (s *Sample) Label() string {
 	n := s.DisplayName
 	if n == "" {
 		n = s.Name
 	}
 	unit := s.Unit
-	if s.Kind == KindRate && unit == "" {
-		unit = "Count / " + formatInterval(s.Interval)
-	} else if s.Kind == KindRate && !strings.Contains(unit, "/") && s.Interval > 0 {
-		unit += " / " + formatInterval(s.Interval)
+	if s.Kind == KindRate {
+		if unit == "" {
+			unit = "Count"
+		}
+		if !strings.Contains(unit, "/") {
+			unit += " / 1 sec"
+		}
 	}
 	if unit != "" {
 		n += " (" + unit + ")"
 	}
 	return n
-}
-
-func formatInterval(d time.Duration) string {
-	if d <= 0 {
-		d = time.Second
-	}
-	if d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10) + " sec"
-	}
-	return d.String()
 }
 
 // ParseTags parses the "k=v,k=v" tag text of Metrics events.

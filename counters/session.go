@@ -51,10 +51,14 @@ var ErrStalled = errors.New("counters: no counter values")
 const stallGrace = 2 * time.Second
 
 // stallAfter is the stall timeout of the configuration for a session
-// refreshed every interval; 0 means no detection.
-func (c *Config) stallAfter(interval time.Duration) time.Duration {
+// refreshed every interval in a runtime of the given major version (0:
+// unknown); 0 means no detection. Only .NET Core 3.x stops a session's
+// counters when another session ends: a later runtime's session is never
+// reopened, which would lose what the runtime aggregates for it (an
+// UpDownCounter restarts from 0) for no gain.
+func (c *Config) stallAfter(interval time.Duration, major int) time.Duration {
 	switch {
-	case c.StallTimeout < 0:
+	case c.StallTimeout < 0, major >= 5:
 		return 0
 	case c.StallTimeout > 0:
 		return c.StallTimeout
@@ -76,6 +80,11 @@ type Session struct {
 	// RuntimeVersion is the target's ClrProductVersion, "" when it does
 	// not report one (.NET 5 and earlier) or Config.RuntimeMajor was set.
 	RuntimeVersion string
+	// RuntimeMajor is the target's major version as far as it is known:
+	// Config.RuntimeMajor, the major of RuntimeVersion, 3 for a runtime
+	// that does not know ProcessInfo (.NET Core 3.x), 5 for one that
+	// answers it without a version; 0 when unknown.
+	RuntimeMajor int
 	// Warnings lists what EventPipe gave up to fit the runtime.
 	Warnings []string
 
@@ -93,7 +102,7 @@ func Start(ctx context.Context, t Target, cfg Config) (*Session, error) {
 	if _, err := NewPlan(cfg); err != nil { // check before talking to the process
 		return nil, err
 	}
-	s := &Session{}
+	s := &Session{RuntimeMajor: cfg.RuntimeMajor}
 	if cfg.RuntimeMajor == 0 && cfg.SessionID == "" {
 		pctx, cancel := context.WithTimeout(ctx, processInfoTimeout)
 		info, err := t.ProcessInfo(pctx)
@@ -102,6 +111,12 @@ func Start(ctx context.Context, t Target, cfg Config) (*Session, error) {
 		case err == nil:
 			s.RuntimeVersion = info.ClrProductVersion
 			cfg.RuntimeMajor = RuntimeMajor(info.ClrProductVersion)
+			s.RuntimeMajor = cfg.RuntimeMajor
+			if s.RuntimeMajor == 0 {
+				s.RuntimeMajor = 5 // ProcessInfo without a version
+			}
+		case errors.Is(err, ipc.ErrUnknownCommand):
+			s.RuntimeMajor = 3 // ProcessInfo is .NET 5 and later
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		}
@@ -117,7 +132,7 @@ func Start(ctx context.Context, t Target, cfg Config) (*Session, error) {
 	}
 	s.ep = ep
 	s.Warnings = ep.Warnings
-	s.stallAfter = cfg.stallAfter(plan.Interval)
+	s.stallAfter = cfg.stallAfter(plan.Interval, s.RuntimeMajor)
 	return s, nil
 }
 

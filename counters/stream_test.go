@@ -173,10 +173,18 @@ func (s *stream) mean(provider, name, display, units string, intervalMS int, mea
 		"Interval="+itoa(intervalMS), "Mean", "", units)
 }
 
-// sum writes an IncrementingEventCounter value.
+// sum writes an IncrementingEventCounter value measured over the
+// interval.
 func (s *stream) sum(provider, name, display, scale string, intervalMS int, inc float64) {
 	s.t.Helper()
-	s.counter(provider, sumFields, name, display, scale, inc, float32(intervalMS)/1000, "", "Interval="+itoa(intervalMS), "Sum", "")
+	s.sumAt(provider, name, display, scale, intervalMS, float32(intervalMS)/1000, inc)
+}
+
+// sumAt writes an IncrementingEventCounter value of a session at
+// intervalMS, measured over intervalSec (IntervalSec).
+func (s *stream) sumAt(provider, name, display, scale string, intervalMS int, intervalSec float32, inc float64) {
+	s.t.Helper()
+	s.counter(provider, sumFields, name, display, scale, inc, intervalSec, "", "Interval="+itoa(intervalMS), "Sum", "")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

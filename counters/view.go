@@ -13,7 +13,11 @@ import (
 )
 
 // View keeps the latest value of every counter and renders them as a table
-// grouped by provider, the way dotnet-counters monitor shows them.
+// grouped by provider, the way dotnet-counters monitor shows them. Rates are
+// shown per second (Sample.Shown); a counter with tags gets a row of its
+// tag names and a row per tag combination with the tag values in columns,
+// as dotnet-counters 8+ shows them (route, status code and percentile stay
+// readable in a narrow terminal).
 //
 // In terminal mode Render redraws in place: it moves the cursor home and
 // overwrites each line, clearing only what is left of the previous frame,
@@ -25,7 +29,8 @@ type View struct {
 	Title string
 	// Status is shown under the title (e.g. "Running", "Stopped").
 	Status string
-	// Width of the counter name column (default 64).
+	// Width of the counter name column (default 64): names, and the tag
+	// columns of a counter with tags, are cut to fit it.
 	NameWidth int
 	// ShowDeltas adds a "Last Delta" column (plain mode: a "delta" field)
 	// with the change of each value since the one before it, i.e. over one
@@ -37,15 +42,23 @@ type View struct {
 	FullNumbers bool
 
 	providers []string
-	rows      map[string]map[string]*viewRow // provider -> row key -> row
+	counters  map[string]map[string]*viewCounter // provider -> counter name -> counter
 	changed   []*viewRow
 	buf       bytes.Buffer
+}
+
+// viewCounter is one counter of a provider and its rows (one per tag
+// combination; the untagged row has no tags).
+type viewCounter struct {
+	label string
+	rows  map[string]*viewRow // by tags as "k=v,k=v"
 }
 
 type viewRow struct {
 	provider string
 	label    string
-	tags     string
+	tags     []Tag
+	tagText  string
 	value    float64
 	// prev is the value before value, when hasPrev.
 	prev    float64
@@ -64,29 +77,39 @@ func (r *viewRow) delta(v *View) string {
 
 // Update records a sample.
 func (v *View) Update(s *Sample) {
-	if v.rows == nil {
-		v.rows = map[string]map[string]*viewRow{}
+	if v.counters == nil {
+		v.counters = map[string]map[string]*viewCounter{}
 	}
 	// Names, units and tags come from the target: escaped for the terminal.
 	provider := termsafe.String(s.Provider)
-	p := v.rows[provider]
+	p := v.counters[provider]
 	if p == nil {
-		p = map[string]*viewRow{}
-		v.rows[provider] = p
+		p = map[string]*viewCounter{}
+		v.counters[provider] = p
 		v.providers = append(v.providers, provider)
 		sort.Strings(v.providers)
 	}
 	label := termsafe.String(s.Label())
-	_ = rows(s, func(tags string, val float64) error {
-		tags = termsafe.String(tags)
-		key := label + "\x00" + tags
-		r := p[key]
+	c := p[s.Name]
+	if c == nil {
+		c = &viewCounter{rows: map[string]*viewRow{}}
+		p[s.Name] = c
+	}
+	c.label = label
+	_ = eachRow(s, func(tags []Tag, val float64) error {
+		safe := make([]Tag, len(tags))
+		for i, t := range tags {
+			safe[i] = Tag{Key: termsafe.String(t.Key), Value: termsafe.String(t.Value)}
+		}
+		key := FormatTags(safe)
+		r := c.rows[key]
 		if r == nil {
-			r = &viewRow{provider: provider, label: label, tags: tags, value: val}
-			p[key] = r
+			r = &viewRow{provider: provider, tags: safe, tagText: key, value: val}
+			c.rows[key] = r
 		} else {
 			r.prev, r.hasPrev = r.value, true
 		}
+		r.label = label
 		r.value = val
 		r.time = s.Time
 		if !r.dirty {
@@ -121,8 +144,8 @@ func (v *View) Render(w io.Writer) error {
 	} else {
 		for _, r := range v.changed {
 			name := r.label
-			if r.tags != "" {
-				name += "[" + r.tags + "]"
+			if r.tagText != "" {
+				name += "[" + r.tagText + "]"
 			}
 			fmt.Fprintf(&v.buf, "%s  %s  %s  %s", r.time.Format("15:04:05"), r.provider, name, v.format(r.value))
 			if d := r.delta(v); v.ShowDeltas && d != "" {
@@ -179,31 +202,113 @@ func (v *View) renderTable(b *bytes.Buffer) {
 	}
 	for _, p := range v.providers {
 		line("[" + p + "]")
-		rs := make([]*viewRow, 0, len(v.rows[p]))
-		for _, r := range v.rows[p] {
-			rs = append(rs, r)
+		cs := make([]*viewCounter, 0, len(v.counters[p]))
+		for _, c := range v.counters[p] {
+			cs = append(cs, c)
 		}
-		sort.Slice(rs, func(i, j int) bool {
-			if rs[i].label != rs[j].label {
-				return rs[i].label < rs[j].label
-			}
-			return rs[i].tags < rs[j].tags
-		})
-		prev := ""
-		for _, r := range rs {
-			if r.tags == "" {
-				line(fmt.Sprintf("    %-*s", width-4, clip(r.label, width-4)) + values(r))
-				prev = r.label
+		sort.Slice(cs, func(i, j int) bool { return cs[i].label < cs[j].label })
+		for _, c := range cs {
+			if r := c.rows[""]; r != nil && len(c.rows) == 1 {
+				line(fmt.Sprintf("    %-*s", width-4, clip(c.label, width-4)) + values(r))
 				continue
 			}
-			if r.label != prev {
-				line("    " + r.label)
-				prev = r.label
+			line("    " + clip(c.label, width-4))
+			rs := make([]*viewRow, 0, len(c.rows))
+			for _, r := range c.rows {
+				rs = append(rs, r)
 			}
-			line(fmt.Sprintf("        %-*s", width-8, clip(r.tags, width-8)) + values(r))
+			sort.Slice(rs, func(i, j int) bool { return rs[i].tagText < rs[j].tagText })
+			header, cells := tagColumns(rs, width-8)
+			line("        " + header)
+			for i, r := range rs {
+				line(fmt.Sprintf("        %-*s", width-8, cells[i]) + values(r))
+			}
 		}
 	}
 	b.WriteString(escClearDown)
+}
+
+// tagColumns lays the tags of a counter's rows out in columns, one per tag
+// name (in the order they first appear), each as wide as its widest text.
+// Columns that do not fit in width are narrowed: first the tag names wider
+// than their values (cut from the left, keeping the informative end:
+// "...status_code"), then the widest values, down to 5 characters. It
+// returns the header (the tag names) and each row's cells; a row without a
+// tag shows "<no tags>".
+func tagColumns(rs []*viewRow, width int) (header string, cells []string) {
+	var keys []string
+	col := map[string]int{}
+	for _, r := range rs {
+		for _, t := range r.tags {
+			if _, ok := col[t.Key]; !ok {
+				col[t.Key] = len(keys)
+				keys = append(keys, t.Key)
+			}
+		}
+	}
+	valw := make([]int, len(keys)) // widest value of each column
+	vals := make([][]string, len(rs))
+	for i, r := range rs {
+		vals[i] = make([]string, len(keys))
+		for _, t := range r.tags {
+			j := col[t.Key]
+			vals[i][j] = t.Value
+			valw[j] = max(valw[j], len(t.Value))
+		}
+	}
+	w := make([]int, len(keys))
+	total := 0
+	for i, k := range keys {
+		w[i] = max(len(k), valw[i])
+		total += w[i] + 1
+	}
+	const narrowest = 5
+	for total > width {
+		pick := -1
+		for i := range w { // a name wider than its values, the most first
+			if w[i] > max(valw[i], narrowest) && (pick < 0 || w[i]-valw[i] > w[pick]-valw[pick]) {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			for i := range w { // the widest
+				if w[i] > narrowest && (pick < 0 || w[i] > w[pick]) {
+					pick = i
+				}
+			}
+		}
+		if pick < 0 {
+			break
+		}
+		w[pick]--
+		total--
+	}
+	var b strings.Builder
+	for i, k := range keys {
+		fmt.Fprintf(&b, "%-*s ", w[i], clipLeft(k, w[i]))
+	}
+	header = strings.TrimRight(clip(b.String(), width), " ")
+	cells = make([]string, len(rs))
+	for i := range rs {
+		if len(rs[i].tags) == 0 {
+			cells[i] = "<no tags>"
+			continue
+		}
+		b.Reset()
+		for j, v := range vals[i] {
+			fmt.Fprintf(&b, "%-*s ", w[j], clip(v, w[j]))
+		}
+		cells[i] = strings.TrimRight(clip(b.String(), width), " ")
+	}
+	return header, cells
+}
+
+// clipLeft cuts s to n characters keeping its end.
+func clipLeft(s string, n int) string {
+	if len(s) <= n || n < 4 {
+		return s
+	}
+	return "..." + s[len(s)-(n-3):]
 }
 
 func clip(s string, n int) string {

@@ -83,8 +83,9 @@ func TestViewTerminalRefreshes(t *testing.T) {
 		"Name                                        Current Value",
 		"[Shop]",
 		"    req (ms)",
-		"        Percentile=50                                   1",
-		"        Percentile=99                          2.0000e+09",
+		"        Percentile",
+		"        50                                              1",
+		"        99                                     2.0000e+09",
 		"[System.Runtime]",
 		"    CPU Usage (%)                                      30",
 		"    Working Set (MB)                             1234.568",
@@ -141,8 +142,9 @@ func TestViewTerminalDeltas(t *testing.T) {
 		"Name                              Current Value       Last Delta",
 		"[Shop]",
 		"    req (ms)",
-		"        Percentile=50                         2                1",
-		"        Percentile=99                6.0000e+09       2.0000e+09",
+		"        Percentile",
+		"        50                                    2                1",
+		"        99                           6.0000e+09       2.0000e+09",
 		"[System.Runtime]",
 		"    CPU Usage (%)                            25               -5",
 		"    late                                      7",
@@ -157,7 +159,7 @@ func TestViewTerminalDeltas(t *testing.T) {
 	if err := v.Render(&out); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(screen(t, out.Bytes()), "\n"); !strings.Contains(got, "        Percentile=99                6000000000       2000000000\n") {
+	if got := strings.Join(screen(t, out.Bytes()), "\n"); !strings.Contains(got, "        99                           6000000000       2000000000\n") {
 		t.Fatalf("full numbers:\n%s", got)
 	}
 }
@@ -198,5 +200,48 @@ func TestViewEscapesTargetText(t *testing.T) {
 		if !strings.Contains(out, `P\x1b[2J\x1b]0;x\x07\u009b1m\u202e`) {
 			t.Errorf("terminal=%v: provider not shown escaped: %q", terminal, out)
 		}
+	}
+}
+
+// Tags are columns, as dotnet-counters shows them: the tag names once, then
+// each combination's values under them, so the route, the status code and
+// the percentile stay visible however many tags there are. Columns that do
+// not fit are narrowed, the widest first.
+func TestViewTagColumns(t *testing.T) {
+	v := &View{Terminal: true, NameWidth: 60}
+	t0 := time.Unix(0, 0)
+	for _, tags := range [][]Tag{
+		{{"http.request.method", "GET"}, {"http.response.status_code", "200"}, {"http.route", "/items/{id}"}, {"url.scheme", "http"}},
+		{{"http.request.method", "POST"}, {"http.response.status_code", "500"}, {"http.route", "/throw"}, {"url.scheme", "http"}},
+	} {
+		v.Update(&Sample{Time: t0, Provider: "Microsoft.AspNetCore.Hosting", Name: "http.server.request.duration", Unit: "s", Kind: KindHistogram,
+			Tags: tags, Quantiles: []Quantile{{0.5, 0.001}, {0.99, 0.25}}})
+	}
+	v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "dotnet.gc.collections", Unit: "{collection}", Kind: KindRate, Value: 4, Elapsed: 2 * time.Second,
+		Tags: []Tag{{"gc.heap.generation", "gen0"}}})
+	v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "dotnet.gc.collections", Unit: "{collection}", Kind: KindRate, Value: 1, Elapsed: 2 * time.Second,
+		Tags: []Tag{{"gc.heap.generation", "gen1"}}})
+	var out bytes.Buffer
+	if err := v.Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"",
+		"Name                                                            Current Value",
+		"[Microsoft.AspNetCore.Hosting]",
+		"    http.server.request.duration (s)",
+		"        ...method ...s_code http.route  url.scheme ...ntile",
+		"        GET       200       /items/{id} http       50                   0.001",
+		"        GET       200       /items/{id} http       99                    0.25",
+		"        POST      500       /throw      http       50                   0.001",
+		"        POST      500       /throw      http       99                    0.25",
+		"[System.Runtime]",
+		"    dotnet.gc.collections ({collection} / 1 sec)",
+		"        gc.heap.generation",
+		"        gen0                                                                2",
+		"        gen1                                                              0.5",
+	}
+	if got := screen(t, out.Bytes()); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

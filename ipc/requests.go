@@ -199,7 +199,9 @@ func (r *StartupProfilerRequest) UnmarshalBinary(b []byte) error {
 }
 
 // SetEnvironmentVariableRequest is the payload of SetEnvironmentVariable:
-// string name, string value.
+// string name, string value. An empty Value goes as a null string (count
+// 0), which the runtime passes on as SetEnvironmentVariable(name, NULL):
+// the variable is removed (a string of just its NUL would set it to "").
 type SetEnvironmentVariableRequest struct {
 	Name, Value string
 }
@@ -215,7 +217,7 @@ func (r *SetEnvironmentVariableRequest) AppendBinary(b []byte) ([]byte, error) {
 		return b, fmt.Errorf("SetEnvironmentVariable: empty variable name: %w", ErrInvalidArgument)
 	}
 	b = appendString(b, r.Name)
-	return appendString(b, r.Value), nil
+	return appendOptionalString(b, r.Value), nil
 }
 
 // MarshalBinary returns the payload.

@@ -13,7 +13,7 @@
 //	GET  /processes/{pid}/trace?duration=&profile=&providers=
 //	                                     a nettrace file streamed as it is collected
 //	GET  /processes/{pid}/counters?duration=
-//	                                     counter samples (JSON)
+//	                                     the collector's counter samples over the duration (JSON)
 //	GET  /processes/{pid}/stacks?format= the managed stack of every thread (package stacks),
 //	                                     JSON or, with format=text, as dotnet-stack prints it
 //	GET  /processes/{pid}/gcdump?timeout= a heap snapshot (package gcdump) streamed as a .gcdump file
@@ -60,11 +60,19 @@
 // # Metrics
 //
 // GET /metrics answers at once from the state of a background collector, as
-// dotnet-monitor does: the collector keeps one long-lived System.Runtime
-// counters session (package counters) per process, publishing every
-// Config.MetricsWindow, and keeps the latest sample of each (pid, counter,
-// tags). It re-discovers the processes every Config.DiscoveryInterval: a
-// new process gets a session, an ended one is dropped with its series.
+// dotnet-monitor does: the collector reads Config.MetricsCounters
+// (System.Runtime and ASP.NET Core's Microsoft.AspNetCore.Hosting by
+// default) in every process and keeps the latest sample of each (pid,
+// counter, tags). It keeps two sessions (package counters) per process: one
+// for the providers' EventCounters, always open and publishing every
+// Config.MetricsWindow, and one for their Meters (System.Diagnostics.Metrics,
+// .NET 6+; the shared session with dotnet-counters' settings on .NET 8+),
+// open only while someone reads the process's values (a scrape, the
+// dashboard, a counters request within Config.MetricsIdle): a .NET 8+
+// runtime refuses dotnet-counters' private Metrics session while any other
+// exists. While a provider's Meter publishes, its EventCounters are left
+// out. It re-discovers the processes every Config.DiscoveryInterval: a
+// new process gets its sessions, an ended one is dropped with its series.
 // Opening or stopping a session takes the process's turn like any request;
 // the open session's event stream does not hold it. Each metric is labelled
 // pid and process_name. A session that cannot be opened or breaks is
@@ -72,8 +80,11 @@
 // stops publishing is reopened; meanwhile its values are withdrawn,
 // clrdiag_collector_up{pid} is 0, clrdiag_collector_errors_total{pid}
 // counts the failures and clrdiag_scrape_errors the processes currently
-// failing. clrdiag_discovery_up tells whether the last discovery
-// succeeded. Server.Close stops the sessions; Config.NoMetrics turns the
+// failing, clrdiag_collector_meters_up whether the Meters session is held.
+// clrdiag_discovery_up tells whether the last discovery succeeded. Only a
+// .NET Core 3.x session is reopened when it stops publishing (that runtime
+// stops every session's counters when one ends); its series are withdrawn
+// meanwhile and keep what they added up. Server.Close stops the sessions; Config.NoMetrics turns the
 // route and the collector off. Config.Logger (log/slog; nil discards)
 // hears when a session is lost, stalls or is reopened.
 //
@@ -86,15 +97,18 @@
 //     (systemruntime_working_set_bytes, as dotnet-monitor names them);
 //     System.Diagnostics.Metrics instruments are named by the
 //     OpenTelemetry-to-Prometheus rules (github.com/prometheus/otlptranslator:
-//     dotnet.gc.collections -> dotnet_gc_collections_total), with the
-//     Meter in the otel_scope_name label;
+//     dotnet.gc.collections -> dotnet_gc_collections_total,
+//     dotnet.assembly.count -> dotnet_assembly_count), with the Meter in
+//     the otel_scope_name label;
 //   - cumulative sources are counters (_total): a Metrics counter's own
 //     total (.NET 8+); an EventCounter's incrementing counter only sends
 //     per-interval increases, which the collector adds up from the moment
 //     its session opened (a restarted session is a counter reset, which
 //     rate() handles), so rate() gives the per-second rate;
-//   - mean EventCounters, gauges and up-down counters are gauges; a gauge
-//     whose name would end in _count gets a plural instead
+//   - mean EventCounters, gauges and up-down counters (also the levels
+//     .NET 9 and 10 publish as counters: dotnet.thread_pool.thread.count
+//     and queue.length) are gauges of the current value; an EventCounter
+//     gauge whose name would end in _count gets a plural instead
 //     (systemruntime_threadpool_threads); Metrics histograms are summaries
 //     (quantiles of the last interval, _count and _sum added up);
 //   - HELP gives the display name, the source counter and its unit.
@@ -132,8 +146,12 @@
 // exceptions) or a heap snapshot, whose flame graph opens in the page (package viewer,
 // mounted under /ui/profiles/{id}/), the stacks of all threads, and a dump
 // into Config.DumpDir. The charts read what the /metrics collector keeps
-// (the last HistoryLen values of each untagged System.Runtime counter);
-// the page polls it, and no viewer opens a session of its own. Profiles
+// (the last HistoryLen values of each series, tagged ones included: rates
+// per second of the real time each value covers, bytes and seconds in base
+// units): the EventCounters of .NET Core 3.1 to 8, the System.Runtime
+// Meter's instruments on .NET 9+. The page polls it, and no viewer opens a
+// session of its own. Every error, also of a path no route serves, is a
+// JSON object {"error": "..."}. Profiles
 // and snapshots run as jobs the page polls (/ui/api/jobs/{id}), so no
 // request waits for a collection; the last few results are kept. A
 // runtime's error is the job's or the request's error, which the page
@@ -154,7 +172,8 @@
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to
 // a reverse server (transport/reverse), for runtimes in other containers that
-// connect to a shared socket.
+// connect to a shared socket, named from their ProcessInfo and forgotten
+// when they do not connect again after a command.
 //
 // The package has no package-level mutable state; its Prometheus collector
 // lives on the Server's own registry, and its goroutines end with

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,21 +52,42 @@ func needTool(t *testing.T, name, pkg string) string {
 }
 
 // checkExposition lints a /metrics body with client_golang's promlint and,
-// when installed, with promtool check metrics: both must find nothing.
+// when installed, with promtool check metrics: both must find nothing but
+// the one thing the OpenTelemetry-to-Prometheus names of Meter instruments
+// do on purpose: a gauge ending in _count (dotnet_assembly_count, the name
+// the OpenTelemetry Collector gives dotnet.assembly.count).
 func checkExposition(t *testing.T, text string) {
 	t.Helper()
+	const countSuffix = `non-histogram and non-summary metrics should not have "_count" suffix`
+	meterGauge := func(name string) bool {
+		return strings.Contains(text, "# TYPE "+name+" gauge\n") && strings.Contains(text, "\n"+name+"{") &&
+			strings.Contains(text[strings.Index(text, "\n"+name+"{"):], "otel_scope_name=")
+	}
 	problems, err := promlint.New(strings.NewReader(text)).Lint()
 	if err != nil {
 		t.Fatalf("promlint cannot parse /metrics: %v\n%s", err, text)
 	}
 	for _, p := range problems {
+		if p.Text == countSuffix && meterGauge(p.Metric) {
+			continue
+		}
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 	promtool := needTool(t, "promtool", "prometheus")
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = strings.NewReader(text)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s\non:\n%s", err, out, text)
+	out, err := cmd.CombinedOutput()
+	var left []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if name, problem, ok := strings.Cut(line, " "); ok && problem == countSuffix && meterGauge(name) {
+			continue
+		}
+		if line != "" {
+			left = append(left, line)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s\non:\n%s", err, strings.Join(left, "\n"), text)
 	}
 }
 
@@ -201,6 +223,9 @@ var net9Instruments = []instrument{
 	{16, "System.Runtime", "dotnet.assembly.count", "{assembly}", "", []string{"0", "42"}},
 	{16, "System.Runtime", "dotnet.thread_pool.thread.count", "{thread}", "", []string{"0", "8"}},
 	{16, "System.Runtime", "dotnet.process.cpu.count", "{cpu}", "", []string{"0", "2"}},
+	// A level .NET 9 and 10 publish as a counter (an ObservableCounter):
+	// a gauge of its current value, not a _total.
+	{4, "System.Runtime", "dotnet.thread_pool.queue.length", "{work_item}", "", []string{"-3", "5"}},
 	{5, "System.Runtime", "dotnet.process.memory.working_set", "By", "", []string{"30000000"}},
 	{5, "System.Runtime", "dotnet.gc.last_collection.heap.size", "By", "gc.heap.generation=gen0", []string{"1024"}},
 	{6, "System.Runtime", "http.server.request.duration", "ms", "http.route=/a,httpMethod=GET", []string{"0.5=2;0.95=8;0.99=20", "10", "45"}},
@@ -440,9 +465,10 @@ func TestMetricsConventionsMeters(t *testing.T) {
 		series{"dotnet_gc_heap_allocated_bytes_total", lbl, 1048576},
 		series{"dotnet_gc_pause_time_seconds_total", lbl, 0.25},
 		series{"dotnet_exceptions_total", lbl + `,error_type="System.InvalidOperationException"`, 3},
-		series{"dotnet_assemblies", lbl, 42},
-		series{"dotnet_thread_pool_threads", lbl, 8},
-		series{"dotnet_process_cpus", lbl, 2},
+		series{"dotnet_assembly_count", lbl, 42},
+		series{"dotnet_thread_pool_thread_count", lbl, 8},
+		series{"dotnet_process_cpu_count", lbl, 2},
+		series{"dotnet_thread_pool_queue_length", lbl, 5},
 		series{"dotnet_process_memory_working_set_bytes", lbl, 3e7},
 		series{"dotnet_gc_last_collection_heap_size_bytes", lbl + `,gc_heap_generation="gen0"`, 1024},
 		series{"http_server_request_duration_seconds", route + `,quantile="0.95"`, 0.008},
@@ -451,7 +477,8 @@ func TestMetricsConventionsMeters(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE dotnet_gc_collections_total counter\n",
 		"# TYPE http_server_request_duration_seconds summary\n",
-		"# TYPE dotnet_assemblies gauge\n",
+		"# TYPE dotnet_assembly_count gauge\n",
+		"# TYPE dotnet_thread_pool_queue_length gauge\n",
 		"# HELP http_server_request_duration_seconds http.server.request.duration (instrument http.server.request.duration of the Meter in otel_scope_name, histogram; quantiles of the last interval, count and sum added up since clrdiag's session opened; unit ms, exposed in seconds)\n",
 	} {
 		if !strings.Contains(text, want) {
@@ -466,17 +493,24 @@ func TestMetricsConventionsMeters(t *testing.T) {
 	checkExposition(t, text)
 }
 
-// A real Prometheus server scrapes the monitor (with its API key) and
-// stores the series.
-func TestMetricsScrapedByPrometheus(t *testing.T) {
-	prom := needTool(t, "prometheus", "prometheus")
-	srv := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 913, Tracing: eventCountersTracing(runtime31Counters)})
-	hs, _ := scrapeUntil(t, monitor.StaticSource{{PID: 913, Name: "app", Dialer: srv}},
-		series{"systemruntime_cpu_usage_ratio", `pid="913",process_name="app"`, 0.125})
+// prometheusServer is a real Prometheus that scrapes a monitor every
+// second.
+type prometheusServer struct {
+	addr string
+	logs *bytes.Buffer
+}
 
+// startPrometheus starts Debian's prometheus scraping target (host:port)
+// every second, with the test key when withKey is set; it stops with the
+// test.
+func startPrometheus(t *testing.T, target string, withKey bool) *prometheusServer {
+	t.Helper()
+	prom := needTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
-	target := strings.TrimPrefix(hs.URL, "http://")
-	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: clrdiag\n  static_configs: [{targets: ['%s']}]\n  authorization: {credentials: %s}\n", target, key)
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: clrdiag\n  static_configs: [{targets: ['%s']}]\n", target)
+	if withKey {
+		cfg += fmt.Sprintf("  authorization: {credentials: %s}\n", key)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -487,25 +521,60 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs bytes.Buffer
+	logs := &bytes.Buffer{}
 	cmd := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return &prometheusServer{addr: addr, logs: logs}
+}
 
-	query := func(q string) (string, error) {
-		resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
+// query asks Prometheus an instant query and returns its answer's body.
+func (p *prometheusServer) query(q string) (string, error) {
+	resp, err := http.Get("http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return "", err
 	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// value asks an instant query whose answer is one series and returns its
+// value; ok is false when the answer is not one number (yet).
+func (p *prometheusServer) value(q string) (v float64, ok bool, err error) {
+	body, err := p.query(q)
+	if err != nil {
+		return 0, false, err
+	}
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil || r.Status != "success" || len(r.Data.Result) != 1 || len(r.Data.Result[0].Value) != 2 {
+		return 0, false, nil
+	}
+	text, _ := r.Data.Result[0].Value[1].(string)
+	v, err = strconv.ParseFloat(text, 64)
+	return v, err == nil, nil
+}
+
+// A real Prometheus server scrapes the monitor (with its API key) and
+// stores the series.
+func TestMetricsScrapedByPrometheus(t *testing.T) {
+	srv := fake(t, ipctest.Config{Runtime: ipctest.NET3_1, PID: 913, Tracing: eventCountersTracing(runtime31Counters)})
+	hs, _ := scrapeUntil(t, monitor.StaticSource{{PID: 913, Name: "app", Dialer: srv}},
+		series{"systemruntime_cpu_usage_ratio", `pid="913",process_name="app"`, 0.125})
+	p := startPrometheus(t, strings.TrimPrefix(hs.URL, "http://"), true)
+	query := p.query
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
@@ -530,7 +599,7 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("Prometheus never stored the series: %s\nprometheus log:\n%s", last, logs.String())
+	t.Fatalf("Prometheus never stored the series: %s\nprometheus log:\n%s", last, p.logs.String())
 }
 
 // The real .NET Core 3.1 runtime's System.Runtime counters through /metrics
@@ -614,5 +683,66 @@ func TestMetricsLogsSessions(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("log lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// A Meters session the runtime refuses (another tool holds a private
+// Metrics session, as dotnet-counters does) is closed and tried again:
+// kept open, it would never get a value, even once that tool left.
+func TestMetersSessionRefusedIsRetried(t *testing.T) {
+	var metersSessions atomic.Int32
+	publish := metricsTracing(net9Instruments)
+	srv := fake(t, ipctest.Config{Runtime: ipctest.NET9, PID: 914, Tracing: func(ctx context.Context, s *ipctest.TracingSession) error {
+		metrics := false
+		for _, p := range s.Request.Providers {
+			metrics = metrics || p.Name == "System.Diagnostics.Metrics"
+		}
+		if !metrics || metersSessions.Add(1) > 1 {
+			return publish(ctx, s)
+		}
+		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{ProcessID: 1, ProcessorCount: 2, SyncTimeUTC: time.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		md := &nettrace.Metadata{ID: 15, ProviderName: "System.Diagnostics.Metrics", EventID: 15, EventName: "MultipleSessionsNotSupportedError",
+			Level: 4, Fields: []nettrace.Field{sfield("runningSessionId")}}
+		if err := w.AddMetadata(md); err != nil {
+			return err
+		}
+		payload, err := nettrace.AppendPayload(nil, md.Fields, nettrace.Object{{Name: "runningSessionId", Value: "a-private-session"}})
+		if err != nil {
+			return err
+		}
+		if err := w.WriteEvent(&nettrace.Event{Metadata: md, SequenceNumber: 1, ThreadID: 9, CaptureThreadID: 9, Timestamp: 1, Payload: payload}); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		select { // then nothing, as a refused session gets
+		case <-s.Stopped:
+		case <-ctx.Done():
+		}
+		return w.Close()
+	}})
+	var logs syncBuffer
+	hs := serve(t, monitor.Config{MetricsWindow: 50 * time.Millisecond, DiscoveryInterval: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Source: monitor.StaticSource{{PID: 914, Name: "app", Dialer: srv}}})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, body := do(t, hs, "GET", "/metrics")
+		if strings.Contains(string(body), `dotnet_gc_collections_total{gc_heap_generation="gen0",otel_scope_name="System.Runtime",pid="914"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Meter values after a refused session (%d Meters sessions):\n%s\nlog:\n%s", metersSessions.Load(), body, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := metersSessions.Load(); n != 2 {
+		t.Errorf("%d Meters sessions, want the refused one and its retry", n)
+	}
+	if !strings.Contains(logs.String(), "the runtime refused the Meters session") || !strings.Contains(logs.String(), "a-private-session") {
+		t.Errorf("the refusal is not logged:\n%s", logs.String())
 	}
 }

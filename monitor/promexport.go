@@ -34,9 +34,11 @@ import (
 //     (systemruntime_cpu_usage_ratio, as dotnet-monitor names them);
 //     Metrics instrument names keep their dots as underscores
 //     (dotnet_gc_collections_total) and the Meter goes in otel_scope_name.
-//   - A gauge may not end in _count: "threadpool-thread-count" becomes
-//     systemruntime_threadpool_threads, "dotnet.assembly.count"
-//     dotnet_assemblies.
+//   - An EventCounter gauge may not end in _count:
+//     "threadpool-thread-count" becomes systemruntime_threadpool_threads.
+//     A Meter's instrument keeps its OpenTelemetry name
+//     ("dotnet.assembly.count" is dotnet_assembly_count, as the
+//     OpenTelemetry Collector exports it), which promlint questions.
 //   - HELP names the unit, the kind and the source counter.
 
 // metricSeries is one time series of a process: its latest sample and what
@@ -49,10 +51,14 @@ type metricSeries struct {
 	// count and sum add up a histogram's intervals.
 	count uint64
 	sum   float64
+	// stale marks a series of a stalled session: not exported until its
+	// next sample (what it added up is kept).
+	stale bool
 }
 
 // add records a sample of the series.
 func (s *metricSeries) add(sm counters.Sample) {
+	s.stale = false
 	s.last = sm
 	switch sm.Kind {
 	case counters.KindRate:
@@ -172,7 +178,7 @@ func familyOf(sm *counters.Sample) family {
 		built = metricName(name)
 	}
 	if f.kind == prometheus.GaugeValue {
-		built = gaugeName(built)
+		built = gaugeName(built, !sm.Meter)
 	}
 	f.name = built
 
@@ -205,15 +211,21 @@ func unitWord(otel string) string {
 }
 
 // gaugeName renames a gauge whose name ends in a suffix Prometheus reserves
-// for counters, histograms and summaries: a trailing count becomes a plural
-// (threadpool_thread_count -> threadpool_threads), a trailing total, sum or
-// bucket is dropped.
-func gaugeName(name string) string {
+// for counters, histograms and summaries: a trailing total, sum or bucket
+// is dropped, and, when plural is set (EventCounters), a trailing count
+// becomes a plural (threadpool_thread_count -> threadpool_threads). A
+// Meter's instrument keeps the name the OpenTelemetry-to-Prometheus rules
+// give it (dotnet.assembly.count -> dotnet_assembly_count), the name the
+// OpenTelemetry Collector and dotnet-monitor export it under.
+func gaugeName(name string, pluralize bool) string {
 	n := strings.TrimRight(name, "_")
 	for _, suf := range []string{"_total", "_sum", "_bucket"} {
 		if t, ok := strings.CutSuffix(n, suf); ok && t != "" {
 			return t
 		}
+	}
+	if !pluralize {
+		return name
 	}
 	t, ok := strings.CutSuffix(n, "_count")
 	if !ok || t == "" {

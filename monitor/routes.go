@@ -71,8 +71,8 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/processes/{pid}/trace", Summary: "an EventPipe trace, streamed as a .nettrace file while it is collected",
 			Params:  []Param{pathPID, queryDuration, queryProfile, queryProvider},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.trace) }},
-		{Method: "GET", Path: "/processes/{pid}/counters", Summary: "System.Runtime counter samples over a duration (JSON array)", Params: []Param{pathPID, queryDuration},
-			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.counters) }},
+		{Method: "GET", Path: "/processes/{pid}/counters", Summary: "the counter samples of the /metrics collector over a duration (JSON array: the runtime's names, rates per second)", Params: []Param{pathPID, queryDuration},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcessTurn(s.counters, false) }},
 		{Method: "GET", Path: "/processes/{pid}/stacks", Summary: "the managed stack of every thread", Params: []Param{pathPID, queryFormat},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.stackSnapshot) }},
 		{Method: "GET", Path: "/processes/{pid}/gcdump", Summary: "a heap snapshot, streamed as a .gcdump file", Params: []Param{pathPID, queryTimeout},
@@ -80,7 +80,7 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/processes/{pid}/profile", Summary: "a profile of the process over a duration: CPU samples, allocations, lock waits or exceptions by stack",
 			Params:  []Param{pathPID, queryDuration, querySample, queryProfileFormat},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.profile) }},
-		{Method: "GET", Path: "/metrics", Summary: "Prometheus exposition of every process's System.Runtime counters (unless --no-metrics)"},
+		{Method: "GET", Path: "/metrics", Summary: "Prometheus exposition of every process's counters: System.Runtime, ASP.NET Core requests and --metrics-counters (unless --no-metrics)"},
 		{Method: "GET", Path: "/ui/", Summary: "the dashboard, for a browser: processes, live counter charts, CPU profiles and heap snapshots as flame graphs, stacks, dumps",
 			Note: "signs a browser in with a cookie: open the Dashboard link the monitor printed (/ui/login?token=...), or give the API key at /ui/login"},
 
@@ -98,8 +98,8 @@ func routeTable() []Route {
 			Note:    "profile= takes clrdiag's profiles and dotnet-monitor's Cpu and GcCollect (Http, Logs and Metrics are refused); POST /trace with a provider configuration and egressProvider= are not accepted",
 			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.trace, dmTraceProfile) }},
 		{Method: "GET", Path: "/livemetrics", Summary: "as GET /processes/{pid}/counters", Params: []Param{queryPID, queryName, queryDuration}, DotnetMonitor: true,
-			Note:    "answers one JSON array at the end of the duration (dotnet-monitor streams one JSON object per sample); the System.Runtime counters only",
-			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.counters, nil) }},
+			Note:    "answers one JSON array at the end of the duration (dotnet-monitor streams one JSON object per sample); the counters /metrics reads",
+			handler: func(s *Server) http.HandlerFunc { return s.byQueryTurn(s.counters, nil, false) }},
 		{Method: "GET", Path: "/stacks", Summary: "as GET /processes/{pid}/stacks", Params: []Param{queryPID, queryName, queryFormat}, DotnetMonitor: true,
 			Note:    "the format is chosen with format= (json or text), not with the Accept header; no speedscope output",
 			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.stackSnapshot, nil) }},
@@ -120,7 +120,8 @@ func Routes() []Route {
 	return out
 }
 
-// registerRoutes adds every route of the table that has a handler.
+// registerRoutes adds every route of the table that has a handler, and
+// the answer to every other request: a JSON error, as every route's.
 func (s *Server) registerRoutes() {
 	for _, rt := range routeTable() {
 		if rt.handler == nil {
@@ -131,6 +132,33 @@ func (s *Server) registerRoutes() {
 			pattern += "{$}" // only the root, not every unknown path
 		}
 		s.mux.HandleFunc(pattern, rt.handler(s))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { noRoute(w, r, s.mux, "/", s.cfg.NoMetrics) })
+}
+
+// noRoute answers a request no route of mux takes (mux's catch-all
+// pattern is catchAll), in JSON: 405 with Allow when the path is served
+// with other methods, else 404.
+func noRoute(w http.ResponseWriter, r *http.Request, mux *http.ServeMux, catchAll string, noMetrics bool) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != catchAll {
+			allow = append(allow, m)
+		}
+	}
+	switch {
+	case len(allow) > 0:
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s %s: this path takes %s (GET / lists the routes)", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+	case r.URL.Path == "/metrics" && noMetrics:
+		writeError(w, http.StatusNotFound, errors.New("/metrics is off: the monitor runs with --no-metrics"))
+	default:
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (GET / lists the routes)", r.Method, r.URL.Path))
 	}
 }
 
@@ -150,7 +178,13 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 // query (pid= or name=) with the handler of the clrdiag route: the process
 // is resolved, the selection parameters are removed from the query (the
 // handlers check theirs), and rewrite, when set, translates the rest.
-func (s *Server) byQuery(h func(http.ResponseWriter, *http.Request, Process, *diag.Client), rewrite func(url.Values) error) http.HandlerFunc {
+func (s *Server) byQuery(h procHandler, rewrite func(url.Values) error) http.HandlerFunc {
+	return s.byQueryTurn(h, rewrite, true)
+}
+
+// byQueryTurn is byQuery; without turn h takes the process's turn itself
+// (withProcessTurn).
+func (s *Server) byQueryTurn(h procHandler, rewrite func(url.Values) error, turn bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Has("egressProvider") {
@@ -208,7 +242,7 @@ func (s *Server) byQuery(h func(http.ResponseWriter, *http.Request, Process, *di
 		r2 := r.Clone(r.Context())
 		r2.URL.RawQuery = q.Encode()
 		r2.SetPathValue("pid", pid)
-		s.withProcess(h)(w, r2)
+		s.withProcessTurn(h, turn)(w, r2)
 	}
 }
 
@@ -290,7 +324,7 @@ func (s *Server) dumpDM(w http.ResponseWriter, r *http.Request, p Process, c *di
 // monitorInfo is GET /info.
 func (s *Server) monitorInfo(w http.ResponseWriter, _ *http.Request) {
 	mode := "Connect"
-	if _, ok := s.cfg.Source.(ReverseSource); ok {
+	if _, ok := s.cfg.Source.(*ReverseSource); ok {
 		mode = "Listen"
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"version": s.cfg.Version, "diagnosticPortMode": mode})

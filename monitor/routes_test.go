@@ -151,3 +151,36 @@ func TestDotnetMonitorSpellings(t *testing.T) {
 		}
 	}
 }
+
+// Every error is JSON, also for a path no route serves (issue 31: /logs
+// answered a plain-text 404) and a method a route does not take.
+func TestErrorsAreJSON(t *testing.T) {
+	hs := serve(t, monitor.Config{NoMetrics: true, Source: monitor.StaticSource{}})
+	for _, tt := range []struct {
+		method, path string
+		code         int
+		allow, msg   string
+	}{
+		{"GET", "/logs", 404, "", "no route GET /logs (GET / lists the routes)"},
+		{"GET", "/processes/1/dump", 405, "POST", "GET /processes/1/dump: this path takes POST (GET / lists the routes)"},
+		{"POST", "/processes", 405, "GET", "POST /processes: this path takes GET (GET / lists the routes)"},
+		{"GET", "/metrics", 404, "", "/metrics is off: the monitor runs with --no-metrics"},
+		{"GET", "/ui/api/nothing", 404, "", "no route GET /ui/api/nothing (GET / lists the routes)"},
+		{"GET", "/processes/1", 404, "", "no .NET process with pid 1 (see GET /processes)"},
+	} {
+		req, _ := http.NewRequest(tt.method, hs.URL+tt.path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error string }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || err != nil || body.Error != tt.msg || resp.Header.Get("Allow") != tt.allow ||
+			resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: %d %s Allow %q (%v) %q; want %d %q Allow %q", tt.method, tt.path, resp.StatusCode, resp.Header.Get("Content-Type"),
+				resp.Header.Get("Allow"), err, body.Error, tt.code, tt.msg, tt.allow)
+		}
+	}
+}

@@ -39,6 +39,61 @@ const (
 	DefaultMaxTraceBytes = 1 << 30
 )
 
+// DefaultMetricsIdle is Config.MetricsIdle's default: twice Prometheus'
+// default scrape interval.
+const DefaultMetricsIdle = 2 * time.Minute
+
+// DefaultMetricsCounters is what the /metrics collector reads by default
+// (Config.MetricsCounters): the runtime's counters and ASP.NET Core's
+// request metrics, as dotnet-monitor collects by default.
+const DefaultMetricsCounters = "System.Runtime,Microsoft.AspNetCore.Hosting"
+
+// countersConfig is the configuration of the counters session GET
+// /processes/{pid}/counters opens when the collector does not follow the
+// process: Config.MetricsCounters at Config.MetricsWindow, with the
+// Metrics provider at the settings of the shared Metrics session (.NET 8+)
+// that the collector joins (the defaults of dotnet-counters: 1 s, 10
+// histograms, 1000 time series).
+func (s *Server) countersConfig() counters.Config {
+	return counters.Config{
+		Specs:                  s.specs,
+		RefreshInterval:        s.cfg.MetricsWindow,
+		MetricsRefreshInterval: counters.DefaultRefreshInterval,
+		MaxHistograms:          counters.DefaultMaxHistograms,
+		MaxTimeSeries:          counters.DefaultMaxTimeSeries,
+	}
+}
+
+// eventCountersConfig is the collector's EventCounters session: the
+// providers of Config.MetricsCounters read as EventSources only (their
+// Meters are the Meters session's), so that it never holds the process's
+// Metrics session.
+func (s *Server) eventCountersConfig() counters.Config {
+	cfg := s.countersConfig()
+	cfg.Specs = make([]counters.Spec, len(s.specs))
+	for i, sp := range s.specs {
+		sp.EventCountersOnly = true
+		cfg.Specs[i] = sp
+	}
+	return cfg
+}
+
+// metersConfig is the collector's Meters session in a runtime of the
+// given major version: the Meters of Config.MetricsCounters alone, in the
+// shared Metrics session on .NET 8+.
+func (s *Server) metersConfig(major int) counters.Config {
+	cfg := s.countersConfig()
+	cfg.MetersOnly = true
+	cfg.RuntimeMajor = major
+	cfg.Specs = nil
+	for _, sp := range s.specs {
+		if !sp.EventCountersOnly {
+			cfg.Specs = append(cfg.Specs, sp)
+		}
+	}
+	return cfg
+}
+
 // ErrNoAPIKey is returned by New when neither an API key nor NoAuth is set.
 var ErrNoAPIKey = errors.New("monitor: an API key is required (or set NoAuth)")
 
@@ -82,6 +137,21 @@ type Config struct {
 	// NoMetrics disables GET /metrics and its background counters
 	// sessions.
 	NoMetrics bool
+	// MetricsIdle is how long after the last read of a process's values
+	// (a /metrics scrape, the dashboard showing it, a counters request)
+	// the collector keeps its Meters session open; 0 means
+	// DefaultMetricsIdle. A .NET 8+ runtime refuses a private Metrics
+	// session (dotnet-counters') while another exists: nobody reading the
+	// monitor leaves the Metrics session free.
+	MetricsIdle time.Duration
+	// MetricsCounters are the providers the /metrics collector reads, in
+	// the --counters syntax of dotnet-counters (counters.ParseSpecs):
+	// EventSources with EventCounters and Meters. "" means
+	// DefaultMetricsCounters: the runtime's System.Runtime and ASP.NET
+	// Core's request metrics (Microsoft.AspNetCore.Hosting), which cost
+	// nothing in a process that is not a web app. Give the defaults too
+	// when adding a provider (DefaultMetricsCounters + ",MyApp.Meter").
+	MetricsCounters string
 	// CommandTimeout bounds each diagnostic command; 0 means diag's default.
 	CommandTimeout time.Duration
 	// Version is what GET /info reports as the monitor's version.
@@ -133,7 +203,8 @@ type Server struct {
 
 	guard *guard
 
-	metrics   *collector // nil with NoMetrics
+	metrics   *collector      // nil with NoMetrics
+	specs     []counters.Spec // Config.MetricsCounters parsed
 	log       *slog.Logger
 	ui        *ui // the dashboard, /ui/ (ui.go)
 	closeOnce sync.Once
@@ -159,6 +230,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	if _, err := counters.NewPlan(counters.Config{RefreshInterval: cfg.MetricsWindow}); err != nil {
 		return nil, fmt.Errorf("monitor: metrics window: %w", err)
+	}
+	defaultDuration(&cfg.MetricsIdle, DefaultMetricsIdle)
+	if cfg.MetricsCounters == "" {
+		cfg.MetricsCounters = DefaultMetricsCounters
+	}
+	specs, err := counters.ParseSpecs(cfg.MetricsCounters)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: metrics counters: %w", err)
+	}
+	if _, err := counters.NewPlan(counters.Config{Specs: specs}); err != nil {
+		return nil, fmt.Errorf("monitor: metrics counters: %w", err)
 	}
 	if cfg.DiscoveryInterval <= 0 {
 		cfg.DiscoveryInterval = DefaultDiscovery
@@ -189,7 +271,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.DumpDir = abs
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger, guard: g}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger, guard: g, specs: specs}
 	s.registerRoutes() // routes.go: the table GET / lists
 	if !cfg.NoMetrics {
 		c := &collector{s: s, desc: newCollectorDescs()}
@@ -299,8 +381,16 @@ func (s *Server) lock(ctx context.Context, pid int) (unlock func(), err error) {
 	}
 }
 
+// procHandler serves a request to one process.
+type procHandler func(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client)
+
 // withProcess resolves {pid}, serializes requests to it and passes a client.
-func (s *Server) withProcess(h func(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client)) http.HandlerFunc {
+func (s *Server) withProcess(h procHandler) http.HandlerFunc { return s.withProcessTurn(h, true) }
+
+// withProcessTurn is withProcess; without turn the handler is called
+// without waiting for the process's turn (it takes it itself with s.lock
+// when it talks to the process).
+func (s *Server) withProcessTurn(h procHandler, turn bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		pid, err := strconv.Atoi(r.PathValue("pid"))
 		if err != nil || pid <= 0 {
@@ -323,18 +413,30 @@ func (s *Server) withProcess(h func(w http.ResponseWriter, r *http.Request, p Pr
 			return
 		}
 		s.extendDeadlines(w)
-		qctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueueTimeout)
-		unlock, err := s.lock(qctx, pid)
-		cancel()
-		if err != nil {
-			if r.Context().Err() == nil {
-				s.busy(w, pid)
+		if turn {
+			unlock, ok := s.turn(w, r, pid)
+			if !ok {
+				return
 			}
-			return
+			defer unlock()
 		}
-		defer unlock()
 		h(w, r, *p, diag.NewClient(p.Dialer, &diag.Config{Timeout: s.cfg.CommandTimeout}))
 	}
+}
+
+// turn waits for pid's turn for a request, at most QueueTimeout; when it
+// does not come it answers the request (503) and ok is false.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request, pid int) (unlock func(), ok bool) {
+	qctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueueTimeout)
+	unlock, err := s.lock(qctx, pid)
+	cancel()
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.busy(w, pid)
+		}
+		return nil, false
+	}
+	return unlock, true
 }
 
 // infoJSON is GET /processes/{pid}.
@@ -578,46 +680,133 @@ func (s *Server) stackSnapshot(w http.ResponseWriter, r *http.Request, p Process
 	_ = snap.WriteText(w)
 }
 
-// sampleJSON is one counter value of GET /processes/{pid}/counters.
+// sampleJSON is one counter value of GET /processes/{pid}/counters. Names
+// are the runtime's (EventCounter names, or the Meter instruments'
+// dotnet.* names on .NET 9+), as /metrics reads them.
 type sampleJSON struct {
 	Time     time.Time         `json:"timestamp"`
 	Provider string            `json:"provider"`
 	Name     string            `json:"name"`
 	Display  string            `json:"displayName,omitempty"`
 	Unit     string            `json:"unit,omitempty"`
+	Kind     string            `json:"kind"`
+	Meter    bool              `json:"meter,omitempty"`
 	Value    float64           `json:"value"`
 	Tags     map[string]string `json:"tags,omitempty"`
+	// RatePerSecond is a rate's Value (its increase) per second of
+	// ElapsedSeconds, the real time the runtime measured it over.
+	RatePerSecond  *float64 `json:"ratePerSecond,omitempty"`
+	ElapsedSeconds float64  `json:"elapsedSeconds,omitempty"`
+	// Total is a Metrics counter's total since it was created (.NET 8+).
+	Total *float64 `json:"total,omitempty"`
+	// Quantiles, Count and Sum describe a histogram's interval.
+	Quantiles map[string]float64 `json:"quantiles,omitempty"`
+	Count     int64              `json:"count,omitempty"`
+	Sum       float64            `json:"sum,omitempty"`
 }
 
-func (s *Server) counters(w http.ResponseWriter, r *http.Request, _ Process, c *diag.Client) {
+// maxRouteSamples bounds what GET /processes/{pid}/counters keeps.
+const maxRouteSamples = 100000
+
+// counters is GET /processes/{pid}/counters?duration=: the samples of the
+// collector's session over the duration (no session of its own, so the
+// names, providers and rates are those of /metrics), or of a session
+// opened with the collector's settings when the collector does not follow
+// the process (--no-metrics, not discovered yet).
+func (s *Server) counters(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
 	d, err := s.durationParam(r, DefaultCountersDuration)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	samples, err := collectCounters(r.Context(), c, d)
-	if err != nil && len(samples) == 0 {
-		writeError(w, statusOf(err), err)
-		return
+	var samples []counters.Sample
+	if stop, ok := s.tapCollector(p.PID); ok {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+		var full bool
+		if samples, full = stop(); full {
+			w.Header().Add("X-Clrdiag-Warning", fmt.Sprintf("more than %d samples in the duration: the later ones are left out", maxRouteSamples))
+		}
+	} else {
+		unlock, ok := s.turn(w, r, p.PID)
+		if !ok {
+			return
+		}
+		defer unlock() // the session is stopped in the turn too
+		samples, err = s.collectCounters(r.Context(), c, d)
+		if err != nil && len(samples) == 0 {
+			writeError(w, statusOf(err), err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, samplesJSON(samples))
+}
+
+// tapCollector listens to the collector's samples of pid.
+func (s *Server) tapCollector(pid int) (stop func() ([]counters.Sample, bool), ok bool) {
+	if s.metrics == nil {
+		return nil, false
+	}
+	return s.metrics.listen(pid, maxRouteSamples)
+}
+
+// samplesJSON turns samples into the route's JSON. A provider that
+// published through its Meter has its EventCounters samples (sent before
+// the Meter's first collection) left out, as /metrics drops them.
+func samplesJSON(samples []counters.Sample) []sampleJSON {
+	meters := map[string]bool{}
+	for i := range samples {
+		if samples[i].Meter {
+			meters[samples[i].Provider] = true
+		}
 	}
 	out := make([]sampleJSON, 0, len(samples))
-	for _, sm := range samples {
-		j := sampleJSON{Time: sm.Time, Provider: sm.Provider, Name: sm.Name, Display: sm.DisplayName, Unit: sm.Unit, Value: sm.Value}
+	for i := range samples {
+		sm := &samples[i]
+		if !sm.Meter && meters[sm.Provider] {
+			continue
+		}
+		j := sampleJSON{Time: sm.Time, Provider: sm.Provider, Name: sm.Name, Display: sm.DisplayName, Unit: sm.Unit,
+			Kind: kindJSON(sm.Kind), Meter: sm.Meter, Value: sm.Value, ElapsedSeconds: sm.Elapsed.Seconds()}
+		if sm.NoValue {
+			j.Value = 0
+		}
+		if r, ok := sm.PerSecond(); ok {
+			j.RatePerSecond = &r
+		}
+		if sm.HasTotal {
+			j.Total = &sm.Total
+		}
 		if len(sm.Tags) > 0 {
 			j.Tags = map[string]string{}
 			for _, t := range sm.Tags {
 				j.Tags[t.Key] = t.Value
 			}
 		}
+		if sm.Kind == counters.KindHistogram {
+			j.Quantiles = map[string]float64{}
+			for _, q := range sm.Quantiles {
+				j.Quantiles[strconv.FormatFloat(q.Quantile, 'f', -1, 64)] = q.Value
+			}
+			j.Count, j.Sum = sm.Count, sm.Sum
+		}
+		if sm.NoValue && !sm.HasTotal {
+			continue
+		}
 		out = append(out, j)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
-// collectCounters reads System.Runtime counters for d and returns every
-// sample. An error with samples means the session ended early.
-func collectCounters(ctx context.Context, c *diag.Client, d time.Duration) ([]counters.Sample, error) {
-	sess, err := counters.Start(ctx, c, counters.Config{})
+// collectCounters reads the collector's counters (countersConfig) for d in
+// a session of its own and returns every sample. An error with samples
+// means the session ended early.
+func (s *Server) collectCounters(ctx context.Context, c *diag.Client, d time.Duration) ([]counters.Sample, error) {
+	sess, err := counters.Start(ctx, c, s.countersConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -626,7 +815,7 @@ func collectCounters(ctx context.Context, c *diag.Client, d time.Duration) ([]co
 	defer cancel()
 	var out []counters.Sample
 	err = sess.Run(rctx, func(u counters.Update) error {
-		if u.Sample != nil && !u.Sample.NoValue {
+		if u.Sample != nil && (!u.Sample.NoValue || u.Sample.HasTotal) && len(out) < maxRouteSamples {
 			out = append(out, *u.Sample)
 		}
 		return nil

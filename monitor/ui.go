@@ -93,6 +93,7 @@ func newUI(s *Server) *ui {
 	m.HandleFunc("POST /ui/api/processes/{pid}/gcdump", u.startGCDump)
 	m.HandleFunc("GET /ui/api/jobs/{id}", u.job)
 	m.HandleFunc("/ui/profiles/{id}/", u.profile)
+	m.HandleFunc("/ui/api/", func(w http.ResponseWriter, r *http.Request) { noRoute(w, r, m, "/ui/api/", false) })
 	return u
 }
 

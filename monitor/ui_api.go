@@ -150,6 +150,10 @@ type processJSON struct {
 	// "off" without the collector.
 	Counters      string `json:"counters"`
 	CountersError string `json:"countersError,omitempty"`
+	// Meters is "up" while the Meters session is open (someone reads the
+	// values), "idle" while it is not, "" for a runtime without Meters or
+	// not known yet.
+	Meters string `json:"meters,omitempty"`
 }
 
 // processesJSON is GET /ui/api/processes.
@@ -193,6 +197,7 @@ func (u *ui) processes(w http.ResponseWriter, r *http.Request) {
 		j.Runtime, j.RuntimeError = u.runtimeVersion(p)
 		if u.s.metrics != nil {
 			known, up, err := u.s.metrics.state(p.PID)
+			j.Meters = u.s.metrics.metersState(p.PID)
 			switch {
 			case up:
 				j.Counters = "up"
@@ -208,7 +213,9 @@ func (u *ui) processes(w http.ResponseWriter, r *http.Request) {
 }
 
 // counters is GET /ui/api/processes/{pid}/counters?after=MS: the history
-// the collector keeps, newer than after.
+// the collector keeps, at or after after (the page asks again for the time
+// of its newest value, whose collection may have had more to come). It
+// counts as reading the process's values (the Meters session opens).
 func (u *ui) counters(w http.ResponseWriter, r *http.Request) {
 	pid, err := strconv.Atoi(r.PathValue("pid"))
 	if err != nil || pid <= 0 {

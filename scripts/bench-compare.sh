@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# bench-compare.sh: decode the same trace files with clrdiag's nettrace
-# package and with a peer Go decoder, side by side in one benchmark run.
+# bench-compare.sh: clrdiag side by side with other tools, as ratios.
 #
 #   scripts/bench-compare.sh PEER_DIR [TRACE_FILE...]
+#   scripts/bench-compare.sh --microsoft [TRACE_FILE...]
+#
+# --microsoft compares clrdiag with Microsoft's own tools (dotnet-trace,
+# dotnet-gcdump) on the same files and the same live processes; see
+# microsoft_compare below and README.md "Measured against Microsoft's tools".
+#
+# With PEER_DIR it decodes the same trace files with clrdiag's nettrace
+# package and with a peer Go decoder, side by side in one benchmark run.
 #
 # PEER_DIR is a checkout of github.com/pyroscope-io/dotnetdiag (any commit
 # with its nettrace package: Stream, Decoder, Blob). This script fetches
@@ -32,8 +39,242 @@
 # session for the ratio: the machine's load moves both sides alike.
 set -euo pipefail
 
+# microsoft_compare [TRACE_FILE...]: clrdiag against Microsoft's tools, on
+# one .NET runtime (RT, default 8; the dotnet roots, tools and csc that
+# ../shared/runtimes/install.sh unpacks, under $CLRDIAG_CACHE/runtimes or
+# $RUNTIMES). It builds clrdiag and the Hot, Heap and Web test targets
+# (csc, in a temporary directory), then measures, alternating the tools
+# round by round so that the machine's load drifts over both alike:
+#
+#   1. convert: 'clrdiag trace convert --format speedscope' and
+#      'dotnet-trace convert --format speedscope' of the same file (a 3 s
+#      CPU trace of the Hot target, or each TRACE_FILE), CONVERT_RUNS
+#      rounds (default 5): median wall time, max RSS, ratio.
+#   2. gcdump: 'clrdiag gcdump collect' and 'dotnet-gcdump collect' of the
+#      same live Heap target (grown by GCDUMP_OBJECTS objects, default
+#      200000): the first collection of each apart (dotnet-gcdump's first
+#      session in a process is slow), then GCDUMP_RUNS rounds (default 5).
+#   3. web: requests/s of the Web target (GET /, wrk with WRK_THREADS=2
+#      threads, WRK_CONNECTIONS=16 connections for WRK_DURATION=10s) with no
+#      tracer, while 'clrdiag trace collect' traces it and while
+#      'dotnet-trace collect' does (both with their default providers: CPU
+#      samples and the runtime's default keywords), WEB_ROUNDS rounds
+#      (default 5), the three conditions in turn within each round. The
+#      tracer is started, its session awaited (its file growing), wrk run,
+#      the tracer stopped with SIGINT. Reported: median requests/s and the
+#      spread (min-max) per condition, the median's ratio to no tracer, and
+#      each tracer's CPU seconds and max RSS (GNU time) per round.
+#
+# Ratios are Microsoft's time / clrdiag's (above 1: clrdiag is faster) and
+# traced / untraced requests/s. The load average is printed before and
+# after: on a shared machine, compare ratios from one run, not across runs.
+microsoft_compare() {
+  local root rtdir rt tools csc host shared asp clr
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  rtdir=${RUNTIMES:-${CLRDIAG_CACHE:-$root/.cache}/runtimes}
+  rt=${RT:-8}
+  host=$(ls -d "$rtdir"/dotnet-"$rt".* 2>/dev/null | sort -V | tail -1)
+  tools=$rtdir/tools
+  csc=$rtdir/csc/csc.dll
+  local csc_host
+  csc_host=$(ls -d "$rtdir"/dotnet-1[0-9].* 2>/dev/null | sort -V | tail -1)
+  for need in "$host/dotnet" "$tools/dotnet-trace/dotnet-trace.dll" "$tools/dotnet-gcdump/dotnet-gcdump.dll" "$csc" "$csc_host/dotnet"; do
+    if [ ! -e "$need" ]; then
+      echo "bench-compare --microsoft: $need is missing (run ../shared/runtimes/install.sh $rtdir, or set RUNTIMES)" >&2
+      exit 2
+    fi
+  done
+  for cmd in wrk /usr/bin/time; do
+    command -v "$cmd" >/dev/null || { echo "bench-compare --microsoft: $cmd is missing (Debian: apt-get install wrk time)" >&2; exit 2; }
+  done
+  shared=$(ls -d "$host"/shared/Microsoft.NETCore.App/"$rt".* | sort -V | tail -1)
+  asp=$(ls -d "$host"/shared/Microsoft.AspNetCore.App/"$rt".* | sort -V | tail -1)
+  # tmp and pids are global: the EXIT trap runs after this function returns.
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/clrdiag-bench-ms.XXXXXX")
+  pids=()
+  # shellcheck disable=SC2317 # called by the trap
+  cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    if [ "${KEEP:-}" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
+  }
+  trap cleanup EXIT
+
+  echo "== clrdiag against Microsoft's tools on .NET $(basename "$shared") ($(nproc) cores)"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  clr=$tmp/clrdiag
+  (cd "$root" && go build -o "$clr" ./cmd/clrdiag)
+  export DOTNET_ROOT=$host DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1
+  # Microsoft's tools are built for net8.0: they roll forward to RT.
+  local ms=(env DOTNET_ROLL_FORWARD=Major "$host/dotnet")
+
+  # Build a target: csc against the runtime's assemblies (and ASP.NET
+  # Core's for Web), with a runtimeconfig naming the runtime.
+  build() {
+    local name=$1 refs=() fws
+    for f in "$shared"/*.dll; do case $(basename "$f") in Microsoft.VisualBasic*|mscordaccore*|mscordbi*) ;; *) refs+=("-r:$f") ;; esac; done
+    fws='"framework":{"name":"Microsoft.NETCore.App","version":"'$rt'.0.0"}'
+    if [ "$name" = Web ]; then
+      for f in "$asp"/*.dll; do refs+=("-r:$f"); done
+      fws='"frameworks":[{"name":"Microsoft.NETCore.App","version":"'$rt'.0.0"},{"name":"Microsoft.AspNetCore.App","version":"'$rt'.0.0"}]'
+    fi
+    DOTNET_ROLL_FORWARD=Major "$csc_host/dotnet" "$csc" -nologo -nostdlib -noconfig -unsafe -optimize+ -langversion:latest \
+      -nowarn:1701,1702,8632 -target:exe -out:"$tmp/$name.dll" "${refs[@]}" "$root/testdata/targets/$name.cs" >/dev/null
+    printf '{"runtimeOptions":{"tfm":"net%s.0",%s,"configProperties":{"System.Globalization.Invariant":true}}}\n' "$rt" "$fws" >"$tmp/$name.runtimeconfig.json"
+  }
+  for t in Hot Heap Web; do build "$t"; done
+
+  # start NAME: runs a target with a FIFO on stdin (kept open) and waits for
+  # its READY line; sets PID and LINE.
+  start() {
+    local name=$1 fifo=$tmp/$1.in out=$tmp/$1.out
+    rm -f "$fifo" && mkfifo "$fifo"
+    "$host/dotnet" "$tmp/$name.dll" <"$fifo" >"$out" 2>&1 &
+    PID=$!
+    pids+=("$PID")
+    exec {FIFO}>"$fifo"
+    for _ in $(seq 600); do
+      LINE=$(grep -m1 '^READY' "$out" || true)
+      [ -n "$LINE" ] && return 0
+      sleep 0.1
+    done
+    echo "bench-compare: $name did not start:" >&2; cat "$out" >&2; exit 1
+  }
+  # timed CMD...: runs CMD under GNU time; prints "wall_s rss_kb cpu_s".
+  timed() {
+    /usr/bin/time -f '%e %M %U %S' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/stderr" || {
+      echo "bench-compare: failed: $*" >&2; cat "$tmp/stderr" >&2; exit 1; }
+    awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' "$tmp/time"
+  }
+  median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
+
+  # --- 1. speedscope conversion ---------------------------------------------
+  local traces=("$@")
+  if [ ${#traces[@]} -eq 0 ]; then
+    start Hot
+    "$clr" trace collect -p "$PID" --profile cpu-sampling --duration 3s -o "$tmp/hot.nettrace" --quiet
+    kill "$PID"; exec {FIFO}>&-
+    traces=("$tmp/hot.nettrace")
+  fi
+  echo
+  echo "-- 1. trace convert --format speedscope vs dotnet-trace convert --format speedscope (${CONVERT_RUNS:-5} rounds, median)"
+  printf '%-32s %9s %14s %12s %16s %12s %7s\n' file size "clrdiag s" "clrdiag RSS" "dotnet-trace s" "its RSS" ratio
+  for f in "${traces[@]}"; do
+    : >"$tmp/c1"; : >"$tmp/c2"
+    for _ in $(seq "${CONVERT_RUNS:-5}"); do
+      rm -f "$tmp"/clr.speedscope.json "$tmp"/ms.speedscope.json
+      timed "$clr" trace convert "$f" --format speedscope -o "$tmp/clr.speedscope.json" >>"$tmp/c1"
+      timed "${ms[@]}" "$tools/dotnet-trace/dotnet-trace.dll" convert --format speedscope -o "$tmp/ms.json" "$f" >>"$tmp/c2"
+    done
+    local c m cr mr
+    c=$(cut -d' ' -f1 "$tmp/c1" | median); m=$(cut -d' ' -f1 "$tmp/c2" | median)
+    cr=$(cut -d' ' -f2 "$tmp/c1" | median); mr=$(cut -d' ' -f2 "$tmp/c2" | median)
+    awk -v f="$(basename "$f")" -v sz="$(stat -c %s "$f")" -v c="$c" -v m="$m" -v cr="$cr" -v mr="$mr" 'BEGIN {
+      printf "%-32s %7.0fKB %14.3f %10.0fMB %16.3f %10.0fMB %6.1fx\n", f, sz / 1024, c, cr / 1024, m, mr / 1024, m / (c > 0 ? c : 0.001) }'
+    echo "  rounds (s): clrdiag $(cut -d' ' -f1 "$tmp/c1" | tr '\n' ' ')| dotnet-trace $(cut -d' ' -f1 "$tmp/c2" | tr '\n' ' ')"
+  done
+
+  # --- 2. gcdump collect -----------------------------------------------------
+  echo
+  echo "-- 2. gcdump collect vs dotnet-gcdump collect, same live Heap target grown by ${GCDUMP_OBJECTS:-200000} objects"
+  start Heap
+  echo "grow ${GCDUMP_OBJECTS:-200000}" >&"$FIFO"
+  for _ in $(seq 600); do grep -q '^GROWN' "$tmp/Heap.out" && break; sleep 0.1; done
+  local first1 first2
+  rm -f "$tmp"/*.gcdump
+  first1=$(timed "$clr" gcdump collect -p "$PID" -o "$tmp/clr.gcdump")
+  first2=$(timed "${ms[@]}" "$tools/dotnet-gcdump/dotnet-gcdump.dll" collect -p "$PID" -o "$tmp/ms.gcdump")
+  : >"$tmp/g1"; : >"$tmp/g2"
+  for _ in $(seq "${GCDUMP_RUNS:-5}"); do
+    rm -f "$tmp"/*.gcdump
+    timed "$clr" gcdump collect -p "$PID" -o "$tmp/clr.gcdump" >>"$tmp/g1"
+    timed "${ms[@]}" "$tools/dotnet-gcdump/dotnet-gcdump.dll" collect -p "$PID" -o "$tmp/ms.gcdump" >>"$tmp/g2"
+  done
+  kill "$PID"; exec {FIFO}>&-
+  local g1 g2 r1 r2
+  g1=$(cut -d' ' -f1 "$tmp/g1" | median); g2=$(cut -d' ' -f1 "$tmp/g2" | median)
+  r1=$(cut -d' ' -f2 "$tmp/g1" | median); r2=$(cut -d' ' -f2 "$tmp/g2" | median)
+  printf '%-16s %12s %12s %12s\n' "" "first s" "median s" "median RSS"
+  printf '%-16s %12s %12.3f %10.0fMB\n' clrdiag "${first1%% *}" "$g1" "$(echo "$r1 / 1024" | bc -l)"
+  printf '%-16s %12s %12.3f %10.0fMB\n' dotnet-gcdump "${first2%% *}" "$g2" "$(echo "$r2 / 1024" | bc -l)"
+  awk -v a="$g1" -v b="$g2" -v fa="${first1%% *}" -v fb="${first2%% *}" 'BEGIN {
+    printf "ratio (dotnet-gcdump / clrdiag): %.2fx median, %.2fx first collection\n", b / a, fb / fa }'
+  echo "rounds (s): clrdiag $(cut -d' ' -f1 "$tmp/g1" | tr '\n' ' ')| dotnet-gcdump $(cut -d' ' -f1 "$tmp/g2" | tr '\n' ' ')"
+
+  # --- 3. requests/s while traced ---------------------------------------------
+  echo
+  local dur=${WRK_DURATION:-10s} conns=${WRK_CONNECTIONS:-16} threads=${WRK_THREADS:-2} rounds=${WEB_ROUNDS:-5}
+  echo "-- 3. Web target GET / requests/s: wrk -t$threads -c$conns -d$dur, $rounds rounds of (none, clrdiag, dotnet-trace)"
+  start Web
+  local url
+  url=$(echo "$LINE" | awk '{print $3}')
+  wrk -t"$threads" -c"$conns" -d3s "$url/" >/dev/null # warm up (JIT, tiering)
+  : >"$tmp/w.none"; : >"$tmp/w.clrdiag"; : >"$tmp/w.dotnet-trace"; : >"$tmp/u.clrdiag"; : >"$tmp/u.dotnet-trace"
+  rps() { wrk -t"$threads" -c"$conns" -d"$dur" "$url/" | awk '/^Requests\/sec:/ {print $2}'; }
+  # traced TOOL: starts TOOL tracing the Web target, waits for its file to
+  # grow, runs wrk, stops TOOL with SIGINT; appends requests/s and TOOL's
+  # "cpu_s rss_kb".
+  traced() {
+    local tool=$1 out=$tmp/web-$1.nettrace pattern
+    rm -f "$out"
+    # Job control on: a background job of a script otherwise starts with
+    # SIGINT ignored, and .NET keeps it so (dotnet-trace would not stop).
+    set -m
+    if [ "$tool" = clrdiag ]; then
+      pattern="$clr trace collect -p $PID"
+      /usr/bin/time -f '%U %S %M' -o "$tmp/time.$tool" "$clr" trace collect -p "$PID" -o "$out" --quiet >/dev/null 2>&1 &
+    else
+      # dotnet-trace stops at the end of its input: give it one that
+      # stays open (a FIFO this shell holds).
+      pattern="dotnet-trace.dll collect -p $PID"
+      rm -f "$tmp/dt.in" && mkfifo "$tmp/dt.in"
+      exec {DTIN}<>"$tmp/dt.in"
+      DOTNET_ROLL_FORWARD=Major /usr/bin/time -f '%U %S %M' -o "$tmp/time.$tool" "$host/dotnet" "$tools/dotnet-trace/dotnet-trace.dll" \
+        collect -p "$PID" -o "$out" <"$tmp/dt.in" >/dev/null 2>&1 &
+    fi
+    set +m
+    local tp=$!
+    for _ in $(seq 600); do [ -s "$out" ] && break; sleep 0.1; done
+    if [ ! -s "$out" ]; then
+      echo "bench-compare: $tool wrote nothing in 60 s" >&2; kill "$tp" 2>/dev/null; exit 1
+    fi
+    sleep 1 # the providers are enabled a moment after the stream starts
+    rps >>"$tmp/w.$tool"
+    # GNU time ignores SIGINT while it waits: signal the tool itself.
+    { pgrep -f "$pattern" || true; } | xargs -r kill -INT
+    wait "$tp" || true
+    [ "$tool" = clrdiag ] || exec {DTIN}>&-
+    awk '{printf "%.2f %s\n", $1 + $2, $3}' "$tmp/time.$tool" >>"$tmp/u.$tool"
+  }
+  for _ in $(seq "$rounds"); do
+    rps >>"$tmp/w.none"
+    traced clrdiag
+    traced dotnet-trace
+  done
+  kill "$PID"; exec {FIFO}>&-
+  local base
+  base=$(median <"$tmp/w.none")
+  printf '%-14s %12s %20s %10s %14s %12s\n' condition "median rps" "spread (min-max)" "vs none" "tracer CPU s" "tracer RSS"
+  for c in none clrdiag dotnet-trace; do
+    local med lo hi cpu rss
+    med=$(median <"$tmp/w.$c"); lo=$(sort -g "$tmp/w.$c" | head -1); hi=$(sort -g "$tmp/w.$c" | tail -1)
+    cpu=-; rss=-
+    if [ "$c" != none ]; then cpu=$(cut -d' ' -f1 "$tmp/u.$c" | median); rss=$(cut -d' ' -f2 "$tmp/u.$c" | median); rss=$(awk -v r="$rss" 'BEGIN {printf "%.0fMB", r / 1024}'); fi
+    awk -v c="$c" -v m="$med" -v lo="$lo" -v hi="$hi" -v b="$base" -v cpu="$cpu" -v rss="$rss" 'BEGIN {
+      printf "%-14s %12.0f %9.0f-%-10.0f %9.1f%% %14s %12s\n", c, m, lo, hi, 100 * m / b, cpu, rss }'
+  done
+  echo "rounds (requests/s): none $(tr '\n' ' ' <"$tmp/w.none")| clrdiag $(tr '\n' ' ' <"$tmp/w.clrdiag")| dotnet-trace $(tr '\n' ' ' <"$tmp/w.dotnet-trace")"
+  echo
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+if [ "${1:-}" = --microsoft ]; then
+  shift
+  microsoft_compare "$@"
+  exit
+fi
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
-  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 peer=$(cd "$1" && pwd)

@@ -92,9 +92,8 @@ type attachTarget struct {
 	pid string
 }
 
-func startAttachTarget(t *testing.T) *attachTarget {
+func startAttachTarget(t *testing.T, rt *dotnettest.Runtime) *attachTarget {
 	t.Helper()
-	rt := dotnettest.Find(t)
 	dll := rt.Build(t, "Basic")
 	logPath := filepath.Join(t.TempDir(), "profiler.log")
 	tg := rt.Start(t, dll, nil, &dotnettest.Options{Env: []string{
@@ -118,14 +117,18 @@ func (a *attachTarget) ping(t *testing.T) {
 	a.tg.Expect(t, "PONG", 10*time.Second)
 }
 
-// TestAttachCommand drives 'clrdiag attach' against a real runtime: every
+// TestAttachCommand drives 'clrdiag attach' against every runtime: every
 // refusal gets its own explanation and exit status 1, the client data arrives
 // byte for byte, --wait-detach sees the library leave, and a second profiler
 // is refused while one is attached.
 func TestAttachCommand(t *testing.T) {
+	dotnettest.ForEach(t, dotnettest.Majors, testAttachCommand)
+}
+
+func testAttachCommand(t *testing.T, rt *dotnettest.Runtime) {
 	lib := profilertest.Build(t, profilertest.Standard)
 	noEntry := profilertest.Build(t, profilertest.NoEntry)
-	a := startAttachTarget(t)
+	a := startAttachTarget(t, rt)
 	base := func(path string, extra ...string) []string {
 		return append([]string{"attach", "-p", a.pid, "--profiler", path, "--clsid", profilertest.CLSID}, extra...)
 	}

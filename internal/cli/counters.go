@@ -18,6 +18,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 func init() { register("counters", newCountersCmd) }
@@ -84,6 +85,25 @@ func (f *countersFlags) config() (counters.Config, time.Duration, error) {
 		return usage(err)
 	}
 	return cfg, dur, nil
+}
+
+// nameWidth is the width of the name column of counters monitor's table
+// on the terminal w: what the value columns (17 characters each) leave of
+// its width; 0 (the View's default) when the width is unknown.
+func nameWidth(w io.Writer, deltas bool) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || cols <= 0 {
+		return 0
+	}
+	values := 17
+	if deltas {
+		values = 34
+	}
+	return max(cols-values-1, 30)
 }
 
 // isTerminal reports whether w is a terminal.
@@ -222,6 +242,7 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 				Title:       "Press Ctrl-C to quit. Process " + processLabel(t),
 				ShowDeltas:  showDeltas,
 				FullNumbers: !abbreviate,
+				NameWidth:   nameWidth(e.stdout, showDeltas),
 			}
 			out, errOut := e.stdout, e.stderr
 			keys, restore, err := rawStdin(e)
@@ -404,19 +425,20 @@ func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format
 		fmt.Fprintf(e.stderr, "Collecting counters of process %s into %s. Press Ctrl-C to stop.\n", processLabel(t), abs)
 		return nil
 	}
-	n := 0
 	runErr := followCounters(ctx, t, cfg, e.stderr, create, func(u counters.Update) error {
 		if u.Warning != nil {
 			fmt.Fprintf(e.stderr, "clrdiag: warning: %s\n", u.Warning)
 			return nil
 		}
-		n++
 		if err := exp.Write(u.Sample); err != nil {
 			return fmt.Errorf("write %s: %w", output, err)
 		}
 		return nil
 	})
 	if exp != nil {
+		// The file's rows: a histogram writes one per percentile, an
+		// instrument without a value none.
+		n := exp.Rows()
 		fmt.Fprintf(e.stdout, "Wrote %d samples to %s\n", n, output)
 		if n == 0 && runErr != nil && ctx.Err() != nil {
 			fmt.Fprintln(e.stderr, "clrdiag: warning: no counter values arrived: check the --counters names; a runtime publishes the first values one refresh interval after the session starts")

@@ -164,7 +164,7 @@ func TestCountersCollectFake(t *testing.T) {
 	if args := <-sessions; !strings.Contains(args, "SessionId=SHARED;Metrics=Shop,System.Runtime;RefreshInterval=1;MaxTimeSeries=1000;MaxHistograms=10;ClientId=") {
 		t.Errorf(".NET 8 Metrics arguments %q", args)
 	}
-	if !strings.Contains(stdout, "Wrote 3 samples to "+out) {
+	if !strings.Contains(stdout, "Wrote 5 samples to "+out) { // the file's rows
 		t.Errorf("stdout %q", stdout)
 	}
 	data, err := os.ReadFile(out)
@@ -229,7 +229,8 @@ func TestCountersMonitorFakePlain(t *testing.T) {
 	if strings.ContainsRune(stdout, '\x1b') {
 		t.Errorf("escape sequences when stdout is not a terminal:\n%q", stdout)
 	}
-	for _, want := range []string{"  Shop  orders (Count / 500ms)[route=/a]  3\n", "  Shop  latency (ms)[Percentile=99]  4\n"} {
+	// A rate per second: 3 in the 0.5 s interval.
+	for _, want := range []string{"  Shop  orders (Count / 1 sec)[route=/a]  6\n", "  Shop  latency (ms)[Percentile=99]  4\n"} {
 		if strings.Count(stdout, want) != 1 {
 			t.Errorf("want one line ending %q in:\n%s", want, stdout)
 		}

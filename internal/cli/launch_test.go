@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,4 +283,80 @@ func TestLaunchRealRuntime31TimesOut(t *testing.T) {
 	if time.Since(start) > 20*time.Second {
 		t.Fatalf("took %v", time.Since(start))
 	}
+}
+
+// TestLaunchRealRuntime traces a .NET 8+ program from its first
+// instruction: 'trace collect -- dotnet app.dll' starts it paused at a
+// private diagnostic port, opens the session, resumes it, and ends with
+// the program, with its exit status. The trace holds the loading of the
+// program's own assembly (before Main: the session was there first) and
+// the exception it threw, and names the child's process id.
+func TestLaunchRealRuntime(t *testing.T) {
+	dotnettest.ForEachSmoke(t, dotnettest.Modern, func(t *testing.T, rt *dotnettest.Runtime) {
+		dll := rt.Build(t, "Basic")
+		t.Setenv("DOTNET_ROOT", rt.DotnetRoot)
+		t.Setenv("DOTNET_ROLL_FORWARD", "")
+		out := filepath.Join(t.TempDir(), "launch.nettrace")
+		// The child writes to them too (through exec's copying goroutines).
+		var stdout, stderr syncBuffer
+		code := Main([]string{"trace", "collect", "--show-child-io", "-o", out, "--", rt.Host, dll},
+			strings.NewReader("throw\nexit 7\n"), &stdout, &stderr)
+		if code != 7 {
+			t.Fatalf("exit %d, want the child's 7:\n%s\n%s", code, stdout.String(), stderr.String())
+		}
+		// The child's own output, shown with --show-child-io.
+		var pid int
+		if _, err := fmt.Sscanf(stdout.String(), "READY %d\nTHROWN\n", &pid); err != nil || !strings.Contains(stdout.String(), "THROWN\n") {
+			t.Fatalf("child output %q: %v", stdout.String(), err)
+		}
+		for _, want := range []string{fmt.Sprintf("Process        : %d\n", pid), "Trace written to " + out} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+			}
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rd, err := nettrace.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rd.Header().ProcessID; got != pid {
+			t.Errorf("the trace names process %d, want the child %d", got, pid)
+		}
+		var basicLoaded, thrown bool
+		var ev nettrace.Event
+		for {
+			err := rd.ReadEvent(&ev)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			if ev.Metadata.ProviderName != "Microsoft-Windows-DotNETRuntime" {
+				continue
+			}
+			switch ev.Metadata.EventID {
+			case 152, 154: // ModuleLoad, AssemblyLoad
+				basicLoaded = basicLoaded || bytes.Contains(ev.Payload, utf16le("Basic"))
+			case 80: // ExceptionThrown_V1
+				thrown = thrown || bytes.Contains(ev.Payload, utf16le("test exception"))
+			}
+		}
+		if !basicLoaded || !thrown {
+			t.Errorf("the trace lacks the load of Basic (%v) or its exception (%v)", basicLoaded, thrown)
+		}
+	})
+}
+
+// utf16le is s in UTF-16LE, as event payloads carry strings.
+func utf16le(s string) []byte {
+	var b []byte
+	for _, r := range s {
+		b = append(b, byte(r), byte(r>>8))
+	}
+	return b
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	httpmon "github.com/clrdiag/clrdiag/monitor"
@@ -174,6 +175,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 		allowedHosts, corsOrigins               []string
 		maxConns                                int
 		queueTimeout, idleTimeout               time.Duration
+		metricsCounters                         string
+		metricsIdle                             time.Duration
 		checkConfig                             string
 	)
 	cmd := &cobra.Command{
@@ -185,9 +188,15 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"too but is visible to other users in the process list.\n" +
 			"With --diagnostic-port PATH the monitor serves the runtimes that connect to that socket\n" +
 			"(DOTNET_DiagnosticPorts=PATH in containers sharing a volume) instead of the local ones.\n" +
-			"GET /metrics answers from one long-lived System.Runtime counters session per process,\n" +
-			"kept in the background (processes are re-discovered every --discovery-interval; a failing\n" +
-			"session shows as clrdiag_collector_up 0 and is retried); --no-metrics turns this off.\n" +
+			"GET /metrics answers from one long-lived counters session per process (System.Runtime,\n" +
+			"ASP.NET Core's request metrics and --metrics-counters), kept in the background (processes\n" +
+			"are re-discovered every --discovery-interval; a failing session shows as\n" +
+			"clrdiag_collector_up 0 and is retried); --no-metrics turns this off. On .NET 8 and later\n" +
+			"its Meters (System.Diagnostics.Metrics) are read in the process's shared Metrics session,\n" +
+			"with dotnet-counters' settings, only while someone reads the values (/metrics, the\n" +
+			"dashboard, a counters request within --metrics-idle): dotnet-counters asks for a private\n" +
+			"session, which the runtime refuses while another exists, so it works next to a monitor\n" +
+			"nobody reads.\n" +
 			"/ui/ is a dashboard for a browser: processes, live counter charts, CPU profiles and heap\n" +
 			"snapshots as flame graphs, stacks, dumps. Open the 'Dashboard:' link printed at start (it\n" +
 			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n\n" +
@@ -253,10 +262,19 @@ func newMonitorCmd(e *env) *cobra.Command {
 				return usageErrorf("--dump-timeout %v: give a positive duration", dumpTimeout)
 			}
 			cfg := httpmon.Config{APIKey: key, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout, Version: versionString(),
-				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics,
+				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics, MetricsCounters: httpmon.DefaultMetricsCounters, MetricsIdle: metricsIdle,
 				Logger:       slog.New(slog.NewTextHandler(e.stderr, nil)),
 				AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, MaxConns: maxConns,
 				QueueTimeout: queueTimeout, IdleTimeout: idleTimeout}
+			if metricsIdle <= 0 {
+				return usageErrorf("--metrics-idle %v: give a positive duration", metricsIdle)
+			}
+			if metricsCounters != "" {
+				if _, err := counters.ParseSpecs(metricsCounters); err != nil {
+					return usageError(fmt.Errorf("--metrics-counters: %w", err))
+				}
+				cfg.MetricsCounters += "," + metricsCounters
+			}
 			if dc := e.global.discoverConfig(); dc != nil {
 				cfg.Source = httpmon.LocalSource{Discover: dc}
 			}
@@ -278,8 +296,9 @@ func newMonitorCmd(e *env) *cobra.Command {
 				}
 				defer srv.Close()
 				fmt.Fprintf(e.stderr, "Waiting for runtimes to connect. Start applications with DOTNET_DiagnosticPorts=%s\n", path)
-				go resumeArrivals(ctx, srv, !dp.NoSuspend)
-				cfg.Source = httpmon.ReverseSource{Server: srv}
+				src := httpmon.NewReverseSource(srv)
+				go resumeArrivals(ctx, srv, src, !dp.NoSuspend)
+				cfg.Source = src
 			}
 			m, err := httpmon.New(cfg)
 			if err != nil {
@@ -306,6 +325,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "refresh interval of the counters sessions behind /metrics (whole milliseconds)")
 	fl.DurationVar(&discovery, "discovery-interval", httpmon.DefaultDiscovery, "how often /metrics looks for new and ended processes")
 	fl.BoolVar(&noMetrics, "no-metrics", false, "disable /metrics and its background counters sessions")
+	fl.DurationVar(&metricsIdle, "metrics-idle", httpmon.DefaultMetricsIdle, "close a process's Meters session when nobody read its values for this long (it leaves the runtime's one Metrics session to dotnet-counters)")
+	fl.StringVar(&metricsCounters, "metrics-counters", "", `providers /metrics also reads, besides System.Runtime and Microsoft.AspNetCore.Hosting, in the --counters syntax of counters collect: "MyApp.Meter,My-EventSource[counter,...]"`)
 	fl.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	fl.StringVar(&tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	fl.StringSliceVar(&allowedHosts, "allowed-hosts", nil, "host names requests may use besides IP addresses and localhost (comma-separated; * allows any, which lets DNS-rebinding pages in)")
@@ -357,19 +378,21 @@ func newMonitorGenerateKeyCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// resumeArrivals resumes each runtime that connects to the monitor's socket,
+// resumeArrivals names each runtime that connects to the monitor's socket
+// (its ProcessInfo, while its first connection is there) and resumes it,
 // as dotnet-monitor does in listen mode: a runtime with the default suspend
 // waits for it.
-func resumeArrivals(ctx context.Context, srv *reverse.Server, suspends bool) {
+func resumeArrivals(ctx context.Context, srv *reverse.Server, src *httpmon.ReverseSource, suspends bool) {
 	for {
 		rt, err := srv.Accept(ctx)
 		if err != nil {
 			return
 		}
-		if !suspends {
-			continue
-		}
 		go func() {
+			src.Identify(ctx, rt)
+			if !suspends {
+				return
+			}
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			_ = diag.NewClient(rt, nil).ResumeRuntime(rctx)

@@ -88,7 +88,12 @@ func TestStackFlagErrors(t *testing.T) {
 // startHot starts the Hot target (testdata/targets/Hot.cs).
 func startHot(t *testing.T) *dotnettest.Target {
 	t.Helper()
-	rt := dotnettest.Find(t)
+	return startHotOn(t, dotnettest.Find(t))
+}
+
+// startHotOn starts the Hot target on rt.
+func startHotOn(t *testing.T, rt *dotnettest.Runtime) *dotnettest.Target {
+	t.Helper()
 	return rt.Start(t, rt.Build(t, "Hot"), nil, nil)
 }
 
@@ -150,7 +155,11 @@ func hotProblem(snap stacks.Snapshot, pid int) string {
 // Console.ReadLine, or the worker between two slices, when a snapshot is
 // taken, so snapshots are taken until one shows it (or a minute passes).
 func TestRealStackHot(t *testing.T) {
-	tg := startHot(t)
+	dotnettest.ForEach(t, dotnettest.Majors, testRealStackHot)
+}
+
+func testRealStackHot(t *testing.T, rt *dotnettest.Runtime) {
+	tg := startHotOn(t, rt)
 	var snap stacks.Snapshot
 	var problem string
 	for attempt, deadline := 1, time.Now().Add(time.Minute); ; attempt++ {

@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/clrdiag/clrdiag/ipc"
@@ -29,6 +31,18 @@ func suspendedHint(err error, what, since string) error {
 	return err
 }
 
+// missingInTarget reports whether path definitely does not exist in the
+// file system of process pid (/proc/PID/root is its view, which differs in
+// a container). Anything short of a definite "not there" (no pid, not
+// Linux, /proc not readable) is false.
+func missingInTarget(pid int, path string) bool {
+	if pid <= 0 || runtime.GOOS != "linux" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), path))
+	return errors.Is(err, os.ErrNotExist)
+}
+
 func newStartupProfilerCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()
 	var path, clsid string
@@ -37,7 +51,7 @@ func newStartupProfilerCmd(e *env) *cobra.Command {
 		Short: "Register a profiler to load when a paused runtime resumes (.NET 6+)",
 		Long: "Tell a runtime that is paused at startup to load a CoreCLR profiler when it resumes\n" +
 			"(StartupProfiler). Start the app with DOTNET_DiagnosticPorts=<socket>,suspend, run this,\n" +
-			"then 'clrdiag resume'. A runtime that is already running refuses with INVALIDARG.",
+			"then 'clrdiag resume'. A running runtime accepts it but never loads it: use 'clrdiag attach' there.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !filepath.IsAbs(path) {
@@ -53,10 +67,19 @@ func newStartupProfilerCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer t.close()
+			if missingInTarget(t.PID, path) {
+				// The runtime stores the path unchecked and, at resume,
+				// logs that it cannot load it and runs without a profiler.
+				fmt.Fprintf(e.stderr, "clrdiag: warning: %s does not exist in the file system of process %d; the runtime will start without a profiler\n", path, t.PID)
+			}
 			if err := t.Client.SetStartupProfiler(ctx, g, path); err != nil {
 				return suspendedHint(err, "startup-profiler", ".NET 6")
 			}
-			fmt.Fprintf(e.stdout, "profiler %s registered; it loads when the runtime resumes ('clrdiag resume')\n", path)
+			if t.Started != nil { // connected to clrdiag's port: t.close resumes it
+				fmt.Fprintf(e.stdout, "profiler %s registered; the runtime loads it as it resumes, which clrdiag makes it do as this command ends\n", path)
+			} else {
+				fmt.Fprintf(e.stdout, "profiler %s registered: a runtime paused at startup loads it when resumed ('clrdiag resume'); a running one never will (attach to it with 'clrdiag attach')\n", path)
+			}
 			return nil
 		},
 	}
@@ -75,7 +98,7 @@ func newStartupHookCmd(e *env) *cobra.Command {
 		Short: "Apply a startup hook assembly to a paused runtime (.NET 8+)",
 		Long: "Make a runtime that is paused at startup run a startup hook assembly when it resumes\n" +
 			"(ApplyStartupHook). Start the app with DOTNET_DiagnosticPorts=<socket>,suspend, run this,\n" +
-			"then 'clrdiag resume'.",
+			"then 'clrdiag resume'. A running runtime runs the hook at once.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
@@ -88,10 +111,22 @@ func newStartupHookCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer t.close()
+			if missingInTarget(t.PID, path) {
+				// The runtime stores the path unchecked and, at resume, a
+				// hook it cannot load ends the program (an unhandled
+				// FileNotFoundException before Main).
+				return usageErrorf("%s does not exist in the file system of process %d: a runtime resumed with a startup hook it cannot load stops with an unhandled exception, so it was not sent; give the absolute path of the hook assembly as the target sees it", path, t.PID)
+			}
 			if err := t.Client.ApplyStartupHook(ctx, path); err != nil {
 				return suspendedHint(err, "startup-hook", ".NET 8")
 			}
-			fmt.Fprintf(e.stdout, "startup hook %s applied; it runs when the runtime resumes ('clrdiag resume')\n", path)
+			// A running .NET 8+ runtime calls the hook at once; one paused
+			// at startup calls it when resumed, before Main.
+			if t.Started != nil { // connected to clrdiag's port: t.close resumes it
+				fmt.Fprintf(e.stdout, "startup hook %s applied; the runtime runs it as it resumes, which clrdiag makes it do as this command ends\n", path)
+			} else {
+				fmt.Fprintf(e.stdout, "startup hook %s applied: a runtime paused at startup runs it when resumed ('clrdiag resume'); a running one has just run it\n", path)
+			}
 			return nil
 		},
 	}

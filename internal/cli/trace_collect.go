@@ -233,6 +233,9 @@ func (s *stopEvent) matches(ev *nettrace.Event) bool {
 	}
 	for _, kv := range s.filter {
 		v, ok := fields.Get(kv[0])
+		if lv, isLevel := v.(logLevel); isLevel && kv[1] == strconv.Itoa(int(lv)) {
+			continue // an ILogger level matches by number as well as by name
+		}
 		if !ok || fmt.Sprint(v) != kv[1] {
 			return false
 		}

@@ -5,6 +5,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,7 +19,12 @@ import (
 
 func startEvents(t *testing.T) *dotnettest.Target {
 	t.Helper()
-	rt := dotnettest.Find(t)
+	return startEventsOn(t, dotnettest.Find(t))
+}
+
+// startEventsOn starts the Events target on rt.
+func startEventsOn(t *testing.T, rt *dotnettest.Runtime) *dotnettest.Target {
+	t.Helper()
 	return rt.Start(t, rt.Build(t, "Events"), nil, nil)
 }
 
@@ -122,7 +129,11 @@ func waitEnabled(t *testing.T, tg *dotnettest.Target) {
 }
 
 func TestRealCollectStopOnEvent(t *testing.T) {
-	tg := startEvents(t)
+	dotnettest.ForEach(t, dotnettest.Majors, testRealCollectStopOnEvent)
+}
+
+func testRealCollectStopOnEvent(t *testing.T, rt *dotnettest.Runtime) {
+	tg := startEventsOn(t, rt)
 	out := filepath.Join(t.TempDir(), "stop.nettrace")
 	r := startCLI("trace", "collect", "-p", fmt.Sprint(tg.PID), "--providers", "Clrdiag-Test:0xF:5", "-o", out,
 		"--stopping-event-provider-name", "Clrdiag-Test", "--stopping-event-event-name", "Finish",
@@ -147,6 +158,94 @@ func TestRealCollectStopOnEvent(t *testing.T) {
 	if stops != 1 {
 		t.Fatalf("%d Finish events in the file", stops)
 	}
+}
+
+// TestRealCollectProfiles collects with the default providers and the
+// cpu-sampling and gc-verbose profiles on every runtime, while the target
+// collects garbage: each file is complete, decodes to the last payload,
+// and holds the kinds of events its profile asks for.
+func TestRealCollectProfiles(t *testing.T) {
+	const (
+		runtimeProvider = "Microsoft-Windows-DotNETRuntime"
+		rundownProvider = "Microsoft-Windows-DotNETRuntimeRundown"
+		sampleProvider  = "Microsoft-DotNETCore-SampleProfiler"
+	)
+	type kind struct {
+		provider string
+		id       uint32
+	}
+	var (
+		threadSample = kind{sampleProvider, 0}
+		gcStart      = kind{runtimeProvider, 1}
+		gcEnd        = kind{runtimeProvider, 2}
+		gcHeapStats  = kind{runtimeProvider, 4}
+		methodDCEnd  = kind{rundownProvider, 144} // MethodDCEndVerbose
+		jitStart     = kind{runtimeProvider, 145} // MethodJittingStarted: verbose JIT
+	)
+	dotnettest.ForEachSmoke(t, dotnettest.Majors, func(t *testing.T, rt *dotnettest.Runtime) {
+		tg := startEventsOn(t, rt)
+		for _, c := range []struct {
+			profile string
+			want    []kind
+			not     []kind // kinds the profile leaves out
+		}{
+			{"", []kind{threadSample, gcStart, gcEnd, methodDCEnd}, nil},
+			{"cpu-sampling", []kind{threadSample, gcStart, methodDCEnd}, nil},
+			{"gc-verbose", []kind{gcStart, gcEnd, gcHeapStats, methodDCEnd}, []kind{threadSample}},
+		} {
+			name := c.profile
+			if name == "" {
+				name = "default"
+			}
+			t.Run(name, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), name+".nettrace")
+				args := []string{"trace", "collect", "-p", fmt.Sprint(tg.PID), "-o", out}
+				if c.profile != "" {
+					args = append(args, "--profile", c.profile)
+				}
+				r := startCLIProcess(t, args...)
+				r.waitSession(t)
+				// Collect until the file holds an induced GC (the runtime
+				// enables its providers a moment after the session starts),
+				// then stop as a user would, with Ctrl-C's stop.
+				deadline := time.Now().Add(60 * time.Second)
+				for inducedGCStarts(out) == 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("no induced GCStart in %s after 60s:\n%s", out, r.stderr.String())
+					}
+					tg.Send(t, "gc 1")
+					tg.Expect(t, "GC done", 10*time.Second)
+					for wait := time.Now().Add(time.Second); inducedGCStarts(out) == 0 && time.Now().Before(wait); {
+						time.Sleep(50 * time.Millisecond)
+					}
+				}
+				if code := r.interrupt(t, 90*time.Second); code != 0 || !strings.Contains(r.stderr.String(), "rundown completed") {
+					t.Fatalf("collect exit %d:\n%s", code, r.stderr.String())
+				}
+				evs, stats := readTrace(t, out)
+				if !stats.Complete || stats.DroppedEvents != 0 {
+					t.Errorf("stats = %+v", stats)
+				}
+				counts := map[kind]int{}
+				for _, e := range evs {
+					counts[kind{e.provider, e.id}]++
+				}
+				for _, k := range c.want {
+					if counts[k] == 0 {
+						t.Errorf("no %s/%d events (of %d)", k.provider, k.id, len(evs))
+					}
+				}
+				for _, k := range c.not {
+					if counts[k] != 0 {
+						t.Errorf("%d %s/%d events, which --profile %s leaves out", counts[k], k.provider, k.id, c.profile)
+					}
+				}
+				if c.profile == "" && counts[jitStart] != 0 {
+					t.Errorf("verbose JIT events in a default trace")
+				}
+			})
+		}
+	})
 }
 
 func TestRealCollectTargetKilled(t *testing.T) {
@@ -305,5 +404,64 @@ func TestCollectSampleFlags(t *testing.T) {
 		if f.providers != c.want {
 			t.Errorf("%+v with --sample %s: providers %q, want %q", c.f, c.measure, f.providers, c.want)
 		}
+	}
+}
+
+// cliProcess is clrdiag (the test binary's Main, see interrupt_linux_test.go)
+// running as a process of its own, so that a test can stop it with a real
+// SIGINT, as Ctrl-C does.
+type cliProcess struct {
+	cmd    *exec.Cmd
+	stderr syncBuffer
+	done   chan struct{}
+}
+
+func startCLIProcess(t *testing.T, args ...string) *cliProcess {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	p := &cliProcess{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "CLRDIAG_TEST_MAIN_ARGS="+string(a))
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// waitSession waits until clrdiag says the session is running.
+func (p *cliProcess) waitSession(t *testing.T) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(p.stderr.String(), "Session        :") {
+		select {
+		case <-p.done:
+			t.Fatalf("clrdiag ended before the session started (exit %d):\n%s", p.cmd.ProcessState.ExitCode(), p.stderr.String())
+		case <-deadline:
+			t.Fatalf("session not started after 30s:\n%s", p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// interrupt sends SIGINT and returns the exit status.
+func (p *cliProcess) interrupt(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("clrdiag did not end within %v of SIGINT:\n%s", timeout, p.stderr.String())
+		return -1
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
+	"github.com/clrdiag/clrdiag/logs"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 )
@@ -397,6 +398,37 @@ func (h hexValue) String() string { return "0x" + strconv.FormatUint(uint64(h), 
 // MarshalText formats h as text (used by JSON encoding).
 func (h hexValue) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
+// loggingProvider is the EventSource of Microsoft.Extensions.Logging's
+// EventSourceLogger (ILogger messages in a trace).
+const loggingProvider = logs.Provider
+
+// logLevel is the Level field of a Microsoft-Extensions-Logging event: an
+// ILogger LogLevel (Trace 0 ... Warning 3 ... None 6), which is not the
+// EventSource level of the event (there 3 would be Warning too, but 4 is
+// Informational where ILogger's 4 is Error). It shows as ILogger's name
+// (logs.Level), in text and in JSON.
+type logLevel int32
+
+func (l logLevel) String() string { return logs.Level(l).String() }
+
+// MarshalText formats l as its name (used by JSON encoding).
+func (l logLevel) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// selfDescribingFields decodes the payload of an event that carries its
+// field metadata, naming the ILogger level of Microsoft-Extensions-Logging.
+func selfDescribingFields(ev *nettrace.Event) (nettrace.Object, error) {
+	obj, err := ev.Fields()
+	if err != nil || ev.Metadata.ProviderName != loggingProvider {
+		return obj, err
+	}
+	for i, nv := range obj {
+		if lv, ok := nv.Value.(int32); ok && nv.Name == "Level" {
+			obj[i].Value = logLevel(lv)
+		}
+	}
+	return obj, nil
+}
+
 // eventFields decodes an event's payload: with the trace's field metadata
 // for self-describing events, with the clrevents table for the runtime's own
 // events. It returns nil for events whose layout nobody knows. ptrSize is
@@ -404,7 +436,7 @@ func (h hexValue) MarshalText() ([]byte, error) { return []byte(h.String()), nil
 func eventFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
 	md := ev.Metadata
 	if len(md.Fields) > 0 {
-		return ev.Fields()
+		return selfDescribingFields(ev)
 	}
 	if md.EventID > 0xFFFF {
 		return nil, nil
@@ -418,7 +450,7 @@ func eventFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
 // eventPayload is eventFields with what the filter cached about the event.
 func eventPayload(ev *nettrace.Event, k *eventKind, ptrSize int) (nettrace.Object, error) {
 	if len(ev.Metadata.Fields) > 0 {
-		return ev.Fields()
+		return selfDescribingFields(ev)
 	}
 	if !k.native {
 		return nil, nil
@@ -433,20 +465,40 @@ func nativeFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	return nativeObject(fs), nil
+}
+
+// nativeObject turns decoded runtime-event fields into an Object: hex
+// values, GUIDs and struct arrays in the types the printers know.
+func nativeObject(fs []clrevents.FieldValue) nettrace.Object {
 	obj := make(nettrace.Object, len(fs))
 	for i, fv := range fs {
 		v := fv.Value
 		switch x := v.(type) {
 		case uint64:
-			if fv.Hex || fv.Type == clrevents.TypePointer {
+			if fv.IsHex() {
 				v = hexValue(x)
 			}
 		case [16]byte:
 			v = nettrace.GUID(x)
+		case []uint64:
+			if fv.IsHex() {
+				a := make([]any, len(x))
+				for j, e := range x {
+					a[j] = hexValue(e)
+				}
+				v = a
+			}
+		case [][]clrevents.FieldValue:
+			a := make([]any, len(x))
+			for j, e := range x {
+				a[j] = nativeObject(e)
+			}
+			v = a
 		}
 		obj[i] = nettrace.NamedValue{Name: fv.Name, Value: v}
 	}
-	return obj, nil
+	return obj
 }
 
 // maxRawText bounds the payload bytes shown in hexadecimal on a text line.

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf16"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/testcapture"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
@@ -96,7 +99,8 @@ func TestTraceEventsRuntimeNames(t *testing.T) {
 		`Microsoft-Windows-DotNETRuntimeRundown  MethodDCEndVerbose(144)  thread=9  MethodID=0x7ffea93e45b0  ModuleID=0x7ffea9014020  MethodStartAddress=0x7ffea9177390  MethodSize=4178  MethodToken=0x6002783  MethodFlags=0x88  MethodNamespace="Program"  MethodName="Main"`,
 		"Microsoft-Windows-DotNETRuntimePrivate  PinPlugAtGCTime(199)  thread=9  PlugStart=0x19a00001048  PlugEnd=0x19a00001348  GapBeforeSize=0x18",
 		"Microsoft-Windows-DotNETRuntime  Event(9999)  thread=9  payload=4 bytes: deadbeef",
-		"GCBulkNode(18)  thread=9  payload=2 bytes: 0102",
+		// GCBulkNode has a layout (from the manifest): 2 bytes are too few.
+		"GCBulkNode(18)  thread=9  payload error: clrevents: decode GCBulkNode v4: field Index at offset 0: payload too short  payload=2 bytes: 0102",
 		"GCStart(1)  thread=9  Count=8",
 		"GCEnd(2)  thread=9  payload error: clrevents: decode GCEnd v1: field Count at offset 0: payload too short  payload=3 bytes: 010000",
 	}
@@ -277,6 +281,156 @@ func TestStopEventMatchesRuntimeEvents(t *testing.T) {
 		f.Close()
 		if n != c.want {
 			t.Errorf("%s %q %q: %d matches, want %d", c.provider, c.event, c.filter, n, c.want)
+		}
+	}
+}
+
+// TestTraceEventsModernCaptures runs trace events on the captures of .NET
+// 8, 10 and 11 (clrdiag's and dotnet-trace's) and checks that the runtime's
+// events of issue 31's list print with named fields, and that no runtime
+// event prints unnamed, as raw bytes or with a payload error.
+func TestTraceEventsModernCaptures(t *testing.T) {
+	want := map[string][]int{ // provider -> event ids that must show named fields
+		clrevents.ProviderRuntime: {29, 30, 31, 33, 39, 58, 70, 71, 85, 151, 200, 202, 204, 205, 209,
+			280, 281, 282, 283, 284, 290, 291, 292, 296},
+		clrevents.ProviderRundown: {10, 152, 158},
+	}
+	named := map[string]bool{}
+	fieldRE := regexp.MustCompile(`^\S+  (Microsoft-Windows-DotNETRuntime\w*)  (\w+)\((\d+)\)  thread=\d+  \w+=`)
+	var all strings.Builder
+	for _, v := range []string{"8.0.34", "10.0.15", "11.0.0"} {
+		for _, prof := range []string{"default", "gc-verbose"} {
+			for _, tool := range []string{"clrdiag", "dotnet-trace"} {
+				rel := fmt.Sprintf("clrdiag/workloads-%s-linux-x64-%s.%s.nettrace.zip", v, prof, tool)
+				path := filepath.Join(t.TempDir(), "t.nettrace")
+				if err := os.WriteFile(path, testcapture.Load(t, rel), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				for provider := range want {
+					code, out, errOut := run(t, "trace", "events", path, "--provider", provider)
+					if code != 0 {
+						t.Fatalf("%s %s: exit %d: %s", rel, provider, code, errOut)
+					}
+					all.WriteString(out)
+				}
+			}
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(all.String()), "\n") {
+		if strings.Contains(line, "payload=") || strings.Contains(line, "payload error") || strings.Contains(line, "  Event(") {
+			t.Errorf("runtime event without named fields: %.300s", line)
+			continue
+		}
+		if m := fieldRE.FindStringSubmatch(line); m != nil {
+			named[m[1]+"/"+m[3]] = true
+		}
+	}
+	for provider, ids := range want {
+		for _, id := range ids {
+			if !named[fmt.Sprintf("%s/%d", provider, id)] {
+				t.Errorf("%s event %d: no line with named fields", provider, id)
+			}
+		}
+	}
+}
+
+// writeLoggingTrace writes FormattedMessage events of the
+// Microsoft-Extensions-Logging provider, as the EventSourceLogger does, at
+// the ILogger levels given.
+func writeLoggingTrace(t *testing.T, levels ...int32) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := nettrace.NewWriter(&buf, nettrace.WriterConfig{ProcessID: 77, ProcessorCount: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &nettrace.Metadata{ID: 1, ProviderName: loggingProvider, EventID: 9, EventName: "FormattedMessage", Level: 4,
+		Fields: []nettrace.Field{{Name: "Level", Type: nettrace.TypeInt32}, {Name: "FactoryID", Type: nettrace.TypeInt32},
+			{Name: "LoggerName", Type: nettrace.TypeString}, {Name: "EventId", Type: nettrace.TypeInt32},
+			{Name: "EventName", Type: nettrace.TypeString}, {Name: "FormattedMessage", Type: nettrace.TypeString}}}
+	if err := w.AddMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	for i, lv := range levels {
+		p, err := nettrace.AppendPayload(nil, md.Fields, nettrace.Object{{Name: "Level", Value: lv}, {Name: "FactoryID", Value: int32(1)},
+			{Name: "LoggerName", Value: "App.Orders"}, {Name: "EventId", Value: int32(42)}, {Name: "EventName", Value: "Slow"},
+			{Name: "FormattedMessage", Value: "took 123 ms"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteEvent(&nettrace.Event{Metadata: md, SequenceNumber: uint32(i + 1), ThreadID: 9, CaptureThreadID: 9,
+			Timestamp: int64(i+1) * 1000, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "logging.nettrace")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestTraceEventsLoggingLevel: the Level of a Microsoft-Extensions-Logging
+// event is ILogger's LogLevel and shows by its name (2 is Information,
+// where EventSource's 2 is Error), in text and JSON; a value out of range
+// shows as the number. A stopping-event filter takes the name or the
+// number.
+func TestTraceEventsLoggingLevel(t *testing.T) {
+	path := writeLoggingTrace(t, 0, 2, 3, 4, 5, 6, 9)
+	code, out, errOut := run(t, "trace", "events", path)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{"Trace", "Information", "Warning", "Error", "Critical", "None", "9"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if want := `FormattedMessage(9)  thread=9  Level=` + w + `  FactoryID=1  LoggerName="App.Orders"  EventId=42`; !strings.Contains(lines[i], want) {
+			t.Errorf("line %d lacks %q:\n%s", i, want, lines[i])
+		}
+	}
+	_, out, _ = run(t, "trace", "events", path, "--json")
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Payload map[string]any `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Payload["Level"] != want[i] {
+			t.Errorf("JSON line %d: Level %v (%v), want %q", i, ev.Payload["Level"], err, want[i])
+		}
+	}
+	for _, c := range []struct {
+		filter string
+		want   int
+	}{{"Level:Warning", 1}, {"Level:3", 1}, {"Level:9", 1}, {"Level:Error,LoggerName:App.Orders", 1}, {"Level:7", 0}} {
+		s, err := parseStopEvent(loggingProvider, "FormattedMessage", c.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := nettrace.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ev, err := range rd.All() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.matches(ev) {
+				n++
+			}
+		}
+		f.Close()
+		if n != c.want {
+			t.Errorf("stopping-event filter %q: %d matches, want %d", c.filter, n, c.want)
 		}
 	}
 }

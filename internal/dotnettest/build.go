@@ -36,6 +36,10 @@ type BuildOptions struct {
 	// and names it in the runtimeconfig. It needs .NET 5 or later and a
 	// root that has ASP.NET Core.
 	Web bool
+	// Library compiles a class library (-target:library) rather than a
+	// program, such as a startup hook assembly. Build then returns the path
+	// of the library (a runtimeconfig is written beside it all the same).
+	Library bool
 	// Config adds configProperties to the runtimeconfig (for example
 	// "System.GC.Server": true).
 	Config map[string]any
@@ -78,6 +82,9 @@ func (r *Runtime) build(name string, opts BuildOptions) (string, error) {
 	h.Write([]byte(r.Version))
 	h.Write([]byte{0})
 	h.Write(cfg)
+	if opts.Library {
+		h.Write([]byte("\x00library"))
+	}
 	sum := h.Sum(nil)
 	cache, err := CacheDir()
 	if err != nil {
@@ -99,16 +106,20 @@ func (r *Runtime) build(name string, opts BuildOptions) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, name+".dll")
+	target := "exe"
+	if opts.Library {
+		target = "library"
+	}
 	var cmd *exec.Cmd
 	if r.Major < 5 {
-		args := []string{"-nostdlib", "-noconfig", "-unsafe", "-nowarn:1702", "-optimize+", "-out:" + out}
+		args := []string{"-nostdlib", "-noconfig", "-unsafe", "-nowarn:1702", "-optimize+", "-out:" + out, "-target:" + target}
 		for _, ref := range mcsReferences {
 			args = append(args, "-r:"+filepath.Join(r.SharedDir, ref))
 		}
 		cmd = exec.Command(r.MCS, append(args, src)...)
 	} else {
 		args := []string{r.CSC, "-nologo", "-nostdlib", "-noconfig", "-unsafe", "-optimize+",
-			"-langversion:latest", "-nowarn:1701,1702,8632", "-target:exe", "-out:" + out}
+			"-langversion:latest", "-nowarn:1701,1702,8632", "-target:" + target, "-out:" + out}
 		dirs := []string{r.SharedDir}
 		if opts.Web {
 			dirs = append(dirs, r.AspNetDir)

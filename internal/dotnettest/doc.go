@@ -24,17 +24,20 @@
 // When a runtime, a compiler or a tool is missing, tests skip with a loud
 // reason, except when the environment variable CI is "true": then they fail,
 // so a CI run can never pass by skipping the real-runtime tests. A major
-// left out of CLRDIAG_RUNTIMES (when set) is skipped on purpose, and so is
-// every real-runtime test with go test -short, the quick loop of unit
+// left out of CLRDIAG_RUNTIMES (when set) is skipped on purpose; a major in
+// CLRDIAG_SMOKE_RUNTIMES (and not in CLRDIAG_RUNTIMES) runs only the tests
+// of the smoke subset, those that use ForEachSmoke rather than ForEach.
+// Every real-runtime test skips with go test -short, the quick loop of unit
 // tests (CI runs the full mode).
 //
 // Environment:
 //
-//	CLRDIAG_DOTNET_ROOTS  dotnet roots to use first (a list separated like PATH)
-//	CLRDIAG_DOTNET        the dotnet host of .NET Core 3.1 (its root is used)
-//	CLRDIAG_CACHE         where runtimes, tools and built targets are (default <module>/.cache)
-//	CLRDIAG_RUNTIMES      majors to test, e.g. "3,8,11" (default: all of Majors)
-//	CLRDIAG_MCS           path of mcs (default: mcs on PATH)
-//	CLRDIAG_CSC           path of Roslyn's csc.dll (default: <cache>/runtimes/csc/csc.dll)
-//	CLRDIAG_DOTNET_TOOLS  directory of Microsoft's tools (default: <cache>/runtimes/tools)
+//	CLRDIAG_DOTNET_ROOTS    dotnet roots to use first (a list separated like PATH)
+//	CLRDIAG_DOTNET          the dotnet host of .NET Core 3.1 (its root is used)
+//	CLRDIAG_CACHE           where runtimes, tools and built targets are (default <module>/.cache)
+//	CLRDIAG_RUNTIMES        majors to test, e.g. "3,8,11" (default: all of Majors)
+//	CLRDIAG_SMOKE_RUNTIMES  majors that run only the smoke subset, e.g. "10"
+//	CLRDIAG_MCS             path of mcs (default: mcs on PATH)
+//	CLRDIAG_CSC             path of Roslyn's csc.dll (default: <cache>/runtimes/csc/csc.dll)
+//	CLRDIAG_DOTNET_TOOLS    directory of Microsoft's tools (default: <cache>/runtimes/tools)
 package dotnettest

@@ -29,6 +29,12 @@ type Options struct {
 	Ready string
 	// NoWaitSocket skips waiting for the diagnostic socket to appear.
 	NoWaitSocket bool
+	// NoWaitReady makes Start return as soon as the process runs, without
+	// waiting for its ready line or its socket: a runtime paused at a
+	// suspending diagnostic port (DOTNET_DiagnosticPorts=...,suspend)
+	// prints nothing until it is resumed. Then WaitReady and WaitSocket
+	// wait for them.
+	NoWaitReady bool
 	// Wrapper, when set, is a command line that runs the runtime, such as
 	// {"unshare", "--pid", "--fork", "--mount-proc"}: the target's PID is
 	// then the wrapper's, and the socket is not waited for.
@@ -51,6 +57,10 @@ type Target struct {
 	mu     sync.Mutex
 	stderr strings.Builder
 	done   chan struct{}
+
+	ready    chan struct{} // closed when the ready line came or cannot come
+	readyErr error         // why it cannot come, set before ready is closed
+	tmpDir   string        // where the runtime makes its socket
 }
 
 // Start runs dll on the runtime, waits for its ready line on stdout and for
@@ -84,7 +94,11 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := &Target{Cmd: cmd, Stdin: stdin, Lines: make(chan string, 1024), done: make(chan struct{})}
+	tg := &Target{Cmd: cmd, Stdin: stdin, Lines: make(chan string, 1024), done: make(chan struct{}),
+		ready: make(chan struct{}), tmpDir: opts.TmpDir}
+	if tg.tmpDir == "" {
+		tg.tmpDir = os.TempDir()
+	}
 	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
 		tg.mu.Lock()
 		defer tg.mu.Unlock()
@@ -102,7 +116,6 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 		_ = cmd.Wait()
 		close(tg.done)
 	}()
-	readyc := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sawReady := false
@@ -112,7 +125,7 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 				if strings.HasPrefix(line, ready) {
 					sawReady = true
 					tg.ReadyLine = line
-					readyc <- nil
+					close(tg.ready)
 				}
 				continue
 			}
@@ -122,35 +135,55 @@ func (r *Runtime) Start(t testing.TB, dll string, args []string, opts *Options) 
 			}
 		}
 		if !sawReady {
-			readyc <- errors.New("target exited before printing its ready line")
+			tg.readyErr = errors.New("target exited before printing its ready line")
+			close(tg.ready)
 		}
 		close(tg.Lines)
 	}()
-	select {
-	case err := <-readyc:
-		if err != nil {
-			t.Fatalf("%v; stderr:\n%s", err, tg.Stderr())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("target not ready after 60s; stderr:\n%s", tg.Stderr())
+	if opts.NoWaitReady {
+		return tg
 	}
+	tg.WaitReady(t, 60*time.Second)
 	if !opts.NoWaitSocket && len(opts.Wrapper) == 0 {
-		dir := opts.TmpDir
-		if dir == "" {
-			dir = os.TempDir()
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if tg.Socket = ownSocket(dir, tg.PID); tg.Socket != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("diagnostic socket of pid %d did not appear in %s", tg.PID, dir)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		tg.WaitSocket(t)
 	}
 	return tg
+}
+
+// WaitReady waits for the target's ready line (Start does, unless
+// Options.NoWaitReady), for at most timeout.
+func (tg *Target) WaitReady(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-tg.ready:
+		if tg.readyErr != nil {
+			t.Fatalf("%v; stderr:\n%s", tg.readyErr, tg.Stderr())
+		}
+	case <-time.After(timeout):
+		t.Fatalf("target not ready after %v; stderr:\n%s", timeout, tg.Stderr())
+	}
+}
+
+// WaitSocket waits for the diagnostic socket the target's runtime makes in
+// its TMPDIR and sets tg.Socket (Start does, unless Options.NoWaitSocket or
+// NoWaitReady). A runtime paused at a suspending port has made it already.
+func (tg *Target) WaitSocket(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if tg.Socket = ownSocket(tg.tmpDir, tg.PID); tg.Socket != "" {
+			return
+		}
+		select {
+		case <-tg.done:
+			t.Fatalf("target exited before its diagnostic socket appeared; stderr:\n%s", tg.Stderr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("diagnostic socket of pid %d did not appear in %s", tg.PID, tg.tmpDir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Send writes a command line to the target's standard input.

@@ -4,6 +4,7 @@ package dotnettest
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,14 @@ func TestBasicTarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(maps), rt.SharedDir+"/libcoreclr.so") {
-			t.Fatalf("target does not map %s/libcoreclr.so", rt.SharedDir)
+		// The kernel names the file by its resolved path: the cache's
+		// runtimes may be a symbolic link.
+		dir, err := filepath.EvalSymlinks(rt.SharedDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(maps), dir+"/libcoreclr.so") {
+			t.Fatalf("target does not map %s/libcoreclr.so", dir)
 		}
 		tg.Send(t, "exit 7")
 		select {
@@ -88,6 +95,43 @@ func TestSelected(t *testing.T) {
 		if got := Selected(c.major); got != c.want {
 			t.Errorf("CLRDIAG_RUNTIMES=%q: Selected(%d) = %v, want %v", c.env, c.major, got, c.want)
 		}
+	}
+}
+
+func TestSmokeOnly(t *testing.T) {
+	for _, c := range []struct {
+		full, smoke string
+		major       int
+		want        bool
+	}{
+		{"", "", 10, false},
+		{"", "10", 10, true},
+		{"", "10", 8, false},
+		{"3,8,11", "10", 10, true},
+		{"3,8,10,11", "10", 10, false}, // the full list wins
+		{"3,8,11", "net10", 11, false},
+	} {
+		t.Setenv("CLRDIAG_RUNTIMES", c.full)
+		t.Setenv("CLRDIAG_SMOKE_RUNTIMES", c.smoke)
+		if got := SmokeOnly(c.major); got != c.want {
+			t.Errorf("CLRDIAG_RUNTIMES=%q CLRDIAG_SMOKE_RUNTIMES=%q: SmokeOnly(%d) = %v, want %v", c.full, c.smoke, c.major, got, c.want)
+		}
+	}
+}
+
+// TestForEachSmoke: a smoke-only major runs the subtests of ForEachSmoke
+// and skips those of ForEach.
+func TestForEachSmoke(t *testing.T) {
+	t.Setenv("CLRDIAG_RUNTIMES", "3,8,11")
+	t.Setenv("CLRDIAG_SMOKE_RUNTIMES", "10")
+	var full, smoke string
+	ForEach(t, []int{10}, func(t *testing.T, rt *Runtime) { full = rt.Version })
+	ForEachSmoke(t, []int{10}, func(t *testing.T, rt *Runtime) { smoke = rt.Version })
+	if smoke == "" && os.Getenv("CI") != "true" {
+		t.Skip("no .NET 10 here (its subtest said why)")
+	}
+	if full != "" || !strings.HasPrefix(smoke, "10.") {
+		t.Errorf("ForEach ran on %q, ForEachSmoke on %q; want only ForEachSmoke, on .NET 10", full, smoke)
 	}
 }
 

@@ -82,6 +82,12 @@ func FindVersion(t testing.TB, major int) *Runtime {
 	if !Selected(major) {
 		t.Skipf("%s is not in CLRDIAG_RUNTIMES=%s", Name(major), os.Getenv("CLRDIAG_RUNTIMES"))
 	}
+	return findVersion(t, major)
+}
+
+// findVersion is FindVersion without the selection.
+func findVersion(t testing.TB, major int) *Runtime {
+	t.Helper()
 	d := discover()
 	if d.err != nil {
 		Unavailable(t, "%v", d.err)
@@ -101,11 +107,33 @@ func FindVersion(t testing.TB, major int) *Runtime {
 
 // ForEach runs f as a subtest (named "net8", ...) for each of the majors,
 // each on its own runtime. A missing runtime fails its subtest under CI=true
-// and skips it loudly otherwise. The subtests run one after another.
+// and skips it loudly otherwise. The subtests run one after another. A
+// major that CLRDIAG_SMOKE_RUNTIMES names runs only the smoke subset (the
+// tests that use ForEachSmoke): here it is skipped, saying so.
 func ForEach(t *testing.T, majors []int, f func(t *testing.T, rt *Runtime)) {
+	t.Helper()
+	forEach(t, majors, false, f)
+}
+
+// ForEachSmoke is ForEach for a test of the smoke subset: it also runs on
+// the majors that CLRDIAG_SMOKE_RUNTIMES names (and CLRDIAG_RUNTIMES does
+// not), which a test run covers with a few tests only, to keep its time.
+func ForEachSmoke(t *testing.T, majors []int, f func(t *testing.T, rt *Runtime)) {
+	t.Helper()
+	forEach(t, majors, true, f)
+}
+
+func forEach(t *testing.T, majors []int, smoke bool, f func(t *testing.T, rt *Runtime)) {
 	t.Helper()
 	for _, m := range majors {
 		t.Run(Name(m), func(t *testing.T) {
+			if SmokeOnly(m) {
+				if !smoke {
+					t.Skipf("%s runs only the smoke subset of the live tests (CLRDIAG_SMOKE_RUNTIMES=%s)", Name(m), os.Getenv("CLRDIAG_SMOKE_RUNTIMES"))
+				}
+				f(t, findVersion(t, m))
+				return
+			}
 			f(t, FindVersion(t, m))
 		})
 	}
@@ -118,6 +146,24 @@ func Selected(major int) bool {
 	if strings.TrimSpace(sel) == "" {
 		return true
 	}
+	return listed(sel, major)
+}
+
+// SmokeOnly tells whether a major runs only the smoke subset of the live
+// tests (ForEachSmoke): CLRDIAG_SMOKE_RUNTIMES names it and
+// CLRDIAG_RUNTIMES, when set, does not.
+func SmokeOnly(major int) bool {
+	sel := os.Getenv("CLRDIAG_SMOKE_RUNTIMES")
+	if strings.TrimSpace(sel) == "" || !listed(sel, major) {
+		return false
+	}
+	full := os.Getenv("CLRDIAG_RUNTIMES")
+	return strings.TrimSpace(full) == "" || !listed(full, major)
+}
+
+// listed tells whether a comma-separated list of majors ("3,8,11", "net10",
+// "3.1") names major.
+func listed(sel string, major int) bool {
 	for _, f := range strings.FieldsFunc(sel, func(r rune) bool { return r == ',' || r == ' ' }) {
 		f = strings.TrimPrefix(strings.TrimSpace(f), "net")
 		if i := strings.IndexByte(f, '.'); i >= 0 && f[:i] == "3" {

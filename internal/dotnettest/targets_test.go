@@ -11,7 +11,8 @@ import (
 )
 
 // TestTargetsCompile builds every C# target of testdata/targets for every
-// runtime (mcs for 3.1, csc for 8 and later) and runs the plain ones.
+// runtime (mcs for 3.1, csc for 8 and later; a startup hook as a library)
+// and runs the plain ones.
 func TestTargetsCompile(t *testing.T) {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -22,6 +23,10 @@ func TestTargetsCompile(t *testing.T) {
 		for _, src := range srcs {
 			name := strings.TrimSuffix(filepath.Base(src), ".cs")
 			code, _ := os.ReadFile(src)
+			if strings.Contains(string(code), "class StartupHook") {
+				rt.BuildWith(t, name, BuildOptions{Library: true})
+				continue
+			}
 			if strings.Contains(string(code), "using Microsoft.AspNetCore") {
 				if rt.Major < 8 {
 					continue

@@ -46,10 +46,9 @@ type fixture struct {
 	clsid [16]byte
 }
 
-func start(t *testing.T) *fixture {
+func start(t *testing.T, rt *dotnettest.Runtime) *fixture {
 	t.Helper()
 	lib := profilertest.Build(t, profilertest.Standard)
-	rt := dotnettest.Find(t)
 	dll := rt.Build(t, "Basic")
 	logPath := filepath.Join(t.TempDir(), "profiler.log")
 	tg := rt.Start(t, dll, nil, &dotnettest.Options{Env: []string{
@@ -198,9 +197,13 @@ func wantErr(t *testing.T, what string, hr uint32, err error, want uint32, senti
 // TestAttachDetachReattach attaches to a process that never loaded a
 // profiler at startup, has the profiler detach itself, checks it is really
 // unloaded, attaches again, and finally checks a second attach while one is
-// active is refused.
+// active is refused. On every runtime: 3.1, 8, 10 and 11.
 func TestAttachDetachReattach(t *testing.T) {
-	f := start(t)
+	dotnettest.ForEach(t, dotnettest.Majors, testAttachDetachReattach)
+}
+
+func testAttachDetachReattach(t *testing.T, rt *dotnettest.Runtime) {
+	f := start(t, rt)
 
 	all := make([]byte, 256) // every byte value, NUL and '\n' included
 	for i := range all {
@@ -269,9 +272,13 @@ func TestAttachDetachReattach(t *testing.T) {
 
 // TestAttachFailures sends every kind of bad attach to one target: each
 // gets its own HRESULT, the target keeps running, and a good attach still
-// works afterwards.
+// works afterwards. On every runtime: 3.1, 8, 10 and 11.
 func TestAttachFailures(t *testing.T) {
-	f := start(t)
+	dotnettest.ForEach(t, dotnettest.Majors, testAttachFailures)
+}
+
+func testAttachFailures(t *testing.T, rt *dotnettest.Runtime) {
+	f := start(t, rt)
 	noEntry := profilertest.Build(t, profilertest.NoEntry)
 	otherCLSID, err := profilertest.GUIDBytes("{0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0}")
 	if err != nil {

@@ -31,6 +31,18 @@ var Committed = map[string]string{
 	"misc/dotnet-diagnostics-3.0-counters-truncated.nettrace":                             "b0e741082f719e1c7d106edc87e2b6936a15cc03f5e6e5666b267d42d88fe26b",
 	"misc/net6.0.9-windows.nettrace":                                                      "d2862af2c1c54f3e42dafea53f896275e5c90dceefbc66af1cdb8e90d0626264",
 	"clrdiag/hot-3.1.2-linux-x64.nettrace":                                                "c20620cc886374c0b79dc810e0776f5210435be5f44076d3e178d8b917b1c458",
+	"clrdiag/workloads-10.0.15-linux-x64-default.clrdiag.nettrace.zip":                    "7434da51dfbeb547b1fe4f5e46858112f6371da687545bbe7fd1daaf9c8e93ef",
+	"clrdiag/workloads-10.0.15-linux-x64-default.dotnet-trace.nettrace.zip":               "f45085a3c883aec694da385d41bbcec20ffbc6e08ff7fcc21af460517e2c6fec",
+	"clrdiag/workloads-10.0.15-linux-x64-gc-verbose.clrdiag.nettrace.zip":                 "5df90ea2e87f2fd57631db77faf7f3465e283046e2d9071d83c874539083bfbc",
+	"clrdiag/workloads-10.0.15-linux-x64-gc-verbose.dotnet-trace.nettrace.zip":            "4055255e2d052cfe9bd1c5baed8ee83c328887268bee66dc473d3c1b6c4a8d2b",
+	"clrdiag/workloads-11.0.0-linux-x64-default.clrdiag.nettrace.zip":                     "adccd1b60ffabb311705dba1ad774a004578149fb6416018d91bd2f8e90e17f5",
+	"clrdiag/workloads-11.0.0-linux-x64-default.dotnet-trace.nettrace.zip":                "30138c24d1bcabd7f12537fd38bfea2a0bcdcc9ec1d22b05df52024a72827732",
+	"clrdiag/workloads-11.0.0-linux-x64-gc-verbose.clrdiag.nettrace.zip":                  "5381c7727e81a2ef770f6a5ea6f7b5ad04927d0c5e00c9228c6b0769f01629f3",
+	"clrdiag/workloads-11.0.0-linux-x64-gc-verbose.dotnet-trace.nettrace.zip":             "643bacb3a3656b1cdde93fba388fbbe29280d377935fc2fcd78a910138e0b3a0",
+	"clrdiag/workloads-8.0.34-linux-x64-default.clrdiag.nettrace.zip":                     "228b2536631bc76275a148a6881bf922986954259db11067d5c55b7261ba4d33",
+	"clrdiag/workloads-8.0.34-linux-x64-default.dotnet-trace.nettrace.zip":                "803e05b47149d08b1b16f8279936f03db14f1db43e15ab199379fbebd42ff7ea",
+	"clrdiag/workloads-8.0.34-linux-x64-gc-verbose.clrdiag.nettrace.zip":                  "195260536c709fba524db7f642d34ae8fd1374b8cef0ef02064d61303b3db9de",
+	"clrdiag/workloads-8.0.34-linux-x64-gc-verbose.dotnet-trace.nettrace.zip":             "eb42edc708e8784d230223c136448ec27a7709f953adc97fcd710de41afa6409",
 }
 
 // External lists the captures read from $CLRDIAG_CAPTURES, with why they

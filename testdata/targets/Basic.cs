@@ -5,10 +5,14 @@
 //   gc           forces a full garbage collection, prints "GC done"
 //   throw        throws and catches an exception, prints "THROWN"
 //   ping         prints "PONG"
+//   jit X        calls JitA, JitB or JitC (X = A, B or C), methods that
+//                nothing else calls, so the first call compiles them;
+//                prints "JITTED X"
 //   exit N       exits with status N
 //
 // It exits with status 0 when standard input closes.
 using System;
+using System.Runtime.CompilerServices;
 using System.Threading;
 
 public static class Basic
@@ -39,6 +43,10 @@ public static class Basic
                 case "ping":
                     Console.WriteLine("PONG");
                     break;
+                case "jit":
+                    int r = parts[1] == "A" ? JitA(1) : parts[1] == "B" ? JitB(2) : JitC(3);
+                    Console.WriteLine("JITTED " + parts[1] + " " + r);
+                    break;
                 case "exit":
                     return int.Parse(parts[1]);
             }
@@ -46,4 +54,13 @@ public static class Basic
         }
         return 0;
     }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int JitA(int x) { return x * 7 + 1; }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int JitB(int x) { return x * 11 + 2; }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int JitC(int x) { return x * 13 + 3; }
 }

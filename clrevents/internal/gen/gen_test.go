@@ -12,7 +12,11 @@ import (
 // TestGeneratedFileIsFresh fails when clrevents/events_gen.go differs from
 // what the generator makes of the spec: run go generate ./clrevents.
 func TestGeneratedFileIsFresh(t *testing.T) {
-	want, err := generate(spec.Providers, spec.Payloads)
+	m, err := loadManifest(spec.Manifest, spec.ManifestAdditions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := generate(m, spec.Providers, spec.Payloads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +59,7 @@ func TestGenerateShapes(t *testing.T) {
 		{ID: 5, Name: "S", Keywords: "0", Payload: spec.Empty},
 		{ID: 6, Name: "U", Keywords: "0"},
 	}}}
-	src, err := generate(providers, payloads)
+	src, err := generate(&manifest{}, providers, payloads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +100,7 @@ func TestGenerateShapes(t *testing.T) {
 		{"duplicate", nil, []spec.Payload{{Name: "X", Versions: [][]spec.Field{{{Name: "A", Type: spec.Uint8}, {Name: "A", Type: spec.Uint8}}}}}, "twice"},
 	}
 	for _, tt := range bad {
-		if _, err := generate(tt.providers, tt.payloads); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := generate(&manifest{}, tt.providers, tt.payloads); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
 	}

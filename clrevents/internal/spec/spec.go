@@ -1,13 +1,15 @@
-// Package spec is the layout table of the runtime's native events: the
-// source from which clrevents/internal/gen generates the package's id
-// constants, payload structs, decoders and lookup tables (events_gen.go).
+// Package spec is what clrevents/internal/gen reads to generate
+// clrevents/events_gen.go: the runtime's ETW manifest (a trimmed copy, see
+// Manifest), from which every event's name, keywords, task, opcode and
+// field layout per version come, and the table of what the manifest does
+// not say: exported id constants, other names, C padding of struct arrays,
+// events newer than the copy, and the typed payloads (a Go struct and
+// Decode<Name> each), which the generator checks field by field against the
+// manifest.
 //
-// To add an event, add a row to its provider's Events (rows sorted by id)
-// and, when its payload layout is known, a Payload describing every version,
-// then run go generate ./clrevents. A payload whose shape the generator
-// cannot express (repeated structures, for example) can be declared Custom
+// A payload whose shape the generator cannot express can be declared Custom
 // with a hand-written Decode<Name> in package clrevents; an Untyped payload
-// gets no struct, only its layout (for clrevents.DecodeFields).
+// gets no struct, only its layout (for events the manifest copy lacks).
 package spec
 
 // Type is the wire type of a payload field; the names match the
@@ -66,11 +68,14 @@ type Payload struct {
 // clrevents.Decode gives struct{}{} for them.
 const Empty = "struct{}"
 
-// Event is one event of a provider.
+// Event is a row of a provider's table: what the generator adds to the
+// manifest's event of that id (Name must be the manifest's), or an event
+// the manifest copy lacks.
 type Event struct {
 	ID   uint16
 	Name string
-	// Keywords is a Go expression of clrevents Keyword constants.
+	// Keywords is a Go expression of clrevents Keyword constants, for an
+	// event the manifest copy lacks (the manifest gives the others').
 	Keywords string
 	// Const is the exported id constant of package clrevents, if any.
 	Const string
@@ -80,6 +85,10 @@ type Event struct {
 	// Aliases are other names people use for the event, such as
 	// TraceEvent's "Task/Opcode" names; filters accept them.
 	Aliases []string
+	// Aligned names the struct fields of the manifest's templates for this
+	// event whose elements the runtime sends as a C struct, with the
+	// compiler's padding (which the manifest cannot express).
+	Aligned []string
 }
 
 // Provider is a native provider and its events, sorted by id.
@@ -229,9 +238,9 @@ var Payloads = []Payload{
 		"that runs while an exception unwinds. The matching Stop events (251, 253,\n255) have no payload.",
 		Versions: [][]Field{exceptionClause}},
 	{Name: "ContentionStart", Doc: "ContentionStart (runtime event 81): a thread starts waiting for a lock.",
-		Versions: versions(contention, nil, []Field{
-			doc(hex("LockID", Pointer), "LockID, AssociatedObjectID and LockOwnerThreadID come with version\n2 (.NET 8)."),
-			hex("AssociatedObjectID", Pointer), f("LockOwnerThreadID", Uint64)})},
+		Versions: [][]Field{none, contention, cat(contention, []Field{
+			doc(hex("LockID", Pointer), "LockID, AssociatedObjectID and LockOwnerThreadID come with version\n2 (.NET 8); version 0 is empty."),
+			hex("AssociatedObjectID", Pointer), f("LockOwnerThreadID", Uint64)})}},
 	{Name: "ContentionStop", Doc: "ContentionStop (runtime event 91): the waiting thread got the lock.",
 		Versions: versions(contention, []Field{doc(f("DurationNs", Float64), "DurationNs is the wait (version 1; .NET Core 3.1.2 already sends it);\n0 in version 0.")})},
 	{Name: "MethodLoadVerbose", Doc: "MethodLoadVerbose is the payload of MethodLoadVerbose (runtime 143),\n" +
@@ -245,12 +254,13 @@ var Payloads = []Payload{
 	{Name: "MethodILToNativeMap", Doc: "MethodILToNativeMap is the payload of MethodILToNativeMap (runtime 190)\n" +
 		"and the rundown's MethodDCStart/EndILToNativeMap (149/150): pairs of IL\n" +
 		"offset and native offset from the method's start. The two offset slices\nshare one allocation.",
-		Versions: [][]Field{{hex("MethodID", Uint64), f("ReJITID", Uint64),
+		Versions: versions([]Field{hex("MethodID", Uint64), f("ReJITID", Uint64),
 			doc(f("MethodExtent", Uint8), "MethodExtent: 0 the main body, 1 a cold region."),
 			{Name: "CountOfMapEntries", Type: Uint16, Go: "-"},
 			{Name: "ILOffsets", Type: Uint32Array, Count: "CountOfMapEntries"},
 			{Name: "NativeOffsets", Type: Uint32Array, Count: "CountOfMapEntries"},
-			f("ClrInstanceID", Uint16)}}},
+			f("ClrInstanceID", Uint16)},
+			[]Field{doc(f("ILVersionID", Uint64), "ILVersionID comes with version 1 (.NET 8 sends it).")})},
 	{Name: "ModuleLoad", Doc: "ModuleLoad is the payload of ModuleLoad/ModuleUnload (runtime 152/153)\n" +
 		"and the rundown's ModuleDCStart/ModuleDCEnd (153/154).",
 		Versions: versions(moduleLoadV0, clr, moduleLoadV2)},
@@ -281,17 +291,4 @@ var Payloads = []Payload{
 	{Name: "ThreadSample", Doc: "ThreadSample is the payload of the SampleProfiler's event 0. The event's\n" +
 		"thread and stack are the sampled thread's.",
 		Versions: [][]Field{{{Name: "Type", Type: Uint32, GoType: "SampleKind"}}}},
-
-	// Microsoft-Windows-DotNETRuntimePrivate layouts, without typed structs.
-	{Name: "PinPlugAtGCTime", Untyped: true, Versions: [][]Field{{hex("PlugStart", Pointer), hex("PlugEnd", Pointer),
-		f("GapBeforeSize", Pointer), f("ClrInstanceID", Uint16)}}},
-	{Name: "FailFast", Untyped: true, Versions: [][]Field{{f("FailFastUserMessage", String), hex("FailedEIP", Pointer),
-		f("OSExitCode", Uint32), hex("ClrExitCode", Uint32), f("ClrInstanceID", Uint16)}}},
-	{Name: "PrvFinalizeObject", Untyped: true, Versions: [][]Field{{hex("TypeID", Pointer), hex("ObjectID", Pointer),
-		f("ClrInstanceID", Uint16), f("TypeName", String)}}},
-	{Name: "PrvSetGCHandle", Untyped: true, Versions: [][]Field{{hex("HandleID", Pointer), hex("ObjectID", Pointer),
-		f("Kind", Uint32), f("Generation", Uint32), hex("AppDomainID", Uint64), f("ClrInstanceID", Uint16)}}},
-	{Name: "PrvDestroyGCHandle", Untyped: true, Versions: [][]Field{{hex("HandleID", Pointer), f("ClrInstanceID", Uint16)}}},
-	{Name: "MulticoreJitMethodCodeReturned", Untyped: true, Versions: [][]Field{{f("ClrInstanceID", Uint16),
-		hex("ModuleID", Uint64), hex("MethodID", Uint64)}}},
 }

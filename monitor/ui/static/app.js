@@ -14,21 +14,34 @@
     { color: '#009e73', dash: '2 3' },
     { color: '#cc79a7', dash: '10 3 2 3' },
   ];
-  // The charts: System.Runtime counters by name (.NET Core 3.0 to .NET 8).
+  // The charts. Each line is found by its System.Runtime EventCounter
+  // (.NET Core 3.0 to .NET 8) or, failing that, by the System.Runtime
+  // Meter's instruments (.NET 9+): one tag combination (tags), all of them
+  // added up (sum), or CPU seconds per second as a share of the CPUs
+  // (perCPU). The API gives rates per second of the time each value covers.
   const CHARTS = [
-    { id: 'cpu', title: 'CPU usage', series: [['cpu-usage', 'CPU']] },
-    { id: 'memory', title: 'Memory', series: [['working-set', 'working set'], ['gc-heap-size', 'GC heap']] },
-    { id: 'alloc', title: 'Allocation rate', series: [['alloc-rate', 'allocated']] },
-    { id: 'gc', title: 'Garbage collections', series: [['gen-0-gc-count', 'gen 0'], ['gen-1-gc-count', 'gen 1'], ['gen-2-gc-count', 'gen 2']] },
-    { id: 'exceptions', title: 'Exceptions', series: [['exception-count', 'thrown']] },
-    { id: 'threadpool', title: 'Thread pool', series: [['threadpool-queue-length', 'queue length'], ['threadpool-thread-count', 'threads']] },
+    { id: 'cpu', title: 'CPU usage', series: [
+      { key: 'cpu-usage', label: 'CPU', from: [{ name: 'cpu-usage' }, { name: 'dotnet.process.cpu.time', sum: true, perCPU: true }] }] },
+    { id: 'memory', title: 'Memory', series: [
+      { key: 'working-set', label: 'working set', from: [{ name: 'working-set' }, { name: 'dotnet.process.memory.working_set' }] },
+      { key: 'gc-heap-size', label: 'GC heap', from: [{ name: 'gc-heap-size' }, { name: 'dotnet.gc.last_collection.heap.size', sum: true }] }] },
+    { id: 'alloc', title: 'Allocation rate', series: [
+      { key: 'alloc-rate', label: 'allocated', from: [{ name: 'alloc-rate' }, { name: 'dotnet.gc.heap.total_allocated' }] }] },
+    { id: 'gc', title: 'Garbage collections', series: [0, 1, 2].map((g) => (
+      { key: 'gen-' + g + '-gc-count', label: 'gen ' + g,
+        from: [{ name: 'gen-' + g + '-gc-count' }, { name: 'dotnet.gc.collections', tags: { 'gc.heap.generation': 'gen' + g } }] })) },
+    { id: 'exceptions', title: 'Exceptions', series: [
+      { key: 'exception-count', label: 'thrown', from: [{ name: 'exception-count' }, { name: 'dotnet.exceptions', sum: true }] }] },
+    { id: 'threadpool', title: 'Thread pool', series: [
+      { key: 'threadpool-queue-length', label: 'queue length', from: [{ name: 'threadpool-queue-length' }, { name: 'dotnet.thread_pool.queue.length' }] },
+      { key: 'threadpool-thread-count', label: 'threads', from: [{ name: 'threadpool-thread-count' }, { name: 'dotnet.thread_pool.thread.count' }] }] },
   ];
   const HISTORY = 300;
 
   const state = {
     info: null,      // the last GET api/processes
     pid: 0,          // the process shown
-    series: {},      // name -> {label, unit, rate, points: [[ms, v]]}
+    series: {},      // key -> {provider, name, tags, label, unit, rate, kind, points: [[ms, v]]}
     after: 0,        // newest point received (Unix ms)
     now: 0,          // the server's clock at the last poll
     window: 2000,
@@ -78,18 +91,23 @@
     return e;
   }
 
-  // fmt formats a value with its unit: bytes as KB/MB/GB, others with a
-  // sensible number of digits.
+  // fmt formats a value with its unit, in SI units as Prometheus does:
+  // bytes with decimal prefixes (1 MB = 10^6 B, so a 250 MB/s maximum reads
+  // "250 MB/s"), seconds as they are, others with a sensible number of
+  // digits.
   function fmt(v, unit) {
     if (v === undefined || v === null || Number.isNaN(v)) return '–';
     unit = unit || '';
-    if (unit === 'B' || unit === 'B/s') {
-      const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+    const base = unit.replace(/\/s$/, '');
+    const per = unit.endsWith('/s') ? '/s' : '';
+    if (base === 'B') {
+      const prefixes = ['', 'k', 'M', 'G', 'T', 'P'];
       let i = 0;
-      while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-      return num(v) + ' ' + units[i] + (unit === 'B/s' ? '/s' : '');
+      while (Math.abs(v) >= 1000 && i < prefixes.length - 1) { v /= 1000; i++; }
+      return num(v) + ' ' + prefixes[i] + 'B' + per;
     }
-    return num(v) + (unit ? ' ' + unit : '');
+    if (base === '') return num(v) + (per ? per : '');
+    return num(v) + ' ' + unit;
   }
 
   function num(v) {
@@ -175,12 +193,12 @@
       const s = svg('svg', { role: 'img', 'aria-labelledby': 'chart-title-' + c.id });
       const nodata = el('p', { class: 'nodata' }, 'Waiting for values…');
       const legend = el('ul', { class: 'legend' });
-      c.series.forEach(([name, label], i) => {
+      c.series.forEach((def, i) => {
         const st = STYLES[i % STYLES.length];
-        const li = el('li', { 'data-series': name });
+        const li = el('li', { 'data-series': def.key });
         const sw = svg('svg', { viewBox: '0 0 26 10', 'aria-hidden': 'true' });
         sw.append(svg('line', { x1: 1, y1: 5, x2: 25, y2: 5, stroke: st.color, 'stroke-width': 2.5, 'stroke-dasharray': st.dash }));
-        li.append(sw, el('span', {}, label), el('span', { class: 'value', 'data-series': name }, '–'));
+        li.append(sw, el('span', {}, def.label), el('span', { class: 'value', 'data-series': def.key }, '–'));
         legend.append(li);
       });
       card.append(h, s, nodata, legend);
@@ -188,13 +206,52 @@
     }
   }
 
+  // matches tells whether a series of the API is the one alt names:
+  // a System.Runtime counter of that name, with those tags (none when
+  // alt.tags is not given and alt.sum is not set).
+  function matches(ser, alt) {
+    if (ser.provider !== 'System.Runtime' || ser.name !== alt.name) return false;
+    const tags = ser.tags || {};
+    if (alt.sum) return true;
+    const want = alt.tags || {};
+    const keys = Object.keys(tags);
+    return keys.length === Object.keys(want).length && keys.every((k) => tags[k] === want[k]);
+  }
+
+  // resolve finds a chart line's values: the first alternative with
+  // values, its series added up by time when there are several (the
+  // values of one collection share their time), as a percentage of the
+  // CPUs for perCPU. It returns {unit, points} or null.
+  function resolve(def) {
+    for (const alt of def.from) {
+      const found = Object.values(state.series).filter((ser) => matches(ser, alt) && ser.points.length > 0);
+      if (found.length === 0) continue;
+      let unit = found[0].unit;
+      let points = found[0].points;
+      if (found.length > 1) {
+        const sums = new Map();
+        for (const ser of found) for (const p of ser.points) sums.set(p[0], (sums.get(p[0]) || 0) + p[1]);
+        points = [...sums.entries()].sort((a, b) => a[0] - b[0]);
+      }
+      if (alt.perCPU) {
+        const cpus = Object.values(state.series).find((ser) => matches(ser, { name: 'dotnet.process.cpu.count' }) && ser.points.length > 0);
+        const n = cpus ? cpus.points[cpus.points.length - 1][1] : 0;
+        if (!(n > 0)) continue;
+        points = points.map((p) => [p[0], 100 * p[1] / n]);
+        unit = '%';
+      }
+      return { unit, points };
+    }
+    return null;
+  }
+
   function drawCharts() {
     // The time axis covers the history kept, but at least a minute: a
     // process followed for a short while fills part of the chart.
     const end = state.now || Date.now();
     let first = end;
-    for (const name in state.series) {
-      const pts = state.series[name].points;
+    for (const key in state.series) {
+      const pts = state.series[key].points;
       if (pts.length > 0 && pts[0][0] < first) first = pts[0][0];
     }
     const span = Math.min(HISTORY * state.window, Math.max(60000, Math.ceil((end - first) / 60000) * 60000));
@@ -207,23 +264,23 @@
       const height = 130;
       s.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
       s.replaceChildren();
-      const present = c.series.filter(([name]) => state.series[name] && state.series[name].points.length > 0);
+      const lines = c.series.map((def) => resolve(def));
+      const present = lines.filter((l) => l);
       card.querySelector('.nodata').hidden = present.length > 0;
       let max = 0;
       let unit = '';
-      for (const [name] of present) {
-        const ser = state.series[name];
-        unit = unit || ser.unit;
-        for (const p of ser.points) if (p[0] >= start && p[1] > max) max = p[1];
+      for (const l of present) {
+        unit = unit || l.unit;
+        for (const p of l.points) if (p[0] >= start && p[1] > max) max = p[1];
       }
       max = niceMax(max);
-      const left = 58, right = 6, top = 8, bottom = 18;
+      const left = 62, right = 6, top = 8, bottom = 18;
       const x = (t) => left + (width - left - right) * (t - start) / span;
       const y = (v) => top + (height - top - bottom) * (1 - v / max);
       for (const f of [0, 0.5, 1]) {
         const gy = y(max * f);
         s.append(svg('line', { class: 'grid', x1: left, x2: width - right, y1: gy, y2: gy }));
-        const t = svg('text', { x: left - 4, y: gy + 4, 'text-anchor': 'end' });
+        const t = svg('text', { x: left - 4, y: gy + 4, 'text-anchor': 'end', class: 'tick' });
         t.textContent = fmt(max * f, unit);
         s.append(t);
       }
@@ -235,34 +292,39 @@
       t1.textContent = 'now';
       s.append(t0, tm, t1);
       const summary = [];
-      c.series.forEach(([name, label], i) => {
-        const ser = state.series[name];
-        const value = card.querySelector('.value[data-series="' + name + '"]');
-        if (!ser || ser.points.length === 0) {
+      c.series.forEach((def, i) => {
+        const line = lines[i];
+        const value = card.querySelector('.value[data-series="' + def.key + '"]');
+        if (!line) {
           value.textContent = '–';
           return;
         }
         const st = STYLES[i % STYLES.length];
         // A gap of more than three windows (the session was reopened)
-        // breaks the line.
+        // breaks the line. Each line keeps the values it draws
+        // (data-points, [ms, value] pairs) for tools and tests.
         let run = [];
+        let vals = [];
         const flush = () => {
           if (run.length > 0) {
-            s.append(svg('polyline', { class: 'series', 'data-series': name, stroke: st.color, 'stroke-dasharray': st.dash, points: run.join(' ') }));
+            s.append(svg('polyline', { class: 'series', 'data-series': def.key, stroke: st.color, 'stroke-dasharray': st.dash,
+              points: run.join(' '), 'data-points': JSON.stringify(vals) }));
           }
           run = [];
+          vals = [];
         };
         let prev = 0;
-        for (const p of ser.points) {
+        for (const p of line.points) {
           if (p[0] < start) continue;
-          if (prev && p[0] - prev > 3 * state.window) flush();
+          if (prev && p[0] - prev > 3 * Math.max(state.window, 1000)) flush();
           run.push(x(p[0]).toFixed(1) + ',' + y(p[1]).toFixed(1));
+          vals.push(p);
           prev = p[0];
         }
         flush();
-        const last = ser.points[ser.points.length - 1][1];
-        value.textContent = fmt(last, ser.unit);
-        summary.push(label + ' ' + fmt(last, ser.unit));
+        const last = line.points[line.points.length - 1][1];
+        value.textContent = fmt(last, line.unit);
+        summary.push(def.label + ' ' + fmt(last, line.unit));
       });
       s.setAttribute('aria-label', c.title + (summary.length ? ': ' + summary.join(', ') : ': no values yet'));
     }
@@ -281,14 +343,20 @@
     return 10 * p;
   }
 
+  function tagText(tags) {
+    return Object.keys(tags || {}).sort().map((k) => k + '=' + tags[k]).join(', ');
+  }
+
   function drawLatest() {
     const rows = $('latest-rows');
     rows.replaceChildren();
-    for (const name of Object.keys(state.series).sort()) {
-      const ser = state.series[name];
+    for (const key of Object.keys(state.series).sort()) {
+      const ser = state.series[key];
       const last = ser.points.length ? ser.points[ser.points.length - 1][1] : undefined;
-      const tr = el('tr', { 'data-name': name });
-      tr.append(el('td', {}, ser.label || name), el('td', {}, name), el('td', { class: 'num value' }, fmt(last, ser.unit)));
+      const tr = el('tr', { 'data-name': key });
+      const name = (ser.provider && ser.provider !== 'System.Runtime' ? ser.provider + ' / ' : '') + (ser.name || key);
+      tr.append(el('td', {}, ser.label || name), el('td', {}, name), el('td', {}, tagText(ser.tags)),
+        el('td', { class: 'num value' }, fmt(last, ser.unit)));
       rows.append(tr);
     }
   }
@@ -301,17 +369,28 @@
       return;
     }
     try {
-      const { body } = await api('GET', 'api/processes/' + pid + '/counters?after=' + state.after);
+      const after = state.after;
+      const { body } = await api('GET', 'api/processes/' + pid + '/counters?after=' + after);
       if (pid !== state.pid) return;
       state.now = body.now;
       state.window = body.window || state.window;
-      for (const name in body.series) {
-        const inc = body.series[name];
-        const ser = state.series[name] || (state.series[name] = { points: [] });
-        ser.label = inc.label; ser.unit = inc.unit; ser.rate = inc.rate;
-        for (const p of inc.points) {
-          ser.points.push(p);
-          if (p[0] > state.after) state.after = p[0];
+      // The answer lists every series the monitor keeps (a provider whose
+      // Meter publishes has its EventCounters dropped: so are they here),
+      // with every value at or after the newest one the page had (its
+      // collection may have had more to come): those replace what the
+      // page has from that time on.
+      for (const key in state.series) if (!(key in body.series)) delete state.series[key];
+      for (const key in body.series) {
+        const inc = body.series[key];
+        const ser = state.series[key] || (state.series[key] = { points: [] });
+        ser.provider = inc.provider; ser.name = inc.name; ser.tags = inc.tags || {};
+        ser.label = inc.label; ser.unit = inc.unit; ser.rate = inc.rate; ser.kind = inc.kind;
+        if (inc.points.length > 0) {
+          while (ser.points.length > 0 && ser.points[ser.points.length - 1][0] >= after && after > 0) ser.points.pop();
+          for (const p of inc.points) {
+            ser.points.push(p);
+            if (p[0] > state.after) state.after = p[0];
+          }
         }
         if (ser.points.length > HISTORY) ser.points.splice(0, ser.points.length - HISTORY);
       }
@@ -320,7 +399,7 @@
     } catch (e) {
       showError($('counters-error'), e.message);
     }
-    state.countersTimer = setTimeout(pollCounters, Math.max(1000, state.window));
+    state.countersTimer = setTimeout(pollCounters, Math.max(1000, Math.min(state.window, 2000)));
   }
 
   // --- showing a process --------------------------------------------------------
