@@ -247,30 +247,7 @@ func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 	// only when it is not "", as for frames without a module) are each
 	// under 128 bytes, their key and length 2 bytes.
 	idLen := varintLen(uint64(3*nFrames + len(w.Comments) + 2*len(w.Types) + 16))
-	perFrame := 2 + 2 + 2 + 2 + 2*(1+idLen) // keys and lengths, mapping, line, name and system name
-	frameSize, frameStrings, sysSize := 0, 0, 0
-	for i := range w.Frames {
-		f := &w.Frames[i]
-		// The location, the function (the ID three times in all) and the
-		// name's string.
-		frameSize += perFrame + 3*(1+varintLen(uint64(i)+1)) + uintFieldLen(f.Address) + lenFieldLen(len(f.Name))
-		frameStrings++
-		// The system name when the frame has a signature (the name and
-		// the signature; writeSystemName).
-		if f.Signature != "" {
-			n := len(f.Name) + len(f.Signature) + 1
-			sysSize += n
-			frameSize += lenFieldLen(n)
-			frameStrings++
-		}
-		if f.Module != "" {
-			frameSize += 1 + idLen
-		}
-		if i == 0 || f.Module != w.Frames[i-1].Module {
-			frameSize += lenFieldLen(len(f.Module))
-			frameStrings++
-		}
-	}
+	frameSize, frameStrings, sysSize := w.pprofFrameSizes(idLen)
 	strs := newPprofStrings(frameStrings + len(w.Comments) + 2*len(w.Types) + 8)
 
 	for _, t := range w.Types {
@@ -384,6 +361,45 @@ func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 		}
 	}
 
+	b = w.appendPprofFrames(b, strs, title, sysSize, empty)
+	return w.appendPprofTrailer(b, strs), nil
+}
+
+// pprofFrameSizes returns the frames' part of the output (but for their
+// strings' bytes, which the table counts) and of the string table, and
+// the bytes of the system names of the frames with a signature, for
+// string indices of at most idLen bytes (see appendPprof).
+func (w *Profile) pprofFrameSizes(idLen int) (frameSize, frameStrings, sysSize int) {
+	perFrame := 2 + 2 + 2 + 2 + 2*(1+idLen) // keys and lengths, mapping, line, name and system name
+	for i := range w.Frames {
+		f := &w.Frames[i]
+		// The location, the function (the ID three times in all) and the
+		// name's string.
+		frameSize += perFrame + 3*(1+varintLen(uint64(i)+1)) + uintFieldLen(f.Address) + lenFieldLen(len(f.Name))
+		frameStrings++
+		// The system name when the frame has a signature (the name and
+		// the signature; writeSystemName).
+		if f.Signature != "" {
+			n := len(f.Name) + len(f.Signature) + 1
+			sysSize += n
+			frameSize += lenFieldLen(n)
+			frameStrings++
+		}
+		if f.Module != "" {
+			frameSize += 1 + idLen
+		}
+		if i == 0 || f.Module != w.Frames[i-1].Module {
+			frameSize += lenFieldLen(len(f.Module))
+			frameStrings++
+		}
+	}
+	return frameSize, frameStrings, sysSize
+}
+
+// appendPprofFrames appends the mapping, one location and one function per
+// frame, and those of the empty stack when a sample has it (empty).
+func (w *Profile) appendPprofFrames(b []byte, strs *pprofStrings, title string, sysSize int, empty bool) []byte {
+	emptyID := uint64(len(w.Frames) + 1)
 	// The mapping: the profile's title, up to past the highest address,
 	// with functions (pprof then neither looks for the binary nor
 	// complains that it has none).
@@ -440,7 +456,12 @@ func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 		id := strs.id(NoFrames)
 		b = appendPprofFunction(b, emptyID, id, id, 0)
 	}
+	return b
+}
 
+// appendPprofTrailer appends the string table and the fields that follow
+// it: time, duration, period, comments and the default sample type.
+func (w *Profile) appendPprofTrailer(b []byte, strs *pprofStrings) []byte {
 	// The string indices of the remaining fields, before the table.
 	var timeNanos int64
 	if !w.Start.IsZero() {
@@ -473,7 +494,7 @@ func (w *Profile) appendPprof(b []byte) ([]byte, error) {
 		}
 	}
 	b = appendUintField(b, ppDefaultSampleType, uint64(def))
-	return b, nil
+	return b
 }
 
 // appendPprofLocation appends a Location of the main mapping with one Line
