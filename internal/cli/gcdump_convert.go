@@ -32,10 +32,10 @@ func gcdumpFormat(name string) (profile.Format, error) {
 }
 
 func newGCDumpConvertCmd(e *env) *cobra.Command {
-	src := gcdumpSource{tf: e.targetFlags()}
+	var force bool
+	src := gcdumpSource{tf: e.sessionTargetFlags(&force)}
 	var format, output string
 	var depth int
-	var force bool
 	cmd := &cobra.Command{
 		Use:   "convert [FILE|-p PID] --format pprof|folded|speedscope",
 		Short: "The heap as a flame graph (pprof, folded stacks, speedscope)",
@@ -90,7 +90,7 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "", "pprof, folded or speedscope")
 	fl.StringVarP(&output, "output", "o", "", "output file (default FILE with the format's extension; - for standard output)")
-	addForceFlag(cmd, &force)
+	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
 	fl.IntVar(&depth, "max-depth", 64, "frames kept on a stack; deeper paths keep their top and the object's type")
 	return cmd
 }
