@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/clrdiag/clrdiag/ipc"
@@ -34,6 +35,11 @@ type Config struct {
 	// that comes earlier wins. 0 means DefaultTimeout; a negative value
 	// means no per-command timeout (the context alone decides).
 	Timeout time.Duration
+	// Deadline, when set, bounds every command of the client, the way a
+	// context deadline does: one deadline for a sequence of commands and
+	// their version fallbacks (ProcessInfo3, 2, 1), such as a command line
+	// tool's overall --timeout. Timeout still bounds each command.
+	Deadline time.Time
 	// MaxEnvironmentBytes caps the ProcessEnvironment continuation the
 	// client accepts; the size the runtime announces is checked before
 	// anything is allocated. 0 means DefaultMaxEnvironmentBytes.
@@ -73,6 +79,11 @@ func (c *Client) exchange(ctx context.Context, name string, msg []byte, keep boo
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	if !c.cfg.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.cfg.Deadline)
 		defer cancel()
 	}
 	start := time.Now()
@@ -212,12 +223,37 @@ func (c *Client) ProcessInfo(ctx context.Context) (*ProcessInfo, error) {
 			return nil, err
 		}
 		info, err := ipc.DecodeProcessInfo(v, p)
+		if err == nil {
+			err = checkProcessInfo(ipc.CommandName(ipc.SetProcess, id), info)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ipc.CommandName(ipc.SetProcess, id), err)
 		}
 		return info, nil
 	}
 	return nil, err
+}
+
+// checkProcessInfo refuses a ProcessInfo reply no runtime sends: process
+// id 0, or a string holding NUL characters (the runtime sends C strings;
+// an all-zero block decodes to such strings), as a *ipc.ProtocolError.
+func checkProcessInfo(name string, p *ProcessInfo) error {
+	bad := func(reason string) error {
+		return &ipc.ProtocolError{What: name + " reply", Reason: reason + "; no runtime sends that"}
+	}
+	if p.PID == 0 {
+		return bad("process id 0")
+	}
+	for _, f := range []struct{ name, v string }{
+		{"command line", p.CommandLine}, {"OS", p.OS}, {"architecture", p.Arch},
+		{"entry assembly", p.ManagedEntrypointAssemblyName}, {"runtime version", p.ClrProductVersion},
+		{"runtime identifier", p.RuntimeIdentifier},
+	} {
+		if strings.ContainsRune(f.v, 0) {
+			return bad(fmt.Sprintf("the %s holds %d NUL characters in %d", f.name, strings.Count(f.v, "\x00"), len([]rune(f.v))))
+		}
+	}
+	return nil
 }
 
 // Environment returns the target's environment as "NAME=value" strings. The

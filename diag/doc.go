@@ -17,7 +17,10 @@
 // protocol requires (each connection carries one command). Config.Timeout
 // bounds a command (default 30 s) unless the context's deadline is earlier;
 // the deadline is set on the connection, and cancelling the context closes
-// it, so no call blocks past either.
+// it, so no call blocks past either. Config.Deadline is one deadline for
+// every command of the client, fallbacks included (a tool's --timeout).
+// A ProcessInfo reply no runtime sends (bytes left over, pid 0, NUL
+// characters in a string) is an *ipc.ProtocolError.
 //
 // Like the official client, ProcessInfo falls back from ProcessInfo3 to 2
 // to 1 and WriteDump from GenerateCoreDump3 to 2 to 1 when the runtime

@@ -34,7 +34,10 @@
 // did not end in time but leaves the stop and the rundown their own bounds.
 //
 // Every wait is bounded (StopTimeout, RundownTimeout, MaxTime), and so is
-// the output (MaxBytes). Ending ctx abandons the session at once. A stream
+// the output (MaxBytes) and what arrives after the stop (MaxRundownBytes,
+// 256 MiB by default: a runtime that keeps streaming is cut there,
+// RundownTooLarge). Ending ctx abandons the session at once, as StopDamaged
+// does. A stream
 // that does not start like a nettrace stream and an output that fails stop
 // the session and make Drain fail; the DrainResult says why the collection
 // ended (StopReason) and how the stream ended (RundownState).

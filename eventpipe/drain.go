@@ -21,6 +21,11 @@ const (
 	DefaultRundownTimeout = 5 * time.Minute
 	// DefaultProgressInterval is how often DrainConfig.Progress is called.
 	DefaultProgressInterval = time.Second
+	// DefaultMaxRundownBytes caps what is read after the stop: the rundown
+	// of a large application is tens of megabytes; a runtime that keeps
+	// streaming after the stop would otherwise fill the disk until
+	// RundownTimeout (about 23 MB/s on a local socket).
+	DefaultMaxRundownBytes = 256 << 20
 	// abandonStopTimeout bounds the StopTracing sent while abandoning a
 	// session that was not stopped yet: the connection is already closed
 	// and the caller asked for an end at once.
@@ -70,7 +75,9 @@ const (
 	// StopTargetExit: the caller knows the target process exited. No
 	// StopTracing is sent; the rest of the stream is read.
 	StopTargetExit
-	// StopDamaged: the caller found the stream damaged.
+	// StopDamaged: the caller found the stream damaged. Nothing after
+	// the damage can be read: the session is abandoned (closed, and a
+	// StopTracing sent with a short bound) without waiting for a rundown.
 	StopDamaged
 	// StopDuration: DrainConfig.Duration passed.
 	StopDuration
@@ -139,6 +146,9 @@ const (
 	RundownAbandoned
 	// RundownNotWritten: the output failed or reached its cap first.
 	RundownNotWritten
+	// RundownTooLarge: the stream went on past MaxRundownBytes after the
+	// stop; the session was closed and what arrived up to the cap kept.
+	RundownTooLarge
 )
 
 var rundownStateText = [...]string{
@@ -149,6 +159,7 @@ var rundownStateText = [...]string{
 	RundownTimedOut:       "timed out",
 	RundownAbandoned:      "abandoned",
 	RundownNotWritten:     "not written",
+	RundownTooLarge:       "cut at its size cap",
 }
 
 // String describes the state in a few words ("completed").
@@ -229,6 +240,12 @@ type DrainConfig struct {
 	// without it; Duration, by contrast, ends a collection normally. 0
 	// means no limit.
 	CollectTimeout time.Duration
+	// MaxRundownBytes caps what is written after the stop is sent (the
+	// rundown): when the stream goes past it, the session is closed
+	// (Rundown RundownTooLarge) and the output holds what arrived up to
+	// the cap, like RundownTimeout for time. 0 means
+	// DefaultMaxRundownBytes; a negative value means no cap.
+	MaxRundownBytes int64
 	// MaxBytes caps what is written to the output: when the stream
 	// reaches it, exactly MaxBytes bytes are written, the session is
 	// stopped and Drain returns an error wrapping ErrMaxBytes. 0 means no
@@ -251,6 +268,9 @@ func (c DrainConfig) withDefaults() DrainConfig {
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.MaxRundownBytes == 0 {
+		c.MaxRundownBytes = DefaultMaxRundownBytes
 	}
 	if c.MaxTime == 0 && c.Duration > 0 {
 		c.MaxTime = c.Duration + c.StopTimeout + c.RundownTimeout
@@ -395,14 +415,15 @@ func (d *drain) run(ctx context.Context, w io.Writer) (DrainResult, error) {
 			d.res.Rundown = RundownTimedOut
 		}
 		return d.finish(true)
-	case StopMaxSize, StopWriteError, StopNotNettrace:
-		// Nothing more can be written: close, then make sure the runtime
-		// ends the session.
+	case StopMaxSize, StopWriteError, StopNotNettrace, StopDamaged:
+		// Nothing more can be written (or, after damage, read): close,
+		// then make sure the runtime ends the session.
 		d.abandon(ctx)
 		d.res.Rundown = RundownNotWritten
 		return d.finish(true)
 	case StopTargetExit:
 		// The process is gone: read what it sent before it died.
+		d.cp.capFrom(d.cfg.MaxRundownBytes)
 		d.enter(PhaseRundown)
 		t := time.NewTimer(d.cfg.StopTimeout)
 		defer t.Stop()
@@ -410,6 +431,8 @@ func (d *drain) run(ctx context.Context, w io.Writer) (DrainResult, error) {
 		case <-d.cp.done:
 			d.res.Rundown = RundownMissing
 			return d.finish(false)
+		case <-d.cp.over:
+			d.res.Rundown = RundownTooLarge
 		case <-d.cp.failed:
 			d.res.Rundown = RundownNotWritten
 		case <-t.C:
@@ -424,6 +447,7 @@ func (d *drain) run(ctx context.Context, w io.Writer) (DrainResult, error) {
 	}
 
 	// Stopping: send StopTracing while the copy goes on.
+	d.cp.capFrom(d.cfg.MaxRundownBytes)
 	d.enter(PhaseStopping)
 	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.StopTimeout)
 	defer cancelStop()
@@ -470,6 +494,10 @@ func (d *drain) run(ctx context.Context, w io.Writer) (DrainResult, error) {
 			return d.finish(false)
 		case <-d.cp.failed:
 			d.res.Rundown = RundownNotWritten
+			d.s.Close()
+			return d.finish(true)
+		case <-d.cp.over:
+			d.res.Rundown = RundownTooLarge
 			d.s.Close()
 			return d.finish(true)
 		case <-rundown:
@@ -527,6 +555,11 @@ type copier struct {
 	done    chan struct{} // closed when the copy ends
 	failed  chan struct{} // closed when the output failed
 	once    sync.Once
+	// limit, once set (capFrom), is the size past which nothing more is
+	// written; over is closed when it is reached.
+	limit    atomic.Int64
+	over     chan struct{}
+	overOnce sync.Once
 
 	// Set before failed (failReason, failErr) or done (readErr) is closed.
 	failReason StopReason
@@ -543,7 +576,16 @@ const copyChunk = 1 << 20
 const nettraceMagic = "Nettrace"
 
 func newCopier(src io.Reader, w io.Writer, max int64) *copier {
-	return &copier{src: src, w: w, max: max, done: make(chan struct{}), failed: make(chan struct{})}
+	return &copier{src: src, w: w, max: max, done: make(chan struct{}), failed: make(chan struct{}), over: make(chan struct{})}
+}
+
+// capFrom caps what is written from now on to n more bytes (n < 0: no
+// cap).
+func (c *copier) capFrom(n int64) {
+	if n < 0 {
+		return
+	}
+	c.limit.Store(c.written.Load() + max(n, 1))
 }
 
 func (c *copier) fail(r StopReason, err error) {
@@ -569,11 +611,16 @@ func (c *copier) run() {
 	var head [12]byte
 	nhead := 0
 	failed := false
+	over := false
 	var total int64
 	for {
 		n, err := c.src.Read(buf)
-		if n > 0 && !failed {
+		if n > 0 && !failed && !over {
 			p := buf[:n]
+			if lim := c.limit.Load(); lim > 0 && total+int64(len(p)) >= lim {
+				p = p[:max(lim-total, 0)]
+				over = true
+			}
 			if nhead < len(head) {
 				nhead += copy(head[nhead:], p)
 				if !headerOK(head[:nhead]) {
@@ -602,6 +649,9 @@ func (c *copier) run() {
 					c.fail(StopMaxSize, fmt.Errorf("%w (%d bytes)", ErrMaxBytes, c.max))
 					failed = true
 				}
+			}
+			if over && !failed {
+				c.overOnce.Do(func() { close(c.over) })
 			}
 		}
 		if err != nil {

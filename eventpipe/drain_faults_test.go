@@ -46,6 +46,7 @@ func events(w *nettrace.Writer, i, n int) error {
 type runtimeStyle struct {
 	before, after int  // events before the stop, and after it (the rundown)
 	endless       bool // keep writing blocks until the connection breaks, stopped or not
+	fast          bool // with endless: zeros after the first events, as fast as the socket takes them
 	rundownHangs  bool // after the stop, hold the stream open without writing
 	junk          bool // write an endless stream that is not nettrace
 	stopNever     bool // never answer StopTracing
@@ -73,6 +74,15 @@ func fakeSession(t *testing.T, st runtimeStyle) (*ipctest.Server, *diag.Client) 
 		}
 		if err := events(w, 0, st.before); err != nil {
 			return nil
+		}
+		if st.endless && st.fast {
+			// Bytes, not blocks: only their count matters to the test.
+			chunk := make([]byte, 1<<20)
+			for {
+				if _, err := s.Stream.Write(chunk); err != nil {
+					return nil
+				}
+			}
 		}
 		if st.endless {
 			for i := st.before; ; i += 100 {
@@ -446,4 +456,116 @@ func TestStopReasonStrings(t *testing.T) {
 			t.Errorf("%d: %q", r, s)
 		}
 	}
+}
+
+// countingWriter counts what it is given and keeps the first keep bytes.
+type countingWriter struct {
+	n    int64
+	keep int
+	head bytes.Buffer
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	if room := w.keep - w.head.Len(); room > 0 {
+		w.head.Write(p[:min(room, len(p))])
+	}
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// A runtime that keeps streaming after the stop is cut at the rundown's
+// size cap, not at RundownTimeout: the session is closed, what arrived up
+// to the cap is written, and the result says which bound ended it.
+func TestDrainRundownSizeCap(t *testing.T) {
+	_, c := fakeSession(t, runtimeStyle{before: 10, endless: true})
+	s := start(t, c)
+	var buf bytes.Buffer
+	const cap = 2 << 20
+	begin := time.Now()
+	atStop := atStopBytes()
+	res, err := s.Drain(context.Background(), &buf, eventpipe.DrainConfig{
+		Duration: 100 * time.Millisecond, RundownTimeout: time.Hour, MaxRundownBytes: cap, Progress: atStop.progress})
+	if err != nil || res.Rundown != eventpipe.RundownTooLarge || res.Deadline {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if d := time.Since(begin); d > time.Minute {
+		t.Errorf("took %v", d)
+	}
+	if res.Rundown.String() != "cut at its size cap" {
+		t.Errorf("state %q", res.Rundown)
+	}
+	if int64(buf.Len()) != res.Bytes {
+		t.Errorf("%d bytes written, the result says %d", buf.Len(), res.Bytes)
+	}
+	atStop.check(t, res.Bytes, cap)
+	if n := hellos(t, buf.Bytes(), true); n < 10 {
+		t.Errorf("%d events kept", n)
+	}
+}
+
+// stopBytes records how much was written when the stop began.
+type stopBytes struct{ n int64 }
+
+func atStopBytes() *stopBytes { return &stopBytes{n: -1} }
+
+func (s *stopBytes) progress(p eventpipe.DrainProgress) {
+	if p.Phase != eventpipe.PhaseCollecting && s.n < 0 {
+		s.n = p.Bytes
+	}
+}
+
+// check: after the stop, the cap was written, give or take the chunk that
+// was being copied as the stop began (the copy reads 1 MiB at a time).
+func (s *stopBytes) check(t *testing.T, total, cap int64) {
+	t.Helper()
+	if s.n < 0 {
+		t.Fatal("no stop seen")
+	}
+	after := total - s.n
+	if after < cap-1<<20 || after > cap+1<<20 {
+		t.Errorf("%d bytes written after the stop (%d before), want the cap %d", after, s.n, cap)
+	}
+}
+
+// The default cap applies without configuration: an endless rundown stops
+// at DefaultMaxRundownBytes (256 MiB) long before the 5-minute
+// RundownTimeout.
+func TestDrainRundownDefaultSizeCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 256 MiB")
+	}
+	_, c := fakeSession(t, runtimeStyle{before: 10, endless: true, fast: true})
+	s := start(t, c)
+	w := &countingWriter{keep: 1 << 10}
+	atStop := atStopBytes()
+	res, err := s.Drain(context.Background(), w, eventpipe.DrainConfig{Duration: 10 * time.Millisecond, Progress: atStop.progress})
+	if err != nil || res.Rundown != eventpipe.RundownTooLarge {
+		t.Fatalf("%+v %v", res, err)
+	}
+	atStop.check(t, w.n, eventpipe.DefaultMaxRundownBytes)
+}
+
+// StopDamaged abandons the session: nothing after damage can be read, so
+// an endless stream is not read on (it was, up to the rundown's cap).
+func TestDrainStopDamagedAbandons(t *testing.T) {
+	srv, c := fakeSession(t, runtimeStyle{before: 10, endless: true, fast: true})
+	s := start(t, c)
+	stop := make(chan eventpipe.StopReason, 1)
+	w := &countingWriter{}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		stop <- eventpipe.StopDamaged
+	}()
+	begin := time.Now()
+	res, err := s.Drain(context.Background(), w, eventpipe.DrainConfig{Stop: stop})
+	if err != nil || res.Reason != eventpipe.StopDamaged || res.Rundown != eventpipe.RundownNotWritten {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if ipctest.CountRequests[*ipc.StopTracingRequest](srv) != 1 {
+		t.Errorf("the session was not stopped on the runtime")
+	}
+	t.Logf("%d bytes read", w.n)
 }

@@ -267,7 +267,12 @@ func (e *ProtocolError) Error() string {
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
-	b.WriteString(" (the peer may have closed the connection early or is not a .NET diagnostic server)")
+	if e.Expected > 0 || e.Err != nil {
+		// A short read: the usual causes.
+		b.WriteString(" (the peer may have closed the connection early or is not a .NET diagnostic server)")
+	} else {
+		b.WriteString(" (the peer is not a .NET runtime, or a broken one)")
+	}
 	return b.String()
 }
 

@@ -85,7 +85,9 @@ func ProcessInfoCommand(v int) (uint8, error) {
 }
 
 // DecodeProcessInfo decodes the reply of ProcessInfo version v (1, 2 or 3).
-// Trailing bytes are ignored: ProcessInfo3 is designed to grow.
+// Bytes left over after the last field are a *ProtocolError, except in a
+// ProcessInfo3 reply whose payload version is above 1: that one is
+// designed to grow, and its new fields are skipped.
 func DecodeProcessInfo(v int, payload []byte) (*ProcessInfo, error) {
 	id, err := ProcessInfoCommand(v)
 	if err != nil {
@@ -110,6 +112,10 @@ func DecodeProcessInfo(v int, payload []byte) (*ProcessInfo, error) {
 	}
 	if err := d.finish(); err != nil {
 		return nil, err
+	}
+	if n := d.remaining(); n > 0 && (v < 3 || p.PayloadVersion <= 1) {
+		return nil, &ProtocolError{What: CommandName(SetProcess, id) + " reply", Offset: d.offset(),
+			Reason: fmt.Sprintf("%d bytes left over after the last field", n)}
 	}
 	return p, nil
 }

@@ -18,7 +18,8 @@
 // exactly as a runtime does (an Error reply with UNKNOWN_COMMAND, then the
 // connection closes). A bad magic gets UNKNOWN_MAGIC and a malformed payload
 // BAD_ENCODING. Config.Fault injects misbehaviour per command: closing early,
-// a short reply, never answering, or an oversize reply. Requests records
+// a short reply, never answering, an oversize reply, an E_FAIL error reply,
+// or an answer after Config.Delay. Requests records
 // every request, decoded.
 //
 // Config.Tracing receives each CollectTracing* session with the connection

@@ -64,6 +64,17 @@ func (s *Server) serve(c net.Conn, reverse bool) func() {
 	case FaultNeverAnswer:
 		_, _ = io.Copy(io.Discard, c) // until the client or Close ends it
 		return nil
+	case FaultError:
+		s.writeError(c, ipc.HRFail, "", false)
+		return nil
+	case FaultDelay:
+		t := time.NewTimer(s.cfg.Delay)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+			return nil
+		}
 	}
 
 	var r reply

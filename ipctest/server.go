@@ -75,6 +75,13 @@ const (
 	// ProcessEnvironment announces a 4 GiB block, ProcessInfo* a string of
 	// 2^31-1 code units, other commands a header claiming 65535 bytes.
 	FaultOversizeReply
+	// FaultError answers with an Error reply carrying E_FAIL, as a runtime
+	// that refuses the request.
+	FaultError
+	// FaultDelay waits Config.Delay (or until the client or Close ends the
+	// connection) and then answers as it would have at once: a runtime
+	// that answers slowly.
+	FaultDelay
 )
 
 // Received is one request the server read.
@@ -134,6 +141,8 @@ type Config struct {
 	ProfilerHRESULT uint32
 	// Fault, when set, picks a misbehaviour for each request.
 	Fault func(set, id uint8) Fault
+	// Delay is how long FaultDelay waits before answering.
+	Delay time.Duration
 	// Tracing streams a session's bytes. nil writes nothing and waits for
 	// StopTracing. The server closes the stream when it returns.
 	Tracing func(ctx context.Context, s *TracingSession) error

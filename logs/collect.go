@@ -50,9 +50,17 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg Config, cc CollectConf
 	go func() {
 		defer close(done)
 		emitErr, readErr = decodeStream(pr, NewDecoder(cfg), emit)
-		if emitErr != nil {
+		var fe *nettrace.FormatError
+		switch {
+		case emitErr != nil:
 			select {
 			case stop <- eventpipe.StopWriteError:
+			default:
+			}
+		case errors.As(readErr, &fe) && !fe.Truncated():
+			// Nothing after damage can be read: stop at once.
+			select {
+			case stop <- eventpipe.StopDamaged:
 			default:
 			}
 		}

@@ -35,7 +35,14 @@ var (
 	ErrEndedEarly = errors.New("the target ended the session before it was stopped (did it exit?)")
 	// ErrBadConfig is wrapped by the error for a negative Config field.
 	ErrBadConfig = errors.New("stacks: bad configuration")
+	// errEndedShort marks (with an empty text) an ErrNoSamples error of a
+	// session that ended short: retrying is pointless.
+	errEndedShort = emptyError{}
 )
+
+type emptyError struct{}
+
+func (emptyError) Error() string { return "" }
 
 // Error is a failed step of a capture.
 type Error struct {
@@ -64,6 +71,10 @@ type Config struct {
 	// StopTimeout bounds the StopTracing command; 0 means
 	// DefaultStopTimeout.
 	StopTimeout time.Duration
+	// StartTimeout bounds starting each session: the request and its
+	// version fallbacks. 0 means no bound but the client's own per-command
+	// timeout.
+	StartTimeout time.Duration
 	// RundownTimeout bounds the wait for the rundown after the stop; when
 	// it passes, what arrived is used (frames may stay addresses). 0 means
 	// DefaultRundownTimeout.
@@ -76,6 +87,10 @@ type Config struct {
 	// thread names on Linux; 0 means no names. Leave it 0 for a target in
 	// another PID namespace reached through a reverse connection.
 	PID int
+	// MaxRundownBytes caps what a session may send after its stop (the
+	// rundown); a runtime that keeps sending has its session closed
+	// (NoteRundownTooLarge). 0 means eventpipe.DefaultMaxRundownBytes.
+	MaxRundownBytes int64
 	// MaxBytes caps what a session may spool; a runtime that sends more
 	// has its session stopped (NoteMaxBytes) and what arrived is used. 0
 	// means DefaultMaxBytes, a negative value no cap. Each session is also
@@ -119,6 +134,10 @@ const (
 	// NoteMaxBytes: the session sent more than Config.MaxBytes (Err); it
 	// was stopped and the events before the cap are used.
 	NoteMaxBytes
+	// NoteRundownTooLarge: the runtime kept sending after the stop, past
+	// eventpipe.DefaultMaxRundownBytes (Err); the session was closed and
+	// the events before the cap are used.
+	NoteRundownTooLarge
 )
 
 // Note is progress or a recoverable problem during a capture.
@@ -151,6 +170,8 @@ func (n Note) String() string {
 		return fmt.Sprintf("the session stream is incomplete (%v); using the events before the cut", n.Err)
 	case NoteMaxBytes:
 		return fmt.Sprintf("%v: the session was stopped; using the events before the cap (frames may stay addresses)", n.Err)
+	case NoteRundownTooLarge:
+		return fmt.Sprintf("%v and kept sending: the session was closed; using the events before the cap (frames may stay addresses)", n.Err)
 	}
 	return fmt.Sprintf("note %d: %s %v", n.Kind, n.Text, n.Err)
 }
@@ -184,7 +205,7 @@ func CaptureProfile(ctx context.Context, t eventpipe.Tracer, cfg Config) (*profi
 	d := c.Duration
 	for i := 1; ; i++ {
 		p, err := c.session(ctx, t, d)
-		if err == nil || !errors.Is(err, ErrNoSamples) || i >= c.Attempts {
+		if err == nil || !errors.Is(err, ErrNoSamples) || errors.Is(err, errEndedShort) || i >= c.Attempts {
 			return p, err
 		}
 		d *= 10
@@ -200,6 +221,7 @@ func (c Config) withDefaults() (Config, error) {
 		p    *time.Duration
 	}{
 		{"Duration", c.Duration, DefaultDuration, &c.Duration},
+		{"StartTimeout", c.StartTimeout, 0, &c.StartTimeout},
 		{"StopTimeout", c.StopTimeout, DefaultStopTimeout, &c.StopTimeout},
 		{"RundownTimeout", c.RundownTimeout, DefaultRundownTimeout, &c.RundownTimeout},
 	} {
@@ -234,8 +256,17 @@ func (c *Config) note(n Note) {
 // session runs one session into a temporary file, stops it after d, drains
 // the rundown and builds the profile of the file.
 func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duration) (*profile.Profile, error) {
-	sess, err := eventpipe.Start(ctx, t, SessionConfig())
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.StartTimeout > 0 {
+		sctx, cancel = context.WithTimeout(ctx, c.StartTimeout)
+	}
+	sess, err := eventpipe.Start(sctx, t, SessionConfig())
+	timedOut := ctx.Err() == nil && sctx.Err() != nil
+	cancel()
 	if err != nil {
+		if timedOut {
+			return nil, &Error{Op: fmt.Sprintf("start the session (no answer within %v)", c.StartTimeout), Err: err}
+		}
 		return nil, &Error{Op: "start the session", Err: err}
 	}
 	defer sess.Close()
@@ -253,6 +284,29 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 		}
 	}
 
+	// The profile is built as the stream arrives, so that damage stops
+	// the session at once (a runtime sending garbage would otherwise be
+	// spooled up to MaxBytes and then yield no samples).
+	stop := make(chan eventpipe.StopReason, 1)
+	type built struct {
+		p   *profile.Profile
+		err error
+	}
+	reading := make(chan built, 1)
+	reader := spool.NewReader()
+	defer reader.Close()
+	go func() {
+		p, err := profile.Read(bufio.NewReaderSize(reader, 1<<20), profile.Config{})
+		var fe *nettrace.FormatError
+		if errors.As(err, &fe) && !fe.Truncated() {
+			select {
+			case stop <- eventpipe.StopDamaged:
+			default:
+			}
+		}
+		reading <- built{p, err}
+	}()
+
 	var stopStart time.Time
 	slowNoted := c.SlowRundown < 0
 	maxBytes := c.MaxBytes
@@ -260,7 +314,8 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 		maxBytes = 0
 	}
 	res, err := sess.Drain(ctx, spool, eventpipe.DrainConfig{
-		Duration: d, StopTimeout: c.StopTimeout, RundownTimeout: c.RundownTimeout, MaxBytes: maxBytes,
+		Duration: d, Stop: stop, StopTimeout: c.StopTimeout, RundownTimeout: c.RundownTimeout, MaxBytes: maxBytes,
+		MaxRundownBytes:  c.MaxRundownBytes,
 		ProgressInterval: min(max(c.SlowRundown/4, 10*time.Millisecond), time.Second),
 		Progress: func(p eventpipe.DrainProgress) {
 			if p.Phase == eventpipe.PhaseCollecting {
@@ -276,12 +331,22 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 		},
 	})
 	spool.Finish(nil)
+	b := <-reading
+	p, perr := b.p, b.err
+	var fe *nettrace.FormatError
+	if errors.As(perr, &fe) && !fe.Truncated() {
+		// The real cause, whatever else went wrong after it.
+		return nil, &Error{Op: fmt.Sprintf("decode the session stream (the session was stopped at the damage, after %d bytes)", res.Bytes), Err: perr}
+	}
 	var oe *eventpipe.OutputError
+	// cause is why the session ended short, for a capture without samples.
+	cause := ""
 	switch {
 	case errors.As(err, &oe):
 		return nil, &Error{Op: "write the temporary trace file", Local: true, Err: oe.Err}
 	case errors.Is(err, eventpipe.ErrMaxBytes):
 		c.note(Note{Kind: NoteMaxBytes, Err: err})
+		cause = err.Error()
 	case err != nil:
 		return nil, &Error{Op: "read the session stream", Err: err}
 	}
@@ -301,20 +366,35 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 		return nil, &Error{Op: "wait for the rundown", Err: ctx.Err()}
 	case eventpipe.RundownTimedOut:
 		c.note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
+		cause = fmt.Sprintf("the rundown did not end within %v", c.RundownTimeout)
+	case eventpipe.RundownTooLarge:
+		lim := c.MaxRundownBytes
+		if lim <= 0 {
+			lim = eventpipe.DefaultMaxRundownBytes
+		}
+		c.note(Note{Kind: NoteRundownTooLarge, Err: fmt.Errorf("the runtime sent more than %d bytes after the stop", lim)})
+		cause = fmt.Sprintf("the runtime kept sending after the stop, past %d bytes", lim)
 	case eventpipe.RundownCut:
 		c.note(Note{Kind: NoteStreamError, Err: res.StreamErr})
 	}
 
-	p, err := profile.Read(bufio.NewReaderSize(spool.NewReader(), 1<<20), profile.Config{})
-	var fe *nettrace.FormatError
 	switch {
-	case err == nil:
-	case p != nil && errors.As(err, &fe):
+	case perr == nil:
+	case p != nil && errors.As(perr, &fe):
 		// A cut stream (an abandoned rundown, a size cap) still has its
 		// samples.
-		c.note(Note{Kind: NoteIncomplete, Err: err})
+		c.note(Note{Kind: NoteIncomplete, Err: perr})
+		if cause == "" && len(p.Threads) == 0 {
+			// Cut by the other end, not by a bound of ours: the target
+			// went away during the rundown.
+			return nil, fmt.Errorf("%w: the stream ended after the stop, before its end: %w", ErrEndedEarly, perr)
+		}
 	default:
-		return nil, &Error{Op: "decode the session stream", Err: err}
+		return nil, &Error{Op: "decode the session stream", Err: perr}
+	}
+	if len(p.Threads) == 0 && cause != "" {
+		// Not retried: a longer session would end short the same way.
+		return nil, fmt.Errorf("%w in %v: the session ended short (%s)%w", ErrNoSamples, d, cause, errEndedShort)
 	}
 	if len(p.Threads) == 0 {
 		return nil, fmt.Errorf("%w in %v (a process with no managed threads has no stacks)", ErrNoSamples, d)

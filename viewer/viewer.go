@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/google/pprof/driver"
 	"github.com/google/pprof/profile"
 )
@@ -57,6 +58,24 @@ func New(p *profile.Profile, cfg Config) (*Viewer, error) {
 		// The source view would look for files of this machine named
 		// after these (module names, from the traced process).
 		f.Filename = ""
+		// Names come from the traced process: pages escape HTML but
+		// carry control and bidirectional characters raw (peek and
+		// source as text).
+		f.Name, f.SystemName = termsafe.String(f.Name), termsafe.String(f.SystemName)
+	}
+	for _, m := range q.Mapping {
+		m.File = termsafe.String(m.File)
+	}
+	for _, s := range q.Sample {
+		for k, vs := range s.Label {
+			for i, v := range vs {
+				vs[i] = termsafe.String(v)
+			}
+			s.Label[k] = vs
+		}
+	}
+	for i, c := range q.Comments {
+		q.Comments[i] = termsafe.String(c)
 	}
 	if err := q.CheckValid(); err != nil {
 		return nil, fmt.Errorf("viewer: %w", err)

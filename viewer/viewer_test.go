@@ -410,3 +410,31 @@ func TestMenuEntries(t *testing.T) {
 	}
 	t.Logf("%d pages and links followed", len(seen))
 }
+
+// Names from a traced process reach every page escaped: control characters
+// (a terminal escape sequence, a bidirectional override) as \x1b and
+// \u202e, HTML as entities. The peek page used to carry the raw bytes.
+func TestHostileNamesEscaped(t *testing.T) {
+	p := testProfile("")
+	evil := "Evil\x1b]0;owned\x07\x1b[2J\u202eMethod<b>bold</b>"
+	p.Function[1].Name, p.Function[1].SystemName = evil, evil
+	v, err := New(p, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := serveTest(t, v)
+	for _, page := range []string{"/top", "/peek", "/flamegraph"} {
+		code, _, body := get(t, http.MethodGet, base+"/ui"+page)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d", page, code)
+		}
+		for _, raw := range []string{"\x1b", "\x07", "\u202e", "<b>bold"} {
+			if strings.Contains(body, raw) {
+				t.Errorf("%s carries %q raw", page, raw)
+			}
+		}
+		if page == "/peek" && !strings.Contains(body, `Evil\x1b]0;owned`) {
+			t.Errorf("%s does not show the escaped name", page)
+		}
+	}
+}

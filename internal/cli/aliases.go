@@ -11,8 +11,9 @@ import (
 //
 //   - 'trace ps', 'counters ps' (and 'gcdump ps'): 'clrdiag ps' inside the
 //     group, as dotnet-trace, dotnet-counters and dotnet-gcdump have it.
-//   - 'dump collect' (dotnet-dump) and 'stack report' (dotnet-stack): the
-//     top-level command under the verb of that tool.
+//   - 'dump collect' (dotnet-dump), 'stack report' (dotnet-stack) and
+//     'monitor collect' (dotnet-monitor): the top-level command under the
+//     verb of that tool.
 //   - --flag:value for boolean flags (--resume-runtime:false), which
 //     dotnet-trace's System.CommandLine parser accepts besides --flag value.
 
@@ -23,6 +24,7 @@ var psGroups = []string{"trace", "counters", "gcdump"}
 var verbAliases = []struct{ command, verb, tool string }{
 	{"dump", "collect", "dotnet-dump collect"},
 	{"stack", "report", "dotnet-stack report"},
+	{"monitor", "collect", "dotnet-monitor collect"},
 }
 
 // addAliases adds the alias subcommands to root. Each alias is a fresh

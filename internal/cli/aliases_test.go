@@ -17,7 +17,7 @@ import (
 // TestVerbAliases: 'dump collect' and 'stack report' run the same command
 // as 'dump' and 'stack' (dotnet-dump's and dotnet-stack's verbs).
 func TestVerbAliases(t *testing.T) {
-	srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8})
+	srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, DumpContent: []byte("core")})
 	out := filepath.Join(t.TempDir(), "core")
 	if code, _, errOut := run(t, "dump", "collect", "--diagnostic-port", port, "--type", "mini", "-o", out); code != 0 {
 		t.Fatalf("dump collect: exit %d %s", code, errOut)

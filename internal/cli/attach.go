@@ -69,6 +69,7 @@ sources.`
 
 func newAttachCmd(e *env) *cobra.Command {
 	o := &attachOptions{target: e.targetFlags()}
+	o.target.ownTimeout = true
 	cmd := &cobra.Command{
 		Use:   "attach (-p PID | -n NAME | --diagnostic-port PATH) --profiler PATH --clsid GUID [--data TEXT | --data-file FILE]",
 		Short: "Attach a CoreCLR profiler to a running process",

@@ -108,7 +108,7 @@ func nameWidth(w io.Writer, deltas bool) int {
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := unwrapWriter(w).(*os.File)
 	return ok && isTerminalFd(f.Fd())
 }
 
@@ -118,8 +118,19 @@ func isTerminal(w io.Writer) bool {
 // (after the runtime is resumed and the warnings printed); its error ends
 // the collection.
 func followCounters(ctx context.Context, t *target, cfg counters.Config, errOut io.Writer, first func() error, fn func(counters.Update) error) error {
-	return counters.Follow(ctx, t.Client, cfg, counters.FollowConfig{
+	// --timeout bounds the wait for the first session.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errStart := fmt.Errorf("no answer within --timeout %v: no counters session was opened", t.startTimeout)
+	limit := time.AfterFunc(time.Hour, func() { cancel(errStart) })
+	limit.Stop()
+	if t.startTimeout > 0 {
+		limit.Reset(t.startTimeout)
+	}
+	defer limit.Stop()
+	err := counters.Follow(ctx, t.Client, cfg, counters.FollowConfig{
 		Started: func(s *counters.Session, reopened bool) error {
+			limit.Stop()
 			if reopened {
 				fmt.Fprintln(errOut, "clrdiag: the counters session was reopened; values resume with the next refresh")
 				return nil
@@ -139,6 +150,14 @@ func followCounters(ctx context.Context, t *target, cfg counters.Config, errOut 
 			fmt.Fprintf(errOut, "clrdiag: warning: the target stopped publishing counters (%v); on .NET Core 3.x this happens when any other counters session in the process ends. Reopening the session.\n", err)
 		},
 	}, fn)
+	if context.Cause(ctx) == errStart {
+		msg := errStart.Error()
+		if h := stoppedHint(t.PID, hostProc); h != "" {
+			msg += "; " + h
+		}
+		return &ExitError{Code: exitRuntime, Err: errors.New(msg)}
+	}
+	return err
 }
 
 // childResult passes a launched child's exit status through once the
@@ -170,11 +189,48 @@ func finished(ctx context.Context, err error) error {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return nil
 	case errors.Is(err, counters.ErrStreamCut):
-		return fmt.Errorf("the session ended: the target process exited or closed the connection (%w)", err)
+		return fmt.Errorf("the target process exited or closed the connection before sending any counter value (%w)", err)
 	case errors.Is(err, counters.ErrStalled):
 		return fmt.Errorf("%w (a .NET Core 3.1 runtime before 3.1.9 can deadlock its counters and its diagnostic server when counters sessions start and stop, dotnet/runtime#40190: update the runtime)", err)
 	}
 	return err
+}
+
+// countersRun is how a counters collection went, for its result.
+type countersRun struct {
+	// opened is set once the first session is open.
+	opened bool
+	// samples counts the values received.
+	samples int
+	start   time.Time
+}
+
+// result turns the end of a counters collection into the command's
+// result. cmdCtx is the command's context (it ends at a signal), ctx the
+// collection's (it also ends at --duration). A runtime that never opened
+// the session is an error (exitRuntime: it did not answer), also when
+// --duration ended the wait; a target that went away after sending values
+// ends the collection normally, with a note (what arrived is kept).
+func (r *countersRun) result(cmdCtx, ctx context.Context, errOut io.Writer, t *target, dur time.Duration, err error) error {
+	// A wait that --duration cut short may fail a hair before ctx ends (a
+	// socket deadline is ctx's deadline): look at the clock.
+	dl, ok := ctx.Deadline()
+	durationPassed := ctx.Err() != nil || ok && !time.Now().Before(dl)
+	switch {
+	case !r.opened && cmdCtx.Err() == nil && durationPassed:
+		msg := fmt.Sprintf("no answer from the runtime within --duration %v: no counters session was opened", dur)
+		if h := stoppedHint(t.PID, hostProc); h != "" {
+			msg += "; " + h
+		}
+		return &ExitError{Code: exitRuntime, Err: errors.New(msg)}
+	case !r.opened && cmdCtx.Err() != nil:
+		// A signal before the collection began: exitInterrupted.
+		return fmt.Errorf("before the counters session opened: %w", cmdCtx.Err())
+	case errors.Is(err, counters.ErrStreamCut) && r.samples > 0:
+		fmt.Fprintf(errOut, "The target process exited or closed the connection after %v: the collection ended with the %d values it sent.\n", time.Since(r.start).Round(time.Second), r.samples)
+		return nil
+	}
+	return finished(ctx, err)
 }
 
 func processLabel(t *target) string {
@@ -210,7 +266,7 @@ func targetProcessName(ctx context.Context, e *env, t *target) string {
 }
 
 func newCountersMonitorCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
+	tf := e.sessionTargetFlags(nil)
 	var f countersFlags
 	var showDeltas, abbreviate bool
 	cmd := &cobra.Command{
@@ -257,11 +313,17 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 					errOut = crlfWriter{errOut}
 				}
 			}
+			run := &countersRun{start: time.Now()}
 			err = monitor(ctx, out, errOut, v, cfg.RefreshInterval, keys, func(ctx context.Context, fn func(counters.Update) error) error {
-				return followCounters(ctx, t, cfg, errOut, nil, fn)
+				return followCounters(ctx, t, cfg, errOut, func() error { run.opened = true; return nil }, func(u counters.Update) error {
+					if u.Sample != nil {
+						run.samples++
+					}
+					return fn(u)
+				})
 			})
 			restore()
-			return childResult(t, err)
+			return childResult(t, run.result(cmd.Context(), ctx, e.stderr, t, dur, err))
 		},
 	}
 	tf.register(cmd)
@@ -342,10 +404,10 @@ func monitor(ctx context.Context, out, errOut io.Writer, v *counters.View, refre
 }
 
 func newCountersCollectCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
-	var f countersFlags
 	var format, output string
 	var force bool
+	tf := e.sessionTargetFlags(&force)
+	var f countersFlags
 	cmd := &cobra.Command{
 		Use:   "collect (-p PID | -n NAME | --diagnostic-port PATH) [--counters SPEC] [--format csv|json] [-o FILE]",
 		Short: "Record counter values to a CSV or JSON file",
@@ -361,10 +423,11 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 			if format != "csv" && format != "json" {
 				return usageErrorf("--format %q: use csv or json", format)
 			}
-			if output == "" {
-				output = "counter." + format
+			plan, err := planOutput(output, force)
+			if err != nil {
+				return err
 			}
-			if err := checkOutput(output, force); err != nil {
+			if output, err = plan.name("counter." + format); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -379,7 +442,9 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			cfg.NewID = tf.g.idSource() // the same ids under --record-ipc and --replay-ipc
-			return childResult(t, collect(ctx, e, t, cfg, format, output, force))
+			run := &countersRun{start: time.Now()}
+			err = collect(ctx, e, t, cfg, format, output, force, run)
+			return childResult(t, run.result(cmd.Context(), ctx, e.stderr, t, dur, err))
 		},
 	}
 	tf.register(cmd)
@@ -388,16 +453,18 @@ func newCountersCollectCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "csv", "file format: csv or json")
 	fl.StringVarP(&output, "output", "o", "", "output file (default counter.csv or counter.json)")
-	addForceFlag(cmd, &force)
+	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
 	return cmd
 }
 
 // collect writes the target's counters to output (created once the first
 // session is open) and always finishes the file, also when the session is
-// cut short.
-func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format, output string, force bool) (err error) {
+// cut short. A file that cannot be written is removed when nothing reached
+// it, and said to be cut otherwise.
+func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format, output string, force bool, run *countersRun) (err error) {
 	var file *os.File
 	var exp counters.Exporter
+	var writeErr error
 	defer func() {
 		if exp == nil {
 			return
@@ -406,14 +473,18 @@ func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format
 		if ferr := file.Close(); cerr == nil {
 			cerr = ferr
 		}
-		if cerr != nil && err == nil {
-			err = fmt.Errorf("finish %s: %w", output, cerr)
+		if writeErr == nil {
+			writeErr = cerr
 		}
+		if writeErr == nil {
+			return
+		}
+		err = ioError(fmt.Errorf("writing %s failed: %w; %s", output, unwrapPath(writeErr), keptOrRemoved(output, run.samples)))
 	}()
 	create := func() error {
 		f, err := safefile.Create(output, safefile.Options{Overwrite: force})
 		if err != nil {
-			return fmt.Errorf("create the output file: %w", err)
+			return ioError(fmt.Errorf("create %s: %w", output, unwrapPath(err)))
 		}
 		file = f
 		if format == "json" {
@@ -421,6 +492,7 @@ func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format
 		} else {
 			exp = counters.NewCSVExporter(file)
 		}
+		run.opened = true
 		abs, _ := filepath.Abs(output)
 		fmt.Fprintf(e.stderr, "Collecting counters of process %s into %s. Press Ctrl-C to stop.\n", processLabel(t), abs)
 		return nil
@@ -431,11 +503,13 @@ func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format
 			return nil
 		}
 		if err := exp.Write(u.Sample); err != nil {
-			return fmt.Errorf("write %s: %w", output, err)
+			writeErr = err
+			return err
 		}
+		run.samples++
 		return nil
 	})
-	if exp != nil {
+	if exp != nil && writeErr == nil {
 		// The file's rows: a histogram writes one per percentile, an
 		// instrument without a value none.
 		n := exp.Rows()
@@ -444,7 +518,24 @@ func collect(ctx context.Context, e *env, t *target, cfg counters.Config, format
 			fmt.Fprintln(e.stderr, "clrdiag: warning: no counter values arrived: check the --counters names; a runtime publishes the first values one refresh interval after the session starts")
 		}
 	}
-	return finished(ctx, runErr)
+	if writeErr != nil {
+		return nil // the deferred function reports it
+	}
+	return runErr
+}
+
+// keptOrRemoved removes path when it holds nothing (the first write
+// failed) and says what became of it.
+func keptOrRemoved(path string, samples int) string {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		if os.Remove(path) == nil {
+			return "the empty file was removed"
+		}
+	}
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+		return "what was written before the failure is lost"
+	}
+	return fmt.Sprintf("the file keeps what was written before the failure (up to %d samples) and may end in the middle of a line", samples)
 }
 
 func newCountersListCmd(e *env) *cobra.Command {

@@ -24,6 +24,7 @@ var dumpTypes = map[string]ipc.DumpType{
 
 func newDumpCmd(e *env) *cobra.Command {
 	tf := e.targetFlags()
+	tf.ownTimeout = true // --timeout: how long the runtime may take to write the dump
 	var (
 		typ         string
 		out         string
@@ -31,6 +32,7 @@ func newDumpCmd(e *env) *cobra.Command {
 		verbose     bool
 		crashReport bool
 		force       bool
+		inTarget    bool
 		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
@@ -59,19 +61,25 @@ func newDumpCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer t.close()
+			def := "core_" + time.Now().Format("20060102_150405")
+			if runtime.GOOS == "windows" {
+				def = "dump_" + time.Now().Format("20060102_150405") + ".dmp"
+			}
 			if out == "" {
-				out = "core_" + time.Now().Format("20060102_150405")
-				if runtime.GOOS == "windows" {
-					out = "dump_" + time.Now().Format("20060102_150405") + ".dmp"
-				}
+				out = def
 			}
 			abs, err := filepath.Abs(out)
 			if err != nil {
 				return err
 			}
 			// The target resolves the path in its own file system; check
-			// there what can be checked before asking it.
+			// there what can be checked before asking it. An existing
+			// directory receives the default name.
 			place := locateDump(t.PID, abs, hostProc)
+			if place.Local != "" && isDir(place.Local) {
+				abs = filepath.Join(abs, def)
+				place = locateDump(t.PID, abs, hostProc)
+			}
 			if err := checkDumpDir(t.PID, place, hostProc); err != nil {
 				return err
 			}
@@ -91,17 +99,19 @@ func newDumpCmd(e *env) *cobra.Command {
 				return dumpError(err, timeout)
 			}
 			if place.Local == "" {
-				fmt.Fprintf(e.stdout, "Dump written to %s (by the target, in its file system; not visible from here)\n", abs)
-				return nil
+				return invisibleDump(e, t.PID, abs, "clrdiag cannot reach the target's file system (it runs in another mount namespace and /proc/PID/root is not readable: run clrdiag as root or with CAP_SYS_PTRACE)", inTarget)
 			}
 			// createdump makes the file world-readable; a dump holds the
 			// process's memory, secrets included.
-			if st, serr := safefile.Seal(place.Local); serr == nil {
+			st, serr := safefile.Seal(place.Local)
+			switch {
+			case serr == nil:
 				fmt.Fprintf(e.stdout, "Dump written to %s (%d bytes, mode 0600)\n", abs, st.Size())
-			} else if !errors.Is(serr, fs.ErrNotExist) {
-				return &ExitError{Code: exitIO, Err: fmt.Errorf("the dump at %s is not safe to keep: %w", abs, serr)}
-			} else {
-				fmt.Fprintf(e.stdout, "Dump written to %s (by the target; not visible from here, e.g. inside its container)\n", abs)
+			case errors.Is(serr, fs.ErrNotExist):
+				why := fmt.Sprintf("no file is at %s although the runtime said it wrote it there: the target sees another file system (a container or another mount namespace)", place.Local)
+				return invisibleDump(e, t.PID, abs, why, inTarget)
+			default:
+				return ioError(fmt.Errorf("the dump at %s is not safe to keep: %w", abs, serr))
 			}
 			return nil
 		},
@@ -113,9 +123,21 @@ func newDumpCmd(e *env) *cobra.Command {
 	fl.BoolVar(&diagLog, "diag", false, "log dump generation in the target's output")
 	fl.BoolVar(&verbose, "verbose-diag", false, "verbose dump generation logging (.NET 6+)")
 	fl.BoolVar(&crashReport, "crashreport", false, "also write a crash report JSON (.NET 6+)")
+	fl.BoolVar(&inTarget, "path-in-target", false, "the path is one in the target's file system that clrdiag need not see (a container's): succeed once the runtime says it wrote the dump")
 	fl.DurationVar(&timeout, "timeout", defaultDumpTimeout, "how long to wait for the runtime to write the dump (0: as long as it takes); a full dump of a large process takes minutes")
 	addForceFlag(cmd, &force)
 	return cmd
+}
+
+// invisibleDump ends a dump the runtime wrote where clrdiag cannot see it:
+// a success with --path-in-target, a local I/O failure (exitIO) otherwise,
+// saying where the runtime wrote it and why it is not visible here.
+func invisibleDump(e *env, pid int, abs, why string, inTarget bool) error {
+	if inTarget {
+		fmt.Fprintf(e.stdout, "Dump written to %s by the target, in its own file system (not visible from here)\n", abs)
+		return nil
+	}
+	return ioError(fmt.Errorf("the runtime of process %d wrote the dump at %s in its file system, but it is not visible from here: %s; copy it out of the target's file system, or give --path-in-target when that is expected", pid, abs, why))
 }
 
 // defaultDumpTimeout bounds a dump request: createdump writes every page

@@ -18,7 +18,7 @@ import (
 func TestDumpChecksTheDirectory(t *testing.T) {
 	srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8})
 	code, _, errOut := run(t, "dump", "--diagnostic-port", port, "-o", "/nonexistent/dir/x")
-	if code != exitUsage || !strings.Contains(errOut, "the directory /nonexistent/dir does not exist") || len(srv.Dumps()) != 0 {
+	if code != exitIO || !strings.Contains(errOut, "the directory /nonexistent/dir does not exist") || len(srv.Dumps()) != 0 {
 		t.Fatalf("exit %d, %d dump requests: %s", code, len(srv.Dumps()), errOut)
 	}
 	file := filepath.Join(t.TempDir(), "file")
@@ -26,7 +26,7 @@ func TestDumpChecksTheDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = run(t, "dump", "--diagnostic-port", port, "-o", filepath.Join(file, "core"))
-	if code != exitUsage || !strings.Contains(errOut, "is not a directory") {
+	if code != exitIO || !strings.Contains(errOut, "is not a directory") {
 		t.Fatalf("file as directory: exit %d %s", code, errOut)
 	}
 }
@@ -91,5 +91,46 @@ func TestDumpFailureExplained(t *testing.T) {
 	code, _, errOut := run(t, "dump", "--diagnostic-port", port, "-o", filepath.Join(t.TempDir(), "core"))
 	if code != exitRuntime || !strings.Contains(errOut, "could not write the dump") || strings.Contains(errOut, "profiler") {
 		t.Fatalf("exit %d %s", code, errOut)
+	}
+}
+
+// A runtime that says it wrote the dump where clrdiag sees no file (another
+// mount or PID namespace) is a failure that says where the runtime wrote
+// it and why it is not visible, unless --path-in-target says the path is
+// the target's.
+func TestDumpNotVisible(t *testing.T) {
+	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8}) // answers OK, writes nothing
+	out := filepath.Join(t.TempDir(), "core")
+	code, stdout, errOut := run(t, "dump", "--diagnostic-port", port, "-o", out)
+	checkClass(t, code, exitIO, errOut)
+	for _, want := range []string{"wrote the dump at " + out, "not visible from here", "--path-in-target"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the message lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(stdout, "Dump written") {
+		t.Errorf("success claimed: %s", stdout)
+	}
+	code, stdout, errOut = run(t, "dump", "--diagnostic-port", port, "-o", out, "--path-in-target")
+	if code != 0 || !strings.Contains(stdout, "in its own file system") {
+		t.Errorf("--path-in-target: exit %d\n%s%s", code, stdout, errOut)
+	}
+}
+
+// -o DIR (an existing directory) writes the dump into it with the default
+// name, as the dotnet tools do.
+func TestDumpIntoDirectory(t *testing.T) {
+	srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, DumpContent: []byte("core")})
+	dir := t.TempDir()
+	code, stdout, errOut := run(t, "dump", "--diagnostic-port", port, "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, errOut)
+	}
+	d := srv.Dumps()
+	if len(d) != 1 || filepath.Dir(d[0].Path) != dir || !strings.HasPrefix(filepath.Base(d[0].Path), "core_") {
+		t.Fatalf("dump requested at %+v, want %s/core_*", d, dir)
+	}
+	if st, err := os.Stat(d[0].Path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("dump file: %v %v", st, err)
 	}
 }

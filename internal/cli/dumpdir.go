@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func locateDump(pid int, abs string, proc procFS) dumpPlace {
 // checkDumpDir checks, before anything is asked of the runtime, what makes
 // createdump fail with a bare E_FAIL: a directory that does not exist, is
 // not a directory, or is not writable by the target's user (uid and groups
-// from /proc/PID/status). It returns a usage error, or nil when the
+// from /proc/PID/status). It returns a local I/O error (exitIO), or nil when the
 // directory looks right or cannot be inspected.
 func checkDumpDir(pid int, p dumpPlace, proc procFS) error {
 	if p.Local == "" {
@@ -63,11 +64,11 @@ func checkDumpDir(pid int, p dumpPlace, proc procFS) error {
 	st, err := os.Stat(filepath.Dir(p.Local))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return usageErrorf("-o %s: the directory %s does not exist%s; the runtime writes the dump there and creates no directory", p.Path, dir, where)
+		return ioError(fmt.Errorf("-o %s: the directory %s does not exist%s; the runtime writes the dump there and creates no directory", p.Path, dir, where))
 	case err != nil:
 		return nil // e.g. permission denied for clrdiag: the target may do better
 	case !st.IsDir():
-		return usageErrorf("-o %s: %s is not a directory%s", p.Path, dir, where)
+		return ioError(fmt.Errorf("-o %s: %s is not a directory%s", p.Path, dir, where))
 	}
 	if pid == 0 {
 		return nil
@@ -91,8 +92,8 @@ func checkDumpDir(pid int, p dumpPlace, proc procFS) error {
 		writable = perm&0o002 != 0 && perm&0o001 != 0
 	}
 	if !writable {
-		return usageErrorf("-o %s: the directory %s%s is not writable by the target's user (uid %d): the runtime writes the dump as that user; choose a directory it can write (e.g. its working directory or /tmp)",
-			p.Path, dir, where, id.uid)
+		return ioError(fmt.Errorf("-o %s: the directory %s%s is not writable by the target's user (uid %d): the runtime writes the dump as that user; choose a directory it can write (e.g. its working directory or /tmp)",
+			p.Path, dir, where, id.uid))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/stacks"
@@ -34,8 +35,17 @@ func TestExitCodeOf(t *testing.T) {
 		{"dial refused", &transport.OpError{Op: "dial", Addr: "/tmp/x", Err: syscall.ECONNREFUSED}, false, exitNotFound},
 		{"HRESULT", fmt.Errorf("dump: %w", &ipc.ServerError{HRESULT: ipc.HRFail}), false, exitRuntime},
 		{"unknown command", &ipc.ServerError{HRESULT: ipc.HRUnknownCommand}, false, exitRuntime},
-		{"protocol", &ipc.ProtocolError{What: "reply header", Err: io.ErrUnexpectedEOF}, false, exitRuntime},
-		{"stream cut", fmt.Errorf("x: %w", counters.ErrStreamCut), false, exitRuntime},
+		{"protocol", &ipc.ProtocolError{What: "reply header", Offset: 8, Expected: 20, Got: 8, Err: io.ErrUnexpectedEOF}, false, exitRuntime},
+		{"impossible reply", &ipc.ProtocolError{What: "ProcessInfo3 reply", Reason: "process id 0"}, false, exitRuntime},
+		{"closed unanswered", &ipc.ProtocolError{What: "reply header", Expected: 20, Err: io.ErrUnexpectedEOF}, false, exitTargetGone},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), false, exitTargetGone},
+		{"stream cut", fmt.Errorf("x: %w", counters.ErrStreamCut), false, exitTargetGone},
+		{"stack ended early", fmt.Errorf("x: %w", stacks.ErrEndedEarly), false, exitTargetGone},
+		{"not nettrace", fmt.Errorf("x: %w", eventpipe.ErrNotNettrace), false, exitDamaged},
+		{"stale socket", &transport.OpError{Op: "dial unix", Addr: "/tmp/x", Err: syscall.ECONNREFUSED}, false, exitNotFound},
+		{"dial timeout", &transport.OpError{Op: "dial unix", Addr: "/tmp/x", Err: context.DeadlineExceeded}, false, exitRuntime},
+		{"stopped", &stoppedError{PID: 7, State: 'T'}, false, exitRuntime},
+		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), false, exitRuntime},
 		{"no samples", stacks.ErrNoSamples, false, exitRuntime},
 		{"stack spool", &stacks.Error{Op: "spool", Local: true, Err: syscall.ENOSPC}, false, exitIO},
 		{"damaged", &nettrace.FormatError{Offset: 9, Msg: "bad"}, false, exitDamaged},
@@ -59,8 +69,13 @@ func TestExitCodesAreDistinct(t *testing.T) {
 		}
 		seen[c.Code] = true
 	}
-	if len(exitCodes) != 8 {
-		t.Errorf("%d exit codes documented, want the 8 of the table", len(exitCodes))
+	if len(exitCodes) != 9 {
+		t.Errorf("%d exit codes documented, want the 9 of the table", len(exitCodes))
+	}
+	for _, c := range exitCodes {
+		if c.Code > exitFailure && c.Sentence == "" {
+			t.Errorf("exit code %d has no sentence", c.Code)
+		}
 	}
 }
 

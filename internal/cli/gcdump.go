@@ -68,9 +68,9 @@ func loadGraph(e *env, path string) (*gcdump.Graph, error) {
 			g, err = gcdump.ReadAll(br)
 		}
 	} else {
-		f, oerr := os.Open(path)
+		f, oerr := openInput(path) // a directory is a local I/O failure, not damage
 		if oerr != nil {
-			return nil, &ExitError{Code: exitIO, Err: fmt.Errorf("open the snapshot: %w", oerr)}
+			return nil, oerr
 		}
 		defer f.Close()
 		head := make([]byte, 8)
@@ -105,6 +105,7 @@ type gcdumpSource struct {
 }
 
 func (s *gcdumpSource) register(cmd *cobra.Command) {
+	s.tf.ownTimeout = true
 	s.tf.register(cmd)
 	cmd.Flags().StringVarP(&s.timeout, "timeout", "t", "30s", "with -p/-n/--diagnostic-port: give up when the heap walk takes longer (a Go duration, or seconds)")
 }
@@ -124,6 +125,7 @@ func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.
 	if err != nil {
 		return nil, err
 	}
+	s.tf.timeout = timeout // also bounds each request: starting the session, stopping it
 	g, _, err := collectHeap(cmd.Context(), e, s.tf, gcdump.CollectConfig{Timeout: timeout})
 	return g, err
 }
@@ -189,7 +191,9 @@ func collectExit(ctx context.Context, err error) error {
 		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w (the runtime walks the whole heap during a blocking collection: a large heap takes longer)", err)}
 	case errors.Is(err, ipc.ErrUnknownCommand):
 		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w (heap snapshots need .NET Core 3.0 or later)", err)}
-	case errors.Is(err, gcdump.ErrEndedEarly), errors.Is(err, gcdump.ErrIncomplete), errors.Is(err, gcdump.ErrNoHeapDump):
+	case errors.Is(err, gcdump.ErrEndedEarly), gcdump.IsTruncation(err):
+		return &ExitError{Code: exitTargetGone, Err: fmt.Errorf("the session ended before the heap walk did: the target exited, was killed or closed the connection (%w)", err)}
+	case errors.Is(err, gcdump.ErrIncomplete), errors.Is(err, gcdump.ErrNoHeapDump):
 		return &ExitError{Code: exitRuntime, Err: err}
 	}
 	return err // transport and ipc errors: classified by exitCodeOf
@@ -217,7 +221,7 @@ func writeOutput(e *env, path string, private, force bool, write func(io.Writer)
 		if errors.Is(werr, gcdump.ErrTooLarge) {
 			return 0, &ExitError{Code: exitFailure, Err: werr}
 		}
-		return 0, &ExitError{Code: exitIO, Err: fmt.Errorf("write %s: %w", path, werr)}
+		return 0, &ExitError{Code: exitIO, Err: fmt.Errorf("write %s: %w; the partial file was removed", path, unwrapPath(werr))}
 	}
 	return cw.n, nil
 }

@@ -17,9 +17,10 @@ import (
 func init() { registerGCDump("collect", newGCDumpCollectCmd) }
 
 func newGCDumpCollectCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
 	var output, timeout, tracePath string
 	var noFlush, force bool
+	tf := e.sessionTargetFlags(&force)
+	tf.ownTimeout = true // -t bounds the heap walk
 	cmd := &cobra.Command{
 		Use:   "collect",
 		Short: "Take a heap snapshot of a running process into a .gcdump file",
@@ -37,15 +38,15 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			path := output
-			if path != "" && path != "-" && !strings.HasSuffix(path, ".gcdump") {
+			if path != "" && path != "-" && !isDir(path) && !strings.HasSuffix(path, ".gcdump") {
 				path += ".gcdump"
 			}
-			// Refuse an existing output before the target is paused.
-			if path != "" {
-				if err := checkOutput(path, force); err != nil {
-					return err
-				}
+			// Check the output before the target is paused.
+			out, err := planOutput(path, force)
+			if err != nil {
+				return err
 			}
+			tf.timeout = d // also bounds each request: starting the session, stopping it
 			cfg := gcdump.CollectConfig{Timeout: d, NoFlush: noFlush}
 			if tracePath != "" {
 				traceFile, err := safefile.Create(tracePath, safefile.Options{Overwrite: force, Private: true})
@@ -60,8 +61,8 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if path == "" {
-				path = defaultGCDumpName(ctx, t)
+			if path, err = out.name(defaultGCDumpName(ctx, t)); err != nil {
+				return err
 			}
 			if path != "-" {
 				if abs, err := filepath.Abs(path); err == nil {
@@ -84,7 +85,7 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.gcdump; - for standard output)")
 	fl.StringVarP(&timeout, "timeout", "t", "30s", "give up when the heap walk takes longer (a Go duration, or seconds as dotnet-gcdump)")
 	fl.StringVar(&tracePath, "trace", "", "also save the session's raw events to this .nettrace file")
-	addForceFlag(cmd, &force)
+	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
 	fl.BoolVar(&noFlush, "no-flush", false, "skip the short session that makes the runtime name every type again")
 	_ = fl.MarkHidden("no-flush")
 	return cmd

@@ -72,10 +72,10 @@ func gcdumpFormatText(sep, last string, suffixes bool) string {
 }
 
 func newGCDumpConvertCmd(e *env) *cobra.Command {
-	src := gcdumpSource{tf: e.targetFlags()}
+	var force bool
+	src := gcdumpSource{tf: e.sessionTargetFlags(&force)}
 	var format, output string
 	var depth int
-	var force bool
 	cmd := &cobra.Command{
 		Use:   "convert [FILE|-p PID] --format " + gcdumpFormatText("|", "", false),
 		Short: "The heap as a flame graph (" + gcdumpFormatText(", ", "", false) + ")",
@@ -130,7 +130,7 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "", gcdumpFormatText(", ", " or ", false))
 	fl.StringVarP(&output, "output", "o", "", "output file (default FILE with the format's extension; - for standard output)")
-	addForceFlag(cmd, &force)
+	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
 	fl.IntVar(&depth, "max-depth", 64, "frames kept on a stack; deeper paths keep their top and the object's type")
 	return cmd
 }

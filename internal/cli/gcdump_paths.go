@@ -12,7 +12,7 @@ import (
 func init() { registerGCDump("paths", newGCDumpPathsCmd) }
 
 func newGCDumpPathsCmd(e *env) *cobra.Command {
-	src := gcdumpSource{tf: e.targetFlags()}
+	src := gcdumpSource{tf: e.sessionTargetFlags(nil)}
 	var typeName string
 	var max int
 	var asJSON bool

@@ -11,7 +11,7 @@ import (
 func init() { registerGCDump("report", newGCDumpReportCmd) }
 
 func newGCDumpReportCmd(e *env) *cobra.Command {
-	src := gcdumpSource{tf: e.targetFlags()}
+	src := gcdumpSource{tf: e.sessionTargetFlags(nil)}
 	var cfg gcdump.ReportConfig
 	var asJSON bool
 	cmd := &cobra.Command{

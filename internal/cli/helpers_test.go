@@ -150,3 +150,27 @@ func goToolPprof(t *testing.T, file string, args []string, want ...string) strin
 	}
 	return string(txt)
 }
+
+// sentenceOf is the class sentence a failure with code must start with
+// (after "clrdiag: ").
+func sentenceOf(t *testing.T, code int) string {
+	t.Helper()
+	s := classSentence(code)
+	if s == "" {
+		t.Fatalf("no sentence for exit %d", code)
+	}
+	return "clrdiag: " + s + ": "
+}
+
+// checkClass checks an exit status and that the last line of stderr is
+// the class's failure message.
+func checkClass(t *testing.T, code, want int, stderr string) {
+	t.Helper()
+	if code != want {
+		t.Fatalf("exit %d, want %d:\n%s", code, want, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, sentenceOf(t, want)) {
+		t.Errorf("the failure does not start with its class's sentence %q:\n%s", sentenceOf(t, want), stderr)
+	}
+}

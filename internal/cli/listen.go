@@ -55,7 +55,7 @@ func (f *targetFlags) listenTarget(ctx context.Context, dp transport.DiagnosticP
 	}
 	srv, err := reverse.Listen(addr, nil)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, ioError(err) // a socket that cannot be made, as a port in use
 	}
 	fmt.Fprintf(f.stderr(), "Waiting for a runtime to connect. Start the application with DOTNET_DiagnosticPorts=%s\n", addr)
 	rt, err := srv.Accept(ctx)

@@ -17,7 +17,7 @@ import (
 func init() { register("logs", newLogsCmd) }
 
 func newLogsCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
+	tf := e.sessionTargetFlags(nil) // an EventPipe session: --force, --timeout bounds its start
 	var (
 		level, format string
 		filters       []string
@@ -60,9 +60,44 @@ func newLogsCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			fmt.Fprintf(e.stderr, "Reading logs of process %d (%s); Ctrl-C to stop.\n", t.PID, cfg.FilterSpecs())
-			err = logs.Collect(ctx, t.Client, cfg, logs.CollectConfig{Duration: duration, Started: t.started}, w.Write)
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			// --timeout bounds the start of the session.
+			cctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			errStart := fmt.Errorf("no answer within --timeout %v: no logs session was opened", t.startTimeout)
+			limit := time.AfterFunc(time.Hour, func() { cancel(errStart) })
+			limit.Stop()
+			if t.startTimeout > 0 {
+				limit.Reset(t.startTimeout)
+			}
+			defer limit.Stop()
+			var opened bool
+			var begin time.Time
+			messages := 0
+			err = logs.Collect(cctx, t.Client, cfg, logs.CollectConfig{Duration: duration, Started: func(ctx context.Context) error {
+				limit.Stop()
+				opened, begin = true, time.Now()
+				return t.started(ctx)
+			}}, func(en *logs.Entry) error {
+				messages++
+				return w.Write(en)
+			})
+			switch {
+			case context.Cause(cctx) == errStart:
+				msg := errStart.Error()
+				if h := stoppedHint(t.PID, hostProc); h != "" {
+					msg += "; " + h
+				}
+				return &ExitError{Code: exitRuntime, Err: errors.New(msg)}
+			case !opened && ctx.Err() != nil:
+				return fmt.Errorf("before the logs session opened: %w", ctx.Err()) // exitInterrupted
+			case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 				return nil // Ctrl-C is how a collection normally ends
+			case err == nil && opened && (duration == 0 || time.Since(begin) < duration):
+				// The stream ended before --duration: the target ended it.
+				if messages == 0 {
+					return &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any log message (it exited or was killed)")}
+				}
+				fmt.Fprintf(e.stderr, "The target ended the session (it exited or was killed) after %d messages.\n", messages)
 			}
 			return err
 		},

@@ -136,13 +136,13 @@ func monitorAPIKey(e *env, flagKey, keyFile string, flagSet bool) (string, error
 func listenError(addr, urls string, err error) error {
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return usageErrorf("--urls %s: address %s is already in use by another program; give a free port with --urls (e.g. --urls http://127.0.0.1:0 picks one)", urls, addr)
+		return ioError(fmt.Errorf("--urls %s: address %s is already in use by another program; give a free port with --urls (e.g. --urls http://127.0.0.1:0 picks one)", urls, addr))
 	case errors.Is(err, syscall.EACCES), errors.Is(err, os.ErrPermission):
-		return usageErrorf("--urls %s: not allowed to listen on %s (ports below 1024 need privileges); give another port with --urls", urls, addr)
+		return ioError(fmt.Errorf("--urls %s: not allowed to listen on %s (ports below 1024 need privileges); give another port with --urls", urls, addr))
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
 		return usageErrorf("--urls %s: %s is not an address of this machine; give one of its addresses (or * for all) with --urls", urls, addr)
 	}
-	return usageErrorf("--urls %s: cannot listen on %s: %w", urls, addr, err)
+	return ioError(fmt.Errorf("--urls %s: cannot listen on %s: %w", urls, addr, err))
 }
 
 // checkDumpDir checks --dump-dir at start, for local targets: the
@@ -161,6 +161,10 @@ func checkMonitorDumpDir(dir string, reverse bool) error {
 		return usageErrorf("--dump-dir %s: %w", dir, err)
 	case !st.IsDir():
 		return usageErrorf("--dump-dir %s is not a directory", dir)
+	case runtime.GOOS != "windows" && st.Mode().Perm()&0o002 != 0:
+		// Anyone could plant a link where a runtime will write a dump
+		// (the runtime follows it), or read and replace the dumps.
+		return usageErrorf("--dump-dir %s is writable by every user (mode %v): it must be writable only by its owner (chmod o-w %s, or choose another directory)", dir, st.Mode().Perm(), dir)
 	}
 	return nil
 }
@@ -292,7 +296,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 				}
 				srv, err := reverse.Listen(path, nil)
 				if err != nil {
-					return usageError(err)
+					return ioError(err)
 				}
 				defer srv.Close()
 				fmt.Fprintf(e.stderr, "Waiting for runtimes to connect. Start applications with DOTNET_DiagnosticPorts=%s\n", path)
@@ -320,7 +324,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.StringVar(&apiKeyFile, "api-key-file", "", "file holding the API key clients must send as 'Authorization: Bearer <key>' (see 'clrdiag monitor generatekey')")
 	fl.StringVar(&apiKey, "api-key", "", "the API key itself (visible to other users in the process list: prefer --api-key-file or "+monitorKeyEnv+"; default: generated and printed)")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without authentication (dangerous outside a private network)")
-	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets; writable only by its owner); dumps are disabled without it")
+	fl.StringVar(&dumpDir, "dump-dir", "", "directory where dumps are written (as seen by the targets); it must not be writable by every user (refused); dumps are disabled without it")
 	fl.StringVar(&port, "diagnostic-port", "", "serve the runtimes that connect to this socket (DOTNET_DiagnosticPorts=PATH) instead of the local processes")
 	fl.DurationVar(&metricsWindow, "metrics-window", httpmon.DefaultMetricsWindow, "refresh interval of the counters sessions behind /metrics (whole milliseconds)")
 	fl.DurationVar(&discovery, "discovery-interval", httpmon.DefaultDiscovery, "how often /metrics looks for new and ended processes")

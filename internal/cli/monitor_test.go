@@ -123,8 +123,10 @@ func TestMonitorListenMode(t *testing.T) {
 	}
 }
 
-// TestMonitorStartErrors: a port in use names the flag to change; a
-// --dump-dir that does not exist is refused at start.
+// TestMonitorStartErrors: a port in use names the flag to change and is a
+// local I/O failure (exit 6, as a file that cannot be created; it was 2);
+// a --dump-dir that does not exist, or that every user may write (its help
+// says writable only by its owner), is refused at start.
 func TestMonitorStartErrors(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -133,8 +135,21 @@ func TestMonitorStartErrors(t *testing.T) {
 	defer ln.Close()
 	busy := "http://" + ln.Addr().String()
 	code, _, errOut := run(t, "monitor", "--no-auth", "--no-metrics", "--urls", busy)
-	if code != exitUsage || !strings.Contains(errOut, "already in use") || !strings.Contains(errOut, "--urls") {
+	if code != exitIO || !strings.Contains(errOut, "already in use") || !strings.Contains(errOut, "--urls") {
 		t.Errorf("port in use: exit %d %s", code, errOut)
+	}
+	// dotnet-monitor's verb.
+	code, _, errOut = run(t, "monitor", "collect", "--no-auth", "--no-metrics", "--urls", busy)
+	if code != exitIO || !strings.Contains(errOut, "already in use") {
+		t.Errorf("monitor collect: exit %d %s", code, errOut)
+	}
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "monitor", "--no-auth", "--no-metrics", "--urls", "http://127.0.0.1:0", "--dump-dir", open)
+	if code != exitUsage || !strings.Contains(errOut, "writable by every user") {
+		t.Errorf("world-writable --dump-dir: exit %d %s", code, errOut)
 	}
 	code, _, errOut = run(t, "monitor", "--no-auth", "--no-metrics", "--urls", "http://127.0.0.1:0", "--dump-dir", "/nonexistent/dumps")
 	if code != exitUsage || !strings.Contains(errOut, "--dump-dir /nonexistent/dumps does not exist") {

@@ -38,6 +38,12 @@ func (p procFS) comm(pid int) string {
 // by looking at the process; other errors pass through. It always exits
 // exitNotFound.
 func explainNotFound(err error, procs []transport.Process, proc procFS) error {
+	var ue *transport.UntrustedSocketError
+	if errors.As(err, &ue) {
+		// The library's text names its own option; a user needs the flag.
+		return &ExitError{Code: exitNotFound, Err: fmt.Errorf("refusing diagnostic socket %s for process %d: %s (anyone can create a socket with that name in a shared temp dir; if you know it is the target's, give --trust-socket)",
+			termsafe.String(ue.Path), ue.PID, ue.Reason)}
+	}
 	var nf *transport.NotFoundError
 	if !errors.As(err, &nf) {
 		return err

@@ -265,7 +265,7 @@ func TestRealDump(t *testing.T) {
 		// A directory that does not exist is refused before the runtime is
 		// asked (3.1 would answer a bare E_FAIL).
 		code, _, errOut = run(t, "dump", "-p", fmt.Sprint(tg.PID), "-o", "/nonexistent/dir/x")
-		if code != exitUsage || !strings.Contains(errOut, "/nonexistent/dir does not exist") {
+		if code != exitIO || !strings.Contains(errOut, "/nonexistent/dir does not exist") {
 			t.Errorf("dump into a missing directory: exit %d %s", code, errOut)
 		}
 		// The target keeps running.

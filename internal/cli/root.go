@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -43,6 +44,8 @@ type env struct {
 	// ran is set when a command's RunE starts: an error returned before
 	// that comes from cobra's checks of the command line.
 	ran bool
+	// cmd is the command that ran, once ran is set.
+	cmd *cobra.Command
 	// args is the command line, for error messages that need to look at
 	// more of it than cobra passes along.
 	args []string
@@ -62,6 +65,9 @@ type globalFlags struct {
 	// trustSocket turns off the check that a discovered socket belongs to
 	// its process (--trust-socket).
 	trustSocket bool
+	// pid is the process the command resolved (0: none, or unknown), for
+	// the hints of a failure.
+	pid int
 }
 
 // discoverConfig is the discovery configuration the global flags select;
@@ -81,8 +87,45 @@ func (e *env) targetFlags() *targetFlags { return &targetFlags{g: &e.global} }
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, args: args, ctx: ctx}
-	return execute(e, newRootCmd(e))
+	out := &outWriter{w: stdout}
+	e := &env{stdin: stdin, stdout: out, stderr: stderr, args: args, ctx: ctx}
+	code := execute(e, newRootCmd(e))
+	if code == exitOK && out.err != nil && !errors.Is(out.err, syscall.EPIPE) {
+		// A command that did not look at its writes' errors: its output
+		// is incomplete all the same.
+		fmt.Fprintf(stderr, "clrdiag: %s\n", failureMessage(exitIO, "writing the standard output failed: "+unwrapPath(out.err).Error()+"; the output is incomplete"))
+		return exitIO
+	}
+	return code
+}
+
+// outWriter is the standard output: it keeps the first write error, so
+// that a command's output that could not be written is never a success.
+type outWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// Unwrap returns the writer it wraps (for terminal checks).
+func (o *outWriter) Unwrap() io.Writer { return o.w }
+
+// unwrapWriter returns the writer under the CLI's own wrappers.
+func unwrapWriter(w io.Writer) io.Writer {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 // execute runs the command line e.args with the tree root and returns the
@@ -99,20 +142,44 @@ func execute(e *env, root *cobra.Command) int {
 	if err == nil {
 		return exitOK
 	}
+	code := exitCodeOf(err, ctx.Err() != nil)
 	var ee *ExitError
-	if errors.As(err, &ee) {
-		if ee.Err != nil {
-			fmt.Fprintf(stderr, "clrdiag: %s\n", termsafe.Lines(ee.Err.Error()))
+	switch {
+	case errors.As(err, &ee):
+		if ee.Err == nil {
+			return ee.Code // its message is already printed
 		}
-		return ee.Code
-	}
-	fmt.Fprintf(stderr, "clrdiag: %s\n", termsafe.Lines(err.Error()))
-	if !e.ran {
+		err = ee.Err
+	case !e.ran:
 		// Cobra refused the command line before any command ran: a
 		// missing required flag, a flag group, an argument count.
-		return exitUsage
+		code = exitUsage
 	}
-	return exitCodeOf(err, ctx.Err() != nil)
+	fmt.Fprintf(stderr, "clrdiag: %s\n", termsafe.Lines(failureMessage(code, err.Error()+e.hints(code, err))))
+	return code
+}
+
+// hints is what a failure's message gains from what the command knows: the
+// --timeout to raise after a timeout, a target that is stopped now.
+func (e *env) hints(code int, err error) string {
+	var h string
+	if code == exitRuntime && isTimeout(err) && e.cmd != nil && !strings.Contains(err.Error(), "--timeout") {
+		if f := e.cmd.Flags().Lookup("timeout"); f != nil {
+			h += fmt.Sprintf("; --timeout is %s: raise it to wait longer", f.Value)
+		}
+	}
+	if (code == exitRuntime || code == exitTargetGone) && !errors.Is(err, errStopped) {
+		if s := stoppedHint(e.global.pid, hostProc); s != "" {
+			h += "; " + s
+		}
+	}
+	return h
+}
+
+// isTimeout reports whether err is a deadline that passed.
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 func newRootCmd(e *env) *cobra.Command {

@@ -14,9 +14,10 @@ import (
 func init() { register("stack", newStackCmd) }
 
 func newStackCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
+	tf := e.sessionTargetFlags(nil)
 	var cfg stacks.Config
 	var asJSON bool
+	var rundownMax string
 	cmd := &cobra.Command{
 		Use:   "stack",
 		Short: "Print the current managed stack of every thread of a running process",
@@ -30,6 +31,10 @@ func newStackCmd(e *env) *cobra.Command {
 			if cfg.Duration <= 0 {
 				return usageError(errors.New("--duration must be positive"))
 			}
+			var err error
+			if cfg.MaxRundownBytes, err = parseSize(rundownMax); err != nil || cfg.MaxRundownBytes <= 0 {
+				return usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB", rundownMax)
+			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)
 			if err != nil {
@@ -37,6 +42,7 @@ func newStackCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			cfg.PID = t.PID
+			cfg.StartTimeout = t.startTimeout
 			cfg.Started = t.started
 			cfg.Notify = func(n stacks.Note) { printStackNote(e.stderr, n) }
 			snap, err := stacks.Capture(ctx, t.Client, cfg)
@@ -62,6 +68,7 @@ func newStackCmd(e *env) *cobra.Command {
 	_ = fl.MarkHidden("duration")
 	fl.DurationVar(&cfg.StopTimeout, "stop-timeout", stacks.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
 	fl.DurationVar(&cfg.RundownTimeout, "rundown-timeout", stacks.DefaultRundownTimeout, "how long to wait for the rundown (method names) after the stop")
+	fl.StringVar(&rundownMax, "rundown-max-size", "256MB", "how much the runtime may send after the stop (the rundown) before the session is closed")
 	return cmd
 }
 

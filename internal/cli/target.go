@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
 )
@@ -29,16 +30,64 @@ type targetFlags struct {
 	// command sent to the runtime (diag.Config.Timeout: 0 the default,
 	// negative no limit).
 	timeout time.Duration
+	// overall is --timeout: for a command of requests, one deadline for
+	// all of them and their fallbacks (diag.Config.Deadline); for one that
+	// opens a session, the bound on starting it (target.startContext).
+	overall time.Duration
+	// session is set (by sessionTargetFlags) for a command that opens an
+	// EventPipe session: resolve refuses a stopped process unless force.
+	session bool
+	// ownTimeout is set for a command with a --timeout of its own (dump,
+	// attach, gcdump): register adds none.
+	ownTimeout bool
+	// force points at the command's --force (set before register by a
+	// command that has one for its output; register adds one otherwise
+	// for a session).
+	force    *bool
+	ownForce bool
+}
+
+// sessionTargetFlags returns the process selection of a command that opens
+// an EventPipe session; force is its --force, or nil for one that
+// register adds.
+func (e *env) sessionTargetFlags(force *bool) *targetFlags {
+	f := e.targetFlags()
+	f.session, f.force = true, force
+	return f
 }
 
 // clientConfig is the diag configuration of the target's client.
 func (f *targetFlags) clientConfig() *diag.Config {
-	return &diag.Config{Timeout: f.timeout}
+	c := &diag.Config{Timeout: f.timeout}
+	if !f.session && !f.ownTimeout && f.overall > 0 {
+		c.Deadline = time.Now().Add(f.overall)
+		if f.timeout == 0 || f.timeout > f.overall {
+			c.Timeout = f.overall
+		}
+	}
+	return c
 }
+
+// forced reports whether --force was given.
+func (f *targetFlags) forced() bool { return f.force != nil && *f.force }
+
+// stoppedForceUsage is what --force adds on a command that opens a session.
+const stoppedForceUsage = "start the session even in a process that is stopped (SIGSTOP, a debugger): it starts when the process continues"
 
 func (f *targetFlags) register(cmd *cobra.Command) {
 	f.cmd = cmd
 	fl := cmd.Flags()
+	if !f.ownTimeout {
+		help := "give up when the runtime has not answered within this long: one deadline for every request of the command and its fallbacks"
+		if f.session {
+			help = "give up when the session has not started within this long (the request and its fallbacks); the collection itself has its own bounds"
+		}
+		fl.DurationVar(&f.overall, "timeout", diag.DefaultTimeout, help)
+	}
+	if f.session && f.force == nil {
+		f.force = &f.ownForce
+		fl.BoolVar(&f.ownForce, "force", false, stoppedForceUsage)
+	}
 	fl.IntVarP(&f.pid, "process-id", "p", 0, "process id of the target .NET process")
 	fl.StringVarP(&f.name, "name", "n", "", "name of the target process (as shown by 'clrdiag ps')")
 	fl.StringVar(&f.port, "diagnostic-port", "", "diagnostic port: PATH[,suspend|,nosuspend] to wait for a runtime started with DOTNET_DiagnosticPorts=PATH to connect (listen, the default), or PATH,connect for a runtime's own socket (a PATH where a runtime already listens is connected to)")
@@ -77,6 +126,34 @@ type target struct {
 	ExitCode func() int
 	// Close releases what resolve set up (a listening socket, a child).
 	Close func() error
+
+	// startTimeout bounds starting a session (--timeout); 0 means none,
+	// as for a stopped process with --force.
+	startTimeout time.Duration
+}
+
+// startSession starts an EventPipe session in the target within
+// --timeout.
+func (t *target) startSession(ctx context.Context, cfg eventpipe.Config) (*eventpipe.Session, error) {
+	sctx, cancel := t.startContext(ctx)
+	defer cancel()
+	sess, err := eventpipe.Start(sctx, t.Client, cfg)
+	if err != nil {
+		if ctx.Err() == nil && sctx.Err() != nil {
+			return nil, fmt.Errorf("start the session: no answer within --timeout %v: %w", t.startTimeout, err)
+		}
+		return nil, fmt.Errorf("start the session: %w", err)
+	}
+	return sess, nil
+}
+
+// startContext is the context to start a session with: ctx bounded by
+// --timeout.
+func (t *target) startContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.startTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, t.startTimeout)
 }
 
 // started calls t.Started if set.
@@ -178,6 +255,23 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 			return nil, usageError(err)
 		}
 		t.Endpoint = ep
+	}
+	if f.g != nil {
+		f.g.pid = t.PID
+	}
+	if f.session {
+		t.startTimeout = f.overall
+		if t.PID != 0 {
+			switch err := checkRunning(t.PID, hostProc); {
+			case err == nil:
+			case !f.forced():
+				return nil, &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w; continue it first (kill -CONT %d), or give --force to start the session once it continues", err, t.PID)}
+			default:
+				fmt.Fprintf(f.stderr(), "warning: %v; the session starts once it continues (kill -CONT %d); Ctrl-C gives up.\n", err, t.PID)
+				t.startTimeout = 0
+				f.timeout = -1
+			}
+		}
 	}
 	t.Client = diag.NewClient(f.dialer(t.Endpoint), f.clientConfig())
 	return &t, nil

@@ -14,7 +14,7 @@ import (
 // runtime already listens, connects (as dotnet-dump) instead of failing to
 // listen; an explicit ,listen keeps listen mode and its error.
 func TestDiagnosticPortConnectsToLiveSocket(t *testing.T) {
-	srv, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4242})
+	srv, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4242, DumpContent: []byte("core")})
 	code, out, errOut := run(t, "info", "--diagnostic-port", srv.Path, "--json")
 	if code != 0 || !strings.Contains(out, `"pid": 4242`) || !strings.Contains(errOut, "is a live socket: connecting") {
 		t.Fatalf("info: exit %d\n%s\n%s", code, out, errOut)
@@ -24,7 +24,7 @@ func TestDiagnosticPortConnectsToLiveSocket(t *testing.T) {
 		t.Fatalf("dump: exit %d %s", code, errOut)
 	}
 	code, _, errOut = run(t, "info", "--diagnostic-port", srv.Path+",listen")
-	if code != exitUsage || !strings.Contains(errOut, "in use") {
+	if code != exitIO || !strings.Contains(errOut, "in use") {
 		t.Fatalf("explicit listen on a live socket: exit %d %s", code, errOut)
 	}
 }

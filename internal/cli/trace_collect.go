@@ -250,7 +250,8 @@ type progress struct {
 }
 
 func newTraceCollectCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
+	var force bool
+	tf := e.sessionTargetFlags(&force)
 	var (
 		sf                        sessionFlags
 		output                    string
@@ -259,8 +260,8 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 		stopTimeout               time.Duration
 		rundownTimeout            time.Duration
 		maxSize                   string
+		rundownMax                string
 		format                    string
-		force                     bool
 		pf                        profileFlags
 	)
 	cmd := &cobra.Command{
@@ -273,7 +274,8 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			"take a while in a large application; a second Ctrl-C abandons it at once (the file\n" +
 			"is still valid, exit status 0, but stacks may not be symbolized).\n\n" +
 			"Bounds: --duration, then --stop-timeout and --rundown-timeout bound the whole session\n" +
-			"(after all three the connection is closed and the file terminated). The file size is\n" +
+			"(after all three the connection is closed and the file terminated); --rundown-max-size\n" +
+			"(256MB) bounds what may arrive after the stop. The file size is\n" +
 			"unlimited by default, as with dotnet-trace; --max-size caps it (the session is then\n" +
 			"stopped, the file cut to its last complete block, and the exit status is 6). A full\n" +
 			"disk also stops the session and keeps the file valid up to its last complete block.\n\n" +
@@ -304,6 +306,10 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return usageErrorf("--max-size: %w", err)
 			}
+			rundownBytes, err := parseSize(rundownMax)
+			if err != nil || rundownBytes <= 0 {
+				return usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB", rundownMax)
+			}
 			stop, err := parseStopEvent(stopProv, stopEv, stopPay)
 			if err != nil {
 				return usageError(err)
@@ -317,9 +323,16 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 					return usageErrorf("--format: %w (or nettrace, the default)", err)
 				}
 			}
-			if output != "" {
-				if err := checkOutput(output, force); err != nil {
-					return err
+			if output == "-" {
+				return usageErrorf("-o -: a trace is written to a file (use 'clrdiag trace stream' for standard output)")
+			}
+			out, err := planOutput(output, force)
+			if err != nil {
+				return err
+			}
+			if out.named() && format != "" {
+				if err := checkOutput(convertedName(output, conv), force); err != nil {
+					return ioError(err)
 				}
 			}
 			ctx := cmd.Context()
@@ -328,20 +341,17 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer t.close()
-			if output == "" {
-				output = defaultTraceName(ctx, t)
-				if err := checkOutput(output, force); err != nil {
-					return err
-				}
+			if output, err = out.name(defaultTraceName(ctx, t)); err != nil {
+				return err
 			}
 			if format != "" {
 				if err := checkOutput(convertedName(output, conv), force); err != nil {
-					return err
+					return ioError(err)
 				}
 			}
 			c := &collector{
 				e: e, t: t, cfg: cfg, duration: duration, stop: stop, quiet: quiet,
-				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, maxSize: maxBytes, output: output, force: force,
+				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, rundownMax: rundownBytes, maxSize: maxBytes, output: output, force: force,
 			}
 			if !quiet {
 				printPlan(e.stderr, plan)
@@ -365,7 +375,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
 	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
-	addForceFlag(cmd, &force)
+	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
 	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: "+strings.Join(weighted.FormatNames(), ", ")+" (the .nettrace file is kept)")
 	pf.register(cmd)
 	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
@@ -374,6 +384,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl.DurationVar(&stopTimeout, "stop-timeout", eventpipe.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
 	fl.StringVar(&maxSize, "max-size", "", "stop when the trace file reaches this size, e.g. 500MB or 2GB (default unlimited)")
 	fl.DurationVar(&rundownTimeout, "rundown-timeout", eventpipe.DefaultRundownTimeout, "how long to wait for the rundown after the stop before closing the session")
+	fl.StringVar(&rundownMax, "rundown-max-size", "256MB", "how much the runtime may send after the stop (the rundown) before the session is closed")
 	return cmd
 }
 
@@ -400,6 +411,7 @@ type collector struct {
 	quiet          bool
 	stopTimeout    time.Duration
 	rundownTimeout time.Duration
+	rundownMax     int64
 	maxSize        int64
 	output         string
 	force          bool // replace an existing output file
@@ -431,9 +443,9 @@ func (c *collector) run(ctx context.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	sess, err := eventpipe.Start(ctx, c.t.Client, c.cfg)
+	sess, err := c.t.startSession(ctx, c.cfg)
 	if err != nil {
-		return fmt.Errorf("start the session: %w", err)
+		return err
 	}
 	defer sess.Close()
 	for _, w := range sess.Warnings {
@@ -513,7 +525,7 @@ func (c *collector) run(ctx context.Context) error {
 	lastPhase := eventpipe.PhaseCollecting
 	res, drainErr := sess.Drain(dctx, spool, eventpipe.DrainConfig{
 		Duration: c.duration, Stop: stop, StopTimeout: c.stopTimeout, RundownTimeout: c.rundownTimeout,
-		MaxBytes: c.maxSize, ProgressInterval: 2 * time.Second,
+		MaxBytes: c.maxSize, MaxRundownBytes: c.rundownMax, ProgressInterval: 2 * time.Second,
 		Progress: func(p eventpipe.DrainProgress) {
 			switch {
 			case p.Phase == eventpipe.PhaseStopping && lastPhase == eventpipe.PhaseCollecting:
@@ -530,16 +542,28 @@ func (c *collector) run(ctx context.Context) error {
 	<-decodeDone
 	c.reportDrain(res, drainErr)
 
+	if errors.Is(drainErr, eventpipe.ErrNotNettrace) {
+		f.Close()
+		os.Remove(path)
+		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%w; the session was stopped and no file was kept. Is the endpoint a .NET runtime?", drainErr)}
+	}
+	// Damage the decoder found as the stream arrived (it asked for the
+	// stop at once): the file keeps the complete blocks before it.
+	var damage *nettrace.FormatError
+	if errors.As(decodeErr, &damage) && damage.Truncated() {
+		damage = nil
+	}
+
 	// Make the file end cleanly after its last complete block when the
-	// stream stopped early (or the output failed, or hit its cap).
+	// stream stopped early, was damaged, or the output failed or hit its
+	// cap.
 	cut := ""
-	if !stats.Complete || drainErr != nil {
-		if errors.Is(drainErr, eventpipe.ErrNotNettrace) {
-			f.Close()
-			os.Remove(path)
-			return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w; the session was stopped and %s removed. Is the endpoint a .NET runtime?", drainErr, path)}
+	if damage != nil || !stats.Complete || drainErr != nil {
+		limit := int64(-1)
+		if damage != nil {
+			limit = damage.Offset
 		}
-		n, rerr := repairTrace(f)
+		n, rerr := repairTrace(f, limit)
 		switch {
 		case rerr != nil && n <= 0:
 			fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
@@ -555,13 +579,30 @@ func (c *collector) run(ctx context.Context) error {
 				stats.Events, stats.DroppedEvents = st.Events, st.DroppedEvents
 			}
 		}
-		if cut != "" && drainErr == nil {
+		if cut != "" && drainErr == nil && damage == nil {
 			c.say("The stream ended early; %s.\n", cut)
 		}
 	}
 	if err := f.Sync(); err != nil && drainErr == nil {
-		return &ExitError{Code: exitIO, Err: fmt.Errorf("flush the trace file: %w", err)}
+		return ioError(fmt.Errorf("flush the trace file: %w", unwrapPath(err)))
 	}
+
+	// A trace without a single event is no trace: say why, keep no file.
+	if stats.Events == 0 && drainErr == nil && damage == nil {
+		var empty *ExitError
+		switch {
+		case res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit:
+			empty = &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any event (it exited or was killed); no trace file was kept")}
+		case !c.cfg.NoRundown && res.Rundown == eventpipe.RundownComplete:
+			empty = &ExitError{Code: exitRuntime, Err: errors.New("the runtime sent no event, not even the rundown the session asked for; no trace file was kept")}
+		}
+		if empty != nil {
+			f.Close()
+			os.Remove(path)
+			return empty
+		}
+	}
+
 	size := int64(0)
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
@@ -569,7 +610,7 @@ func (c *collector) run(ctx context.Context) error {
 	if !c.quiet {
 		fmt.Fprintf(c.e.stderr, "\nTrace written to %s\n", path)
 		fmt.Fprintf(c.e.stderr, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, c.rundownState(res))
-		if decodeErr != nil && !errors.Is(decodeErr, io.EOF) && stats.Complete {
+		if decodeErr != nil && !errors.Is(decodeErr, io.EOF) && stats.Complete && damage == nil {
 			fmt.Fprintf(c.e.stderr, "  note: decoding while collecting stopped early: %v\n", decodeErr)
 		}
 		if res.StreamErr != nil {
@@ -578,17 +619,20 @@ func (c *collector) run(ctx context.Context) error {
 		if res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit {
 			fmt.Fprintln(c.e.stderr, "  the target ended the session (it exited or was killed); the file holds everything it sent")
 		}
+		if stats.Events == 0 {
+			fmt.Fprintln(c.e.stderr, "  note: the trace holds no event: the providers wrote nothing during the session")
+		}
 	}
 	var oe *eventpipe.OutputError
 	switch {
 	case errors.As(drainErr, &oe):
-		return &ExitError{Code: exitIO, Err: fmt.Errorf("writing the trace failed after %s (%w); the session was stopped on the runtime and %s", humanBytes(oe.Written), oe.Err, cut)}
+		return ioError(fmt.Errorf("writing the trace failed after %s (%w); the session was stopped on the runtime and %s", humanBytes(oe.Written), unwrapPath(oe.Err), cut))
 	case errors.Is(drainErr, eventpipe.ErrMaxBytes):
-		return &ExitError{Code: exitIO, Err: fmt.Errorf("the trace reached --max-size (%s); the session was stopped on the runtime and %s; the rundown is missing, so stacks may not be symbolized", humanBytes(c.maxSize), cut)}
+		return ioError(fmt.Errorf("the trace reached --max-size (%s); the session was stopped on the runtime and %s; the rundown is missing, so stacks may not be symbolized", humanBytes(c.maxSize), cut))
 	case drainErr != nil:
-		return &ExitError{Code: exitIO, Err: drainErr}
-	case res.Reason == eventpipe.StopDamaged:
-		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("the runtime sent a damaged stream: %w; the session was stopped and the file keeps the complete blocks before the damage", decodeErr)}
+		return ioError(drainErr)
+	case damage != nil:
+		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("the runtime sent a damaged stream (%w); the session was stopped and %s keeps the %d events before it: %s", damage, path, stats.Events, cut)}
 	}
 	// A launched child's exit status becomes ours.
 	return childResult(c.t, nil)
@@ -605,7 +649,14 @@ func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
 	case res.Rundown == eventpipe.RundownUnacknowledged:
 		fmt.Fprintf(w, "warning: the runtime did not acknowledge the stop: %v\nClosing the session; the file keeps everything received so far.\n", res.StopErr)
 	case res.Rundown == eventpipe.RundownTimedOut:
-		fmt.Fprintf(w, "warning: no end of the rundown after %v; closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
+		fmt.Fprintf(w, "warning: no end of the rundown after %v (--rundown-timeout); closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
+	case res.Rundown == eventpipe.RundownTooLarge:
+		fmt.Fprintf(w, "warning: the runtime sent more than %s after the stop (--rundown-max-size) and kept sending; closing the session. The file keeps what arrived up to that size; stacks may not be symbolized.\n", humanBytes(c.rundownMax))
+	}
+	if res.Rundown == eventpipe.RundownUnacknowledged || res.Rundown == eventpipe.RundownTimedOut || res.Rundown == eventpipe.RundownAbandoned {
+		if err := checkRunning(c.t.PID, hostProc); err != nil {
+			fmt.Fprintf(w, "warning: %v; the session could not be ended while it is stopped: a .NET Core 3.1 runtime may crash when it continues.\n", err)
+		}
 	}
 }
 

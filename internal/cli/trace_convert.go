@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/internal/safefile"
+	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/weighted"
@@ -106,7 +108,7 @@ func checkMeasured(p *profile.Profile, m profile.MeasureInfo, in, verb string, p
 func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, error) {
 	var r io.Reader = e.stdin
 	if name != "-" {
-		f, err := os.Open(name)
+		f, err := openInput(name)
 		if err != nil {
 			return nil, err
 		}
@@ -204,9 +206,19 @@ func convertTrace(e *env, in, out string, f weighted.Format, pf *profileFlags, f
 	}
 	var w io.Writer = e.stdout
 	var file *os.File
+	var esc *lineEscaper
+	if out == "-" && isTerminal(e.stdout) {
+		// Method and type names come from the trace: escape what a
+		// terminal would obey, as every other command does.
+		if !strings.HasPrefix(f.ContentType, "text/") && f.ContentType != "application/json" {
+			return "", usageErrorf("--format %s is binary: give -o FILE, or pipe the output (standard output is a terminal)", f.Name)
+		}
+		esc = &lineEscaper{w: w, json: f.ContentType == "application/json"}
+		w = esc
+	}
 	if out != "-" {
 		if file, err = safefile.Create(out, safefile.Options{Overwrite: force}); err != nil {
-			return "", err
+			return "", ioError(fmt.Errorf("create %s: %w", out, unwrapPath(err)))
 		}
 		w = file
 	}
@@ -215,13 +227,20 @@ func convertTrace(e *env, in, out string, f weighted.Format, pf *profileFlags, f
 	if err == nil {
 		err = bw.Flush()
 	}
+	if err == nil && esc != nil {
+		err = esc.Flush()
+	}
 	if file != nil {
 		if cerr := file.Close(); err == nil {
 			err = cerr
 		}
+		if err != nil {
+			os.Remove(out)
+			return "", ioError(fmt.Errorf("write %s: %w; the partial file was removed", out, unwrapPath(err)))
+		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("write %s: %w", out, err)
+		return "", ioError(fmt.Errorf("write the output: %w", unwrapPath(err)))
 	}
 	for _, n := range p.NotesFor(m.Name) {
 		if n != p.CapNote() { // readProfile warned
@@ -305,14 +324,28 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				out = "-"
-				if in != "-" {
-					out = convertedName(in, f)
-					if measure != "" && measure != profile.MeasureWall && measure != profile.MeasureCPU {
-						// app.alloc.pb.gz beside the CPU profile's app.pb.gz.
-						out = convertedName(in, weighted.Format{Suffix: "." + measure + f.Suffix})
-					}
+			def := "-"
+			if in != "-" {
+				def = convertedName(in, f)
+				if measure != "" && measure != profile.MeasureWall && measure != profile.MeasureCPU {
+					// app.alloc.pb.gz beside the CPU profile's app.pb.gz.
+					def = convertedName(in, weighted.Format{Suffix: "." + measure + f.Suffix})
+				}
+			}
+			switch {
+			case out == "":
+				out = def
+			case out != "-" && isDir(out):
+				// -o DIR: the default name, in DIR.
+				base := filepath.Base(def)
+				if def == "-" {
+					base = "trace" + f.Suffix
+				}
+				out = filepath.Join(out, base)
+			}
+			if out != "-" {
+				if _, err := planOutput(out, force); err != nil {
+					return err
 				}
 			}
 			summary, err := convertTrace(e, in, out, f, &pf, force)
@@ -327,4 +360,50 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 	addForceFlag(cmd, &force)
 	pf.register(cmd)
 	return cmd
+}
+
+// lineEscaper writes text from a trace to a terminal line by line, with
+// what the terminal would obey escaped (termsafe.Lines; in JSON,
+// termsafe.JSON, which keeps the document valid).
+type lineEscaper struct {
+	w    io.Writer
+	json bool
+	buf  []byte
+}
+
+func (l *lineEscaper) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	start := 0
+	for {
+		i := bytes.IndexByte(l.buf[start:], '\n')
+		if i < 0 {
+			break
+		}
+		if err := l.emit(l.buf[start : start+i+1]); err != nil {
+			return 0, err
+		}
+		start += i + 1
+	}
+	l.buf = append(l.buf[:0], l.buf[start:]...)
+	return len(p), nil
+}
+
+// Flush writes the last line, which has no newline.
+func (l *lineEscaper) Flush() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	err := l.emit(l.buf)
+	l.buf = l.buf[:0]
+	return err
+}
+
+func (l *lineEscaper) emit(line []byte) error {
+	var err error
+	if l.json {
+		_, err = l.w.Write(termsafe.JSON(line))
+	} else {
+		_, err = io.WriteString(l.w, termsafe.Lines(string(line)))
+	}
+	return err
 }

@@ -138,12 +138,12 @@ func TestFakeCollectDiskFull(t *testing.T) {
 }
 
 // An endless stream that is not nettrace is refused from its first bytes:
-// exitRuntime, the session stopped, no file left.
+// exitDamaged, the session stopped, no file left.
 func TestFakeCollectNotNettrace(t *testing.T) {
 	srv, port := endlessRuntime(t, true, false)
 	out := filepath.Join(t.TempDir(), "x.nettrace")
 	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--duration", "1h", "-o", out)
-	if code != 4 || !strings.Contains(errOut, "not a nettrace stream") {
+	if code != exitDamaged || !strings.Contains(errOut, "not a nettrace stream") {
 		t.Fatalf("exit %d:\n%s", code, errOut)
 	}
 	if !stopTracingSent(srv) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"time"
 
@@ -92,9 +91,9 @@ func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	if path == "-" {
 		return interruptible(e.ctx, e.stdin), "(stdin)", func() {}, nil
 	}
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("open trace: %w (give a .nettrace/.netperf file, or - for standard input)", err)
+		return nil, "", nil, err
 	}
 	// A regular file is read as it is: reads of it end, the readers check
 	// ctx between blocks, and it needs no buffer here (the reader buffers

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ func init() {
 }
 
 func newTraceStreamCmd(e *env) *cobra.Command {
-	tf := e.targetFlags()
+	tf := e.sessionTargetFlags(nil)
 	var (
 		sf             sessionFlags
 		asJSON         bool
@@ -109,9 +110,9 @@ func (s *streamer) run(ctx context.Context) error {
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
 
-	sess, err := eventpipe.Start(ctx, s.t.Client, s.cfg)
+	sess, err := s.t.startSession(ctx, s.cfg)
 	if err != nil {
-		return fmt.Errorf("start the session: %w", err)
+		return err
 	}
 	defer sess.Close()
 	for _, w := range sess.Warnings {
@@ -137,15 +138,24 @@ func (s *streamer) run(ctx context.Context) error {
 	// interrupt, so the events up to the stop are shown.
 	reader := spool.NewReader()
 	printDone := make(chan error, 1)
+	var events int64 // read once printDone has its value
 	go func() {
 		defer reader.Close()
 		rd, err := nettrace.NewReader(bufio.NewReaderSize(reader, 1<<16))
 		if err == nil {
 			err = printEvents(context.Background(), e.stdout, rd, s.filter, 0, s.asJSON, true, "session stream")
+			events = rd.Stats().Events
 		}
 		var ee *ExitError
-		if err != nil && !errors.As(err, &ee) {
+		var fe *nettrace.FormatError
+		switch {
+		case err != nil && !errors.As(err, &ee):
 			abandon() // the output failed: nothing more can be shown
+		case errors.As(err, &fe) && !fe.Truncated():
+			select { // damage: nothing after it can be read
+			case stop <- eventpipe.StopDamaged:
+			default:
+			}
 		}
 		printDone <- err
 	}()
@@ -183,15 +193,18 @@ func (s *streamer) run(ctx context.Context) error {
 	res, drainErr := sess.Drain(dctx, spool, cfg)
 	spool.Finish(nil)
 	var printErr error
+	printed := false
 	if dctx.Err() == nil {
-		printErr = <-printDone
+		printErr, printed = <-printDone, true
 	} else {
 		// Abandoned: the printer may be stuck on a blocked output.
 		select {
 		case printErr = <-printDone:
+			printed = true
 		case <-time.After(time.Second):
 		}
 	}
+	ended := res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit
 
 	switch {
 	case printErr != nil && isBrokenPipe(printErr):
@@ -205,11 +218,11 @@ func (s *streamer) run(ctx context.Context) error {
 			break
 		}
 		if errors.As(printErr, &ee) {
-			return &ExitError{Code: exitRuntime, Err: fmt.Errorf("the runtime sent a damaged stream: %w", ee.Err)}
+			return &ExitError{Code: exitDamaged, Err: fmt.Errorf("the runtime sent a damaged stream (%w); the session was stopped after the events before it", ee.Err)}
 		}
-		return &ExitError{Code: exitIO, Err: fmt.Errorf("write the events: %w", printErr)}
+		return ioError(fmt.Errorf("write the events: %w", printErr))
 	case errors.Is(drainErr, eventpipe.ErrNotNettrace):
-		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w; the session was stopped. Is the endpoint a .NET runtime?", drainErr)}
+		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%w; the session was stopped. Is the endpoint a .NET runtime?", drainErr)}
 	case drainErr != nil && !errors.Is(drainErr, eventpipe.ErrSpoolClosed):
 		return &ExitError{Code: exitIO, Err: fmt.Errorf("the temporary spool file failed: %w", drainErr)}
 	}
@@ -217,7 +230,15 @@ func (s *streamer) run(ctx context.Context) error {
 	case eventpipe.RundownUnacknowledged:
 		fmt.Fprintf(e.stderr, "warning: the runtime did not acknowledge the stop: %v\n", res.StopErr)
 	case eventpipe.RundownTimedOut:
-		fmt.Fprintf(e.stderr, "warning: the session did not end %v after the stop; closed it\n", s.drain.RundownTimeout)
+		fmt.Fprintf(e.stderr, "warning: the session did not end %v after the stop (--rundown-timeout); closed it\n", s.drain.RundownTimeout)
+	case eventpipe.RundownTooLarge:
+		fmt.Fprintf(e.stderr, "warning: the runtime sent more than %s after the stop and kept sending; closed the session\n", humanBytes(cmp.Or(s.drain.MaxRundownBytes, eventpipe.DefaultMaxRundownBytes)))
+	}
+	if ended && printed && events == 0 && (printErr == nil || isTruncation(printErr)) {
+		return &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any event (it exited or was killed)")}
+	}
+	if ended {
+		fmt.Fprintln(e.stderr, "The target ended the session (it exited or was killed).")
 	}
 	return childResult(s.t, nil)
 }

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // groupAnnotation marks a command that only groups subcommands (trace,
@@ -71,7 +73,7 @@ func setupTree(e *env, root *cobra.Command) {
 		}
 		if run := c.RunE; run != nil {
 			c.RunE = func(c *cobra.Command, args []string) error {
-				e.ran = true
+				e.ran, e.cmd = true, c
 				return run(c, args)
 			}
 		}
@@ -120,7 +122,11 @@ func unknownCommand(c *cobra.Command, name string) error {
 // real mistake is usually the subcommand before the flag ('counters monitr
 // -p 1' must not blame -p), so that is what it reports.
 func flagError(e *env, root, c *cobra.Command, err error) error {
+	err = plainValueError(c, err)
 	if c.Annotations[groupAnnotation] == "" {
+		if s := suggestFlag(c, err); s != "" {
+			return fmt.Errorf("%w; did you mean %s? (see '%s --help')", err, s, c.CommandPath())
+		}
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	}
 	if found, rest, ferr := root.Find(e.args); ferr == nil && found == c {
@@ -161,4 +167,85 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// suggestFlag returns the flag of c closest to the unknown one err names
+// ("--duraton": "--duration"), or "".
+func suggestFlag(c *cobra.Command, err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, "unknown flag: --")
+	if i < 0 {
+		return ""
+	}
+	name := strings.TrimPrefix(msg[i+len("unknown flag: "):], "--")
+	if j := strings.IndexAny(name, " =:"); j >= 0 {
+		name = name[:j]
+	}
+	best, bestD := "", 3 // at most two edits away
+	visit := func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := editDistance(strings.ToLower(name), strings.ToLower(f.Name))
+		if strings.HasPrefix(f.Name, name) && len(name) >= 3 {
+			d = min(d, 1) // a prefix of a longer flag
+		}
+		if d < bestD || d == bestD && f.Name < best {
+			best, bestD = f.Name, d
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	if best == "" {
+		return ""
+	}
+	return "'--" + best + "'"
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// badValue matches pflag's message for a value its type refuses, whose end
+// is Go's own (strconv.ParseFloat: parsing "abc": invalid syntax).
+var badValue = regexp.MustCompile(`^invalid argument ("(?:[^"\\]|\\.)*") for "(?:-[^,]*, )?--([^"]+)" flag: `)
+
+// plainValueError says what a flag expected instead of how Go's parser
+// failed; other errors pass through.
+func plainValueError(c *cobra.Command, err error) error {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	f := c.Flags().Lookup(m[2])
+	if f == nil {
+		return err
+	}
+	want := map[string]string{
+		"int": "a whole number", "int32": "a whole number", "int64": "a whole number",
+		"uint": "a whole number of 0 or more", "uint32": "a whole number of 0 or more", "uint64": "a whole number of 0 or more",
+		"float32": "a number (such as 1 or 0.5)", "float64": "a number (such as 1 or 0.5)",
+		"duration": "a duration such as 500ms, 30s, 5m or 1h30m", "bool": "true or false",
+	}[f.Value.Type()]
+	if want == "" {
+		return err
+	}
+	return fmt.Errorf("invalid value %s for --%s: expected %s", m[1], f.Name, want)
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -67,6 +69,65 @@ func TestHelpListsExitCodes(t *testing.T) {
 	for _, c := range exitCodes {
 		if !strings.Contains(out, c.Meaning) {
 			t.Errorf("--help lacks exit code %d %q", c.Code, c.Meaning)
+		}
+	}
+}
+
+// A mistyped flag gets the closest flag as a suggestion, as a mistyped
+// command does; a value a flag's type refuses says what was expected, not
+// Go's parser's words.
+func TestFlagTypos(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trace", "collect", "--duraton", "3s"}, "did you mean '--duration'?"},
+		{[]string{"trace", "collect", "--provider", "X"}, "did you mean '--providers'?"},
+		{[]string{"counters", "collect", "--counter", "X"}, "did you mean '--counters'?"},
+		{[]string{"stack", "--rundown-timout", "1s"}, "did you mean '--rundown-timeout'?"},
+		{[]string{"counters", "collect", "--refresh-interval", "abc"}, `invalid value "abc" for --refresh-interval: expected a number`},
+		{[]string{"trace", "collect", "--buffersize", "x"}, `invalid value "x" for --buffersize: expected a whole number of 0 or more`},
+		{[]string{"info", "--timeout", "5"}, `invalid value "5" for --timeout: expected a duration such as`},
+		{[]string{"info", "-p", "x"}, `invalid value "x" for --process-id: expected a whole number`},
+	} {
+		code, _, errOut := run(t, tc.args...)
+		checkClass(t, code, exitUsage, errOut)
+		if !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: %q lacks %q", tc.args, errOut, tc.want)
+		}
+		if strings.Contains(errOut, "strconv") || strings.Contains(errOut, "time: ") {
+			t.Errorf("%v: Go's internals in the message: %s", tc.args, errOut)
+		}
+	}
+	// Nothing close: no suggestion.
+	if _, _, errOut := run(t, "trace", "collect", "--zzzzzzzz"); strings.Contains(errOut, "did you mean") {
+		t.Errorf("a suggestion for a flag nothing resembles: %s", errOut)
+	}
+}
+
+// TestExitCodesDocumented: the README's exit-code table has every code of
+// exitcode.go with its sentence.
+func TestExitCodesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "## Exit codes")
+	if i < 0 {
+		t.Fatal("README has no Exit codes section")
+	}
+	section := text[i:]
+	if j := strings.Index(section[3:], "\n## "); j >= 0 {
+		section = section[:j+3]
+	}
+	for _, c := range exitCodes {
+		row := fmt.Sprintf("| %d | %s |", c.Code, c.Sentence)
+		if c.Sentence == "" {
+			row = fmt.Sprintf("| %d | |", c.Code)
+		}
+		if !strings.Contains(section, row) {
+			t.Errorf("README's exit-code table lacks the row %q", row)
 		}
 	}
 }

@@ -287,7 +287,13 @@ func discoverRuntimes() discovery {
 			d.looked = append(d.looked, c.dir+" ("+c.source+")")
 		}
 		abs, err := filepath.Abs(c.dir)
-		if err != nil || seenRoot[abs] {
+		if err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real // the paths a process maps are the real ones
+		}
+		if seenRoot[abs] {
 			continue
 		}
 		seenRoot[abs] = true
