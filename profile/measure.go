@@ -2,8 +2,8 @@ package profile
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/clrdiag/clrdiag/internal/named"
 	"github.com/clrdiag/clrdiag/weighted"
 )
 
@@ -82,24 +82,15 @@ func MeasureInfos() []MeasureInfo {
 
 // Measures lists the names of the measures Profile.Weighted accepts, the
 // default first.
-func Measures() []string {
-	var names []string
-	for _, m := range MeasureInfos() {
-		names = append(names, m.Name)
-	}
-	return names
-}
+func Measures() []string { return named.Names(MeasureInfos(), measureName) }
 
 // LookupMeasure returns the measure named name (case-insensitive), or an
 // error that lists the measures.
 func LookupMeasure(name string) (MeasureInfo, error) {
-	for _, m := range MeasureInfos() {
-		if strings.EqualFold(m.Name, name) {
-			return m, nil
-		}
-	}
-	return MeasureInfo{}, fmt.Errorf("unknown measure %q: use %s", name, strings.Join(Measures(), ", "))
+	return named.Lookup(MeasureInfos(), measureName, name, "measure")
 }
+
+func measureName(m MeasureInfo) string { return m.Name }
 
 // NoEventsError says that a trace has none of the events a measure weighs,
 // and how to collect them.

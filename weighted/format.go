@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/clrdiag/clrdiag/internal/named"
 )
 
 // Format is an export format: everything `trace convert`, `trace collect
@@ -45,24 +47,15 @@ func Formats() []Format {
 }
 
 // FormatNames lists the formats' names, the default first.
-func FormatNames() []string {
-	var names []string
-	for _, f := range Formats() {
-		names = append(names, f.Name)
-	}
-	return names
-}
+func FormatNames() []string { return named.Names(Formats(), formatName) }
 
 // LookupFormat returns the format named name (case-insensitive), or an
 // error that lists the formats.
 func LookupFormat(name string) (Format, error) {
-	for _, f := range Formats() {
-		if strings.EqualFold(f.Name, name) {
-			return f, nil
-		}
-	}
-	return Format{}, fmt.Errorf("unknown format %q: use %s", name, strings.Join(FormatNames(), ", "))
+	return named.Lookup(Formats(), formatName, name, "format")
 }
+
+func formatName(f Format) string { return f.Name }
 
 // CheckMeasure returns an error when the format cannot show a measure: a
 // format that draws only time and a measure without a time order (timed

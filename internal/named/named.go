@@ -1,0 +1,30 @@
+// Package named looks up the rows of a table by name, as the tables of
+// export formats (weighted.Formats) and measures (profile.MeasureInfos)
+// are looked up.
+package named
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Names lists the names of rows, in order.
+func Names[T any](rows []T, name func(T) string) []string {
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		names = append(names, name(r))
+	}
+	return names
+}
+
+// Lookup returns the row named want (case-insensitive), or an error
+// "unknown <what> "want": use <the names>".
+func Lookup[T any](rows []T, name func(T) string, want, what string) (T, error) {
+	for _, r := range rows {
+		if strings.EqualFold(name(r), want) {
+			return r, nil
+		}
+	}
+	var zero T
+	return zero, fmt.Errorf("unknown %s %q: use %s", what, want, strings.Join(Names(rows, name), ", "))
+}
