@@ -8,22 +8,8 @@ import (
 	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
-// uvarint decodes an unsigned LEB128 value at b[p:]. It returns the value and
-// the position after it, or p = -1 if the varint is cut or longer than 10
-// bytes.
-func uvarint(b []byte, p int) (uint64, int) {
-	if p < len(b) && b[p] < 0x80 {
-		return uint64(b[p]), p + 1
-	}
-	if p >= len(b) {
-		return 0, -1
-	}
-	v, n := wire.Uvarint(b[p:])
-	if n == 0 {
-		return 0, -1
-	}
-	return v, p + n
-}
+// uvarint decodes an unsigned LEB128 value at b[p:]: wire.UvarintAt.
+func uvarint(b []byte, p int) (uint64, int) { return wire.UvarintAt(b, p) }
 
 var errShort = errors.New("unexpected end of data")
 

@@ -2,6 +2,8 @@ package nettrace
 
 import (
 	"encoding/binary"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // decodeCompressed decodes the compressed blob at r.pos into ev. It returns
@@ -37,7 +39,7 @@ func (r *Reader) decodeCompressed(ev *Event) error {
 		p += 2
 	} else {
 		var v uint64
-		if v, p = uvarint(b, p); p < 0 {
+		if v, p = wire.UvarintAt(b, p); p < 0 {
 			return r.blobErr(r.pos, "bad timestamp varint in event header")
 		}
 		st.ts += v
@@ -74,20 +76,20 @@ func (r *Reader) decodeIDs(b []byte, p int, flags byte) (int, error) {
 	st := &r.st
 	var v uint64
 	if flags&flagMetadataID != 0 {
-		if v, p = uvarint(b, p); p < 0 {
+		if v, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad metadata id varint in event header")
 		}
 		st.metaID = uint32(v)
 	}
 	if flags&flagCaptureThread != 0 {
-		if v, p = uvarint(b, p); p < 0 {
+		if v, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad sequence number varint in event header")
 		}
 		st.seq += uint32(v) + 1
-		if st.capThread, p = uvarint(b, p); p < 0 {
+		if st.capThread, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad capture thread varint in event header")
 		}
-		if v, p = uvarint(b, p); p < 0 {
+		if v, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad processor number varint in event header")
 		}
 		st.proc = uint32(v)
@@ -95,12 +97,12 @@ func (r *Reader) decodeIDs(b []byte, p int, flags byte) (int, error) {
 		st.seq++
 	}
 	if flags&flagThreadID != 0 {
-		if st.thread, p = uvarint(b, p); p < 0 {
+		if st.thread, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad thread id varint in event header")
 		}
 	}
 	if flags&flagStackID != 0 {
-		if v, p = uvarint(b, p); p < 0 {
+		if v, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad stack id varint in event header")
 		}
 		st.stackID = uint32(v)
@@ -115,7 +117,7 @@ func (r *Reader) decodeActivityAndSize(b []byte, p int, flags byte) (int, error)
 	var v uint64
 	if flags&flagActivityID != 0 {
 		if r.v6 {
-			if v, p = uvarint(b, p); p < 0 {
+			if v, p = wire.UvarintAt(b, p); p < 0 {
 				return p, r.blobErr(r.pos, "bad label list id varint in event header")
 			}
 			st.label = uint32(v)
@@ -135,7 +137,7 @@ func (r *Reader) decodeActivityAndSize(b []byte, p int, flags byte) (int, error)
 		p += 16
 	}
 	if flags&flagPayloadSize != 0 {
-		if v, p = uvarint(b, p); p < 0 {
+		if v, p = wire.UvarintAt(b, p); p < 0 {
 			return p, r.blobErr(r.pos, "bad payload size varint in event header")
 		}
 		st.size = uint32(v)

@@ -113,33 +113,36 @@ func (c *Cursor) Uvarint(field string) uint64 {
 	if c.err != nil {
 		return 0
 	}
-	v, n := Uvarint(c.b[c.off:])
-	if n <= 0 {
+	v, p := UvarintAt(c.b, c.off)
+	if p < 0 {
 		c.Fail(field, ErrVarint)
 		return 0
 	}
-	c.off += n
+	c.off = p
 	return v
 }
 
-// Uvarint decodes an unsigned LEB128 value at the start of b and returns
-// it and its length, or n = 0 when it is cut or longer than 10 bytes.
-func Uvarint(b []byte) (v uint64, n int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		return uint64(b[0]), 1
+// UvarintAt decodes an unsigned LEB128 value at b[p:]. It returns the
+// value and the position after it, or p = -1 if the varint is cut or
+// longer than 10 bytes. It is small enough to be inlined: the event
+// header decoder of nettrace calls it for every field.
+func UvarintAt(b []byte, p int) (uint64, int) {
+	if p < len(b) && b[p] < 0x80 {
+		return uint64(b[p]), p + 1
 	}
+	var v uint64
 	for s := uint(0); s < 70; s += 7 {
-		if n >= len(b) {
-			return 0, 0
+		if p >= len(b) {
+			return 0, -1
 		}
-		c := b[n]
-		n++
+		c := b[p]
+		p++
 		v |= uint64(c&0x7f) << s
 		if c < 0x80 {
-			return v, n
+			return v, p
 		}
 	}
-	return 0, 0
+	return 0, -1
 }
 
 // Take returns the next n bytes (aliasing the data), or nil after
