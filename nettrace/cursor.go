@@ -8,9 +8,6 @@ import (
 	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
-// uvarint decodes an unsigned LEB128 value at b[p:]: wire.UvarintAt.
-func uvarint(b []byte, p int) (uint64, int) { return wire.UvarintAt(b, p) }
-
 var errShort = errors.New("unexpected end of data")
 
 // cursor is the module's little-endian cursor (wire.Cursor: a sticky
