@@ -2,6 +2,7 @@ package gcdump
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -48,7 +49,7 @@ func synthHeap(tb testing.TB, nodes, edges int) *Graph {
 // objects allocated together stay together.
 func synthHeapLocal(tb testing.TB, nodes, edges int, local bool) *Graph {
 	r := rand.New(rand.NewPCG(7, 11))
-	b := NewBuilder(nodes + 4)
+	b := NewBuilderSize(nodes+4, edges+edges/100+2048) // the random draws vary, and 1000 roots
 	types := make([]int, 2000)
 	for i := range types {
 		types[i] = b.Type("App.Type"+strconv.Itoa(i), "/app/App.dll")
@@ -98,13 +99,6 @@ func synthHeapLocal(tb testing.TB, nodes, edges int, local bool) *Graph {
 		tb.Fatal(err)
 	}
 	return g
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func must(tb testing.TB, err error) {
@@ -247,5 +241,49 @@ func BenchmarkDominators(b *testing.B) {
 		c0 := cpuTime()
 		ComputeDominators(g)
 		b.ReportMetric((cpuTime() - c0).Seconds(), "cpu-s")
+	}
+}
+
+// BenchmarkPathsChain measures FindPaths on the shape of every leak: a
+// static field holding a linked list of 2 million nodes (each with a
+// payload), asked for the payloads' paths. It reports the search's
+// seconds and its peak heap beyond the graph's, per node of the graph.
+func BenchmarkPathsChain(b *testing.B) {
+	n := 2_000_000
+	if testing.Short() {
+		n = 100_000
+	}
+	g := chainGraph(b, n, 0)
+	benchPaths(b, g, "App.Payload")
+}
+
+// BenchmarkPaths measures FindPaths on the synthetic heap of 10 million
+// objects and 30 million references (GCDUMP_BENCH_NODES changes the
+// size), asked for one type of 2,000 (5,000 objects at random depths).
+func BenchmarkPaths(b *testing.B) {
+	nodes, edges := benchSize(b)
+	g := synthHeap(b, nodes, edges)
+	benchPaths(b, g, "App.Type7")
+}
+
+func benchPaths(b *testing.B, g *Graph, typ string) {
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		stop := peakHeap()
+		t0, c0 := time.Now(), cpuTime()
+		p, err := FindPaths(context.Background(), g, typ, 10)
+		t1, c1 := time.Now(), cpuTime()
+		peak := stop()
+		if err != nil || p.Objects == 0 {
+			b.Fatal(p, err)
+		}
+		b.ReportMetric(t1.Sub(t0).Seconds(), "s")
+		b.ReportMetric((c1 - c0).Seconds(), "cpu-s")
+		b.ReportMetric(float64(peak-base.HeapAlloc)/(1<<20), "peak-extra-heap-MB")
+		b.ReportMetric(float64(peak-base.HeapAlloc)/float64(g.NumNodes()), "peak-extra-B/node")
+		b.ReportMetric(float64(len(p.Paths)+p.MoreKinds), "kinds")
 	}
 }

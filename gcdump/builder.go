@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
+	"runtime"
 )
 
 // ErrTooLarge is wrapped by the errors of a graph that exceeds what this
@@ -17,8 +19,9 @@ var ErrTooLarge = errors.New("gcdump: graph too large")
 // graph, and what tests use to make graphs.
 //
 // Memory: a Builder keeps the arrays of the final graph (BytesPerNode per
-// node, BytesPerEdge per reference) plus an address table of about 20
-// bytes per node that Finish releases.
+// node, BytesPerEdge per reference) plus an address table of about 17
+// bytes per node (up to twice that while it grows, when the number of
+// nodes was not known) and 4 bytes per node, which Finish releases.
 type Builder struct {
 	types   []Type
 	typeIdx map[Type]int
@@ -37,8 +40,15 @@ type Builder struct {
 
 // NewBuilder returns a Builder sized for about expectedNodes nodes (0 for
 // no guess).
-func NewBuilder(expectedNodes int) *Builder {
-	expectedNodes = max(0, min(expectedNodes, 1<<26))
+func NewBuilder(expectedNodes int) *Builder { return NewBuilderSize(expectedNodes, 0) }
+
+// NewBuilderSize returns a Builder sized for about expectedNodes nodes and
+// expectedRefs references (0 for no guess): arrays sized from the start
+// are not copied as they grow, which leaves the collector nothing to free
+// and keeps the peak down.
+func NewBuilderSize(expectedNodes, expectedRefs int) *Builder {
+	expectedNodes = max(0, min(expectedNodes, 1<<28))
+	expectedRefs = max(0, min(expectedRefs, 1<<30))
 	b := &Builder{
 		types:   []Type{{Name: "UNDEFINED"}},
 		typeIdx: map[Type]int{{Name: "UNDEFINED"}: 0},
@@ -48,7 +58,14 @@ func NewBuilder(expectedNodes int) *Builder {
 		addr:    make([]uint64, 0, expectedNodes),
 		off:     make([]uint32, 1, expectedNodes+1),
 		toFinal: make([]uint32, 0, expectedNodes),
+		edges:   make([]NodeID, 0, expectedRefs),
 	}
+	adviseHuge(b.typ)
+	adviseHuge(b.size)
+	adviseHuge(b.addr)
+	adviseHuge(b.off)
+	adviseHuge(b.toFinal)
+	adviseHuge(b.edges)
 	b.ids.init(expectedNodes)
 	return b
 }
@@ -165,6 +182,7 @@ func (b *Builder) Finish(root NodeID) (*Graph, error) {
 	for id := range b.next {
 		undefined(NodeID(id), 0) // pseudo-nodes and the null reference
 	}
+	tableBytes := 12*len(b.ids.keys) + 4*cap(b.toFinal)
 	b.ids = addrTable{}
 	for i, e := range b.edges {
 		b.edges[i] = NodeID(b.toFinal[e])
@@ -180,38 +198,53 @@ func (b *Builder) Finish(root NodeID) (*Graph, error) {
 	if err := g.check(); err != nil {
 		return nil, err
 	}
+	if tableBytes >= bigGarbage {
+		// The address table and the id map are garbage now, about 21
+		// bytes a node. The collector would free them only when the
+		// heap reaches twice what it was at its last cycle, which they
+		// were part of: the next phase (the dominator tree, 36 bytes a
+		// node while it runs) would be added on top of them. Collecting
+		// them now lets it reuse their memory: on 10 million objects the
+		// peak of building, the dominators and the report falls from 73
+		// to 68 bytes an object.
+		runtime.GC()
+	}
 	return g, nil
 }
 
+// bigGarbage is the size of a Builder's temporary tables from which
+// Finish collects them at once.
+const bigGarbage = 64 << 20
+
 // addrTable maps addresses to node ids: open addressing with linear probing,
 // keys and values in separate arrays (12 bytes a slot, at most 70% full).
+// A key's home slot is its hash scaled to the table's size (the high half
+// of hash*size), so that the size need not be a power of two: a table
+// sized for the expected nodes is 17 bytes a node, not up to twice that.
 // Address 0 is the empty slot; Builder handles it apart.
 type addrTable struct {
-	keys  []uint64
-	vals  []NodeID
-	n     int
-	shift uint
+	keys []uint64
+	vals []NodeID
+	n    int
 }
 
+// maxLoad is the table's largest load, in tenths.
+const maxLoad = 7
+
 func (t *addrTable) init(expected int) {
-	size := 1024
-	for size*7/10 < expected {
-		size *= 2
-	}
-	t.alloc(size)
+	t.alloc(max(1024, expected*10/maxLoad+1))
 }
 
 func (t *addrTable) alloc(size int) {
 	t.keys = make([]uint64, size)
 	t.vals = make([]NodeID, size)
-	t.shift = uint(64)
-	for s := size; s > 1; s >>= 1 {
-		t.shift--
-	}
+	adviseHuge(t.keys)
+	adviseHuge(t.vals)
 }
 
 func (t *addrTable) slot(key uint64) int {
-	return int((key * 0x9E3779B97F4A7C15) >> t.shift)
+	hi, _ := bits.Mul64(key*0x9E3779B97F4A7C15, uint64(len(t.keys)))
+	return int(hi)
 }
 
 // lookup returns the id of key, inserting fresh when the key is new.
@@ -219,18 +252,21 @@ func (t *addrTable) lookup(key uint64, fresh NodeID) (NodeID, bool) {
 	if t.keys == nil {
 		t.init(0)
 	}
-	mask := len(t.keys) - 1
-	for i := t.slot(key); ; i = (i + 1) & mask {
+	size := len(t.keys)
+	for i := t.slot(key); ; {
 		switch t.keys[i] {
 		case key:
 			return t.vals[i], false
 		case 0:
 			t.keys[i], t.vals[i] = key, fresh
 			t.n++
-			if t.n*10 > len(t.keys)*7 {
+			if t.n*10 > size*maxLoad {
 				t.grow()
 			}
 			return fresh, true
+		}
+		if i++; i == size {
+			i = 0
 		}
 	}
 }
@@ -238,14 +274,16 @@ func (t *addrTable) lookup(key uint64, fresh NodeID) (NodeID, bool) {
 func (t *addrTable) grow() {
 	keys, vals := t.keys, t.vals
 	t.alloc(2 * len(keys))
-	mask := len(t.keys) - 1
+	size := len(t.keys)
 	for j, k := range keys {
 		if k == 0 {
 			continue
 		}
 		i := t.slot(k)
 		for t.keys[i] != 0 {
-			i = (i + 1) & mask
+			if i++; i == size {
+				i = 0
+			}
 		}
 		t.keys[i], t.vals[i] = k, vals[j]
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,12 @@ var ErrTimeout = errors.New("the heap walk did not finish in time")
 // the session).
 var ErrEndedEarly = errors.New("the session ended before the heap walk did (did the target exit?)")
 
+// ErrTargetExited is wrapped by Collect's error when the stream of the
+// heap session broke off in the middle of the heap walk: the runtime never
+// ends a heap session by itself, so the target process exited or was
+// killed.
+var ErrTargetExited = errors.New("the target process exited during the heap walk")
+
 // CollectError is a failed step of Collect.
 type CollectError struct {
 	// Op says what failed, e.g. "start the heap session".
@@ -60,6 +67,10 @@ type CollectConfig struct {
 	Timeout time.Duration
 	// BufferSizeMB is the session's buffer; 0 means DefaultBufferSizeMB.
 	BufferSizeMB uint32
+	// Buffering is the session's buffering mode; the zero value,
+	// BufferingAuto, takes Block where the runtime has it and Drop
+	// elsewhere without a word.
+	Buffering Buffering
 	// StopTimeout bounds the StopTracing command; RundownTimeout the wait
 	// for the module names that the runtime sends after the stop (when it
 	// passes, types keep no module name). 0 means the defaults.
@@ -155,17 +166,66 @@ func (n Note) String() string {
 	return fmt.Sprintf("note %d: %s %v", n.Kind, n.Text, n.Err)
 }
 
+// Buffering is how the heap session's buffers behave when full.
+type Buffering uint8
+
+// The buffering modes of CollectConfig.
+const (
+	// BufferingAuto is Block where the runtime has it (.NET 11 and later,
+	// CollectTracing6) and Drop on older runtimes, with no warning: Drop
+	// is all they have, and a heap walk that loses events is refused
+	// (ErrIncomplete) rather than silently wrong.
+	BufferingAuto Buffering = iota
+	// BufferingBlock asks for Block: the runtime's threads wait for room
+	// rather than drop events. A runtime without it falls back to Drop
+	// with a warning (NoteFallback), since it was asked for.
+	BufferingBlock
+	// BufferingDrop asks for Drop (CollectTracing2, every runtime).
+	BufferingDrop
+)
+
+// ParseBuffering reads a buffering mode by name: auto, block or drop.
+func ParseBuffering(s string) (Buffering, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return BufferingAuto, nil
+	case "block":
+		return BufferingBlock, nil
+	case "drop":
+		return BufferingDrop, nil
+	}
+	return 0, fmt.Errorf("buffering mode %q: use auto, block or drop", s)
+}
+
+// String names the mode as ParseBuffering reads it.
+func (b Buffering) String() string {
+	switch b {
+	case BufferingAuto:
+		return "auto"
+	case BufferingBlock:
+		return "block"
+	case BufferingDrop:
+		return "drop"
+	}
+	return fmt.Sprintf("Buffering(%d)", uint8(b))
+}
+
 // HeapSessionConfig is the session Collect runs: the runtime provider at
-// Verbose level with HeapKeywords, rundown for module names, Block
-// buffering where the runtime has it (.NET 11) so that no event is lost.
-func HeapSessionConfig(bufferMB uint32) eventpipe.Config {
+// Verbose level with HeapKeywords, rundown for module names, and Block
+// buffering (so that no event is lost) unless b is BufferingDrop; eventpipe
+// falls back to Drop on a runtime without Block.
+func HeapSessionConfig(bufferMB uint32, b Buffering) eventpipe.Config {
 	if bufferMB == 0 {
 		bufferMB = DefaultBufferSizeMB
+	}
+	mode := eventpipe.Block
+	if b == BufferingDrop {
+		mode = eventpipe.Drop
 	}
 	return eventpipe.Config{
 		Providers:    []eventpipe.Provider{{Name: eventpipe.ProviderRuntime, Keywords: HeapKeywords, Level: eventpipe.LevelVerbose}},
 		BufferSizeMB: bufferMB,
-		Buffering:    eventpipe.Block,
+		Buffering:    mode,
 	}
 }
 
@@ -212,12 +272,22 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph
 		}
 	}
 
-	sess, err := eventpipe.Start(ctx, t, HeapSessionConfig(c.BufferSizeMB))
+	if c.Buffering > BufferingDrop {
+		return nil, &CollectError{Op: "start the heap session", Err: fmt.Errorf("unknown buffering mode %d", c.Buffering)}
+	}
+	sess, err := eventpipe.Start(ctx, t, HeapSessionConfig(c.BufferSizeMB, c.Buffering))
 	if err != nil {
 		return nil, &CollectError{Op: "start the heap session", Err: err}
 	}
 	defer sess.Close()
-	for _, w := range sess.Warnings {
+	warnings := sess.Warnings
+	if c.Buffering == BufferingAuto && sess.Config.Buffering != eventpipe.Block && len(warnings) > 0 {
+		// The fallback from Block is the first (CollectTracing6 is the
+		// first command tried) and, with this configuration, the only
+		// one: nobody asked for Block, so it is no news.
+		warnings = warnings[1:]
+	}
+	for _, w := range warnings {
 		note(Note{Kind: NoteFallback, Text: w})
 	}
 	if c.Started != nil {
@@ -292,9 +362,23 @@ func Collect(ctx context.Context, t eventpipe.Tracer, cfg CollectConfig) (*Graph
 		return nil, &CollectError{Op: "collect the heap snapshot", Err: fmt.Errorf("%w after %v: %s", ErrTimeout, c.Timeout, what)}
 	case !walked:
 		// The stream ended, failed or was refused before the walk ended.
+		// What was built is dropped here (w.h): nothing of it is kept.
+		w.h = nil
+		var fe *nettrace.FormatError
+		damaged := errors.As(readErr, &fe) && !fe.Truncated()
 		switch {
 		case errors.Is(derr, eventpipe.ErrNotNettrace):
 			return nil, &CollectError{Op: "read the heap session", Err: derr}
+		case res.Reason == eventpipe.StopEnded && !damaged:
+			// The runtime never ends a heap session by itself: the
+			// stream stopped (at a block boundary or in the middle of
+			// one, or the connection was reset) because the process
+			// went away.
+			if w.started.Load() {
+				return nil, &CollectError{Op: "collect the heap snapshot", Err: fmt.Errorf("%w (%s objects and %s references had come); no snapshot was written",
+					ErrTargetExited, group(w.objects.Load()), group(w.refs.Load()))}
+			}
+			return nil, &CollectError{Op: "collect the heap snapshot", Err: fmt.Errorf("%w: the target process exited before the heap walk began", ErrEndedEarly)}
 		case readErr != nil:
 			return nil, &CollectError{Op: "read the heap session", Err: readErr}
 		case derr != nil:

@@ -20,9 +20,21 @@ import (
 )
 
 func TestCollectFake(t *testing.T) {
-	for _, rt := range []ipctest.Runtime{ipctest.NET3_1, ipctest.NET11} {
-		t.Run(rt.String(), func(t *testing.T) {
-			srv, err := ipctest.NewServer(ipctest.Config{Runtime: rt, Tracing: gcdumptest.Session(gcdumptest.Leaky(20), gcdumptest.Options{})})
+	for _, tc := range []struct {
+		rt        ipctest.Runtime
+		buffering gcdump.Buffering
+		mode      ipc.BufferMode
+		warned    bool // a fallback warning
+	}{
+		{ipctest.NET3_1, gcdump.BufferingAuto, 0, false}, // Drop is all it has: no news
+		{ipctest.NET3_1, gcdump.BufferingBlock, 0, true}, // asked for: warned
+		{ipctest.NET3_1, gcdump.BufferingDrop, 0, false},
+		{ipctest.NET11, gcdump.BufferingAuto, ipc.BufferBlock, false},
+		{ipctest.NET11, gcdump.BufferingBlock, ipc.BufferBlock, false},
+		{ipctest.NET11, gcdump.BufferingDrop, 0, false},
+	} {
+		t.Run(tc.rt.String()+"/"+tc.buffering.String(), func(t *testing.T) {
+			srv, err := ipctest.NewServer(ipctest.Config{Runtime: tc.rt, Tracing: gcdumptest.Session(gcdumptest.Leaky(20), gcdumptest.Options{})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -30,7 +42,7 @@ func TestCollectFake(t *testing.T) {
 			var notes []gcdump.Note
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			g, err := gcdump.Collect(ctx, diag.NewClient(srv, nil), gcdump.CollectConfig{
+			g, err := gcdump.Collect(ctx, diag.NewClient(srv, nil), gcdump.CollectConfig{Buffering: tc.buffering,
 				ProcessName: "app", ProcessID: 42, Notify: func(n gcdump.Note) { notes = append(notes, n) }})
 			if err != nil {
 				t.Fatal(err)
@@ -63,19 +75,15 @@ func TestCollectFake(t *testing.T) {
 			if p.Name != "Microsoft-Windows-DotNETRuntime" || p.Keywords != 0x1980001 || p.Level != 5 || last.CircularBufferMB != 1024 || !last.RequestRundown && last.RundownKeyword == 0 {
 				t.Errorf("heap session %+v %+v", last, p)
 			}
-			wantMode := ipc.BufferBlock
-			if rt == ipctest.NET3_1 {
-				wantMode = 0 // fell back to Drop
-				var warned bool
-				for _, n := range notes {
-					warned = warned || (n.Kind == gcdump.NoteFallback && strings.Contains(n.Text, "Block"))
-				}
-				if !warned {
-					t.Errorf("no fallback warning in %v", notes)
-				}
+			var warned bool
+			for _, n := range notes {
+				warned = warned || n.Warning()
 			}
-			if last.BufferMode != wantMode {
-				t.Errorf("buffer mode %v", last.BufferMode)
+			if warned != tc.warned {
+				t.Errorf("warned %v, want %v: %v", warned, tc.warned, notes)
+			}
+			if last.BufferMode != tc.mode {
+				t.Errorf("buffer mode %v, want %v", last.BufferMode, tc.mode)
 			}
 			var walked bool
 			for _, n := range notes {
@@ -217,10 +225,18 @@ func TestCollectCanceledDuringWalk(t *testing.T) {
 	}
 }
 
+// The stream ends (the process exited) in the middle of the walk: the
+// error says so, with what had come; before the walk: that too.
 func TestCollectEndedEarly(t *testing.T) {
 	_, _, _, err := collectFake(t, context.Background(), gcdumptest.Leaky(3), gcdumptest.Options{NoGCEnd: true, Exit: true}, nil,
 		gcdump.CollectConfig{Timeout: time.Hour})
-	if !errors.Is(err, gcdump.ErrEndedEarly) || opOf(t, err) != "read the heap session" {
+	if !errors.Is(err, gcdump.ErrTargetExited) || opOf(t, err) != "collect the heap snapshot" ||
+		!strings.Contains(err.Error(), "the target process exited during the heap walk (10 objects and 8 references had come)") {
+		t.Fatalf("%v", err)
+	}
+	_, _, _, err = collectFake(t, context.Background(), gcdumptest.Leaky(3), gcdumptest.Options{NoWalk: true, Exit: true}, nil,
+		gcdump.CollectConfig{Timeout: time.Hour})
+	if !errors.Is(err, gcdump.ErrEndedEarly) || !strings.Contains(err.Error(), "exited before the heap walk began") {
 		t.Fatalf("%v", err)
 	}
 }

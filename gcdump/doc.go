@@ -18,8 +18,9 @@
 // session asks). Then a session enables Microsoft-Windows-DotNETRuntime at
 // Verbose level with the keywords GC, Type, GCHeapDump, GCHeapCollect and
 // GCHeapAndTypeNames (HeapKeywords, 0x1980001), a 1 GB buffer, Block
-// buffering where the runtime has it (.NET 11; older runtimes fall back to
-// Drop with a warning) and the default rundown. Enabling GCHeapCollect makes
+// buffering where the runtime has it (.NET 11; older runtimes get Drop,
+// with a warning only when CollectConfig.Buffering asked for Block) and
+// the default rundown. Enabling GCHeapCollect makes
 // the runtime induce a blocking gen-2 collection, during which it reports:
 //
 //	GCStart (Depth 2, Reason Induced, Type blocking)   the snapshot begins
@@ -120,39 +121,66 @@
 //
 // # Analyses
 //
-// ComputeDominators builds the dominator tree with the Lengauer-Tarjan
-// algorithm (path compression, O(E log N), iterative throughout: a linked
-// list of a million objects is fine). Nodes the Root does not reach hang
-// from a virtual root. Retained sizes sum each subtree. BuildReport gives,
-// per type, the count, the shallow size and the retained size: the sum of
-// the retained sizes of the type's objects that no other object of the same
-// type dominates. FindPaths runs a breadth-first search from the objects the
-// roots hold (static fields first, local variables last, so that a tie
-// names the static field) and groups the objects of a type by the types on
-// their shortest paths, naming the kind of root. DiffGraphs compares two snapshots per type (name and
-// module). BuildFlame weighs each object by its size on its dominator-tree
-// path: the root kind, the dominating objects' types (runs of one type
-// collapsed), its own type; objects dominated by no single root hang under
-// "[held by several roots]".
+// ComputeDominators builds the dominator tree with the semi-NCA algorithm
+// over flat arrays of 32-bit DFS numbers: Lengauer and Tarjan's
+// semidominators with their balanced link-eval forest, then each
+// immediate dominator as the nearest common ancestor of the DFS parent and
+// the semidominator. It is iterative throughout (a linked list of
+// millions of objects is fine), fills the predecessor lists during the
+// depth-first search, and asks ahead for the memory its loops will read
+// (see ComputeDominatorsContext). Nodes the Root does not reach hang from
+// a virtual root. Retained sizes sum each subtree. BuildReport gives, per
+// type, the count, the shallow size and the retained size: the sum of the
+// retained sizes of the type's objects that no other object of the same
+// type dominates.
+//
+// FindPaths runs one breadth-first search from the objects the roots
+// hold, kinds of root in PerfView's order (static fields, local
+// variables, COM wrappers, GC handles), keeping a predecessor per node,
+// and groups the objects of a type by the shape of their shortest paths:
+// the kind of root and the types along the path, a run of one type (a
+// linked list) counting as one. It is linear in the heap whatever its
+// shape; only the groups shown have their paths spelled out.
+//
+// DiffGraphs compares two snapshots per type (name and module file):
+// counts, sizes and retained sizes before and after, with warnings when
+// the snapshots are of different processes or runtimes. BuildFlame weighs
+// each object by its size on its dominator-tree path: the root kind, the
+// dominating objects' types (runs of one type collapsed), its own type.
+// An object that several kinds of root hold is shown under the one
+// PerfView would choose, below an "[also held by other roots]" frame.
+//
+// Type names are PerfView's spelling of the runtime's, with array
+// suffixes of every rank kept in brackets: List`1[System.String][,]
+// becomes List<System.String>[,]. TraceEvent's spelling of
+// multi-dimensional arrays in files of other tools (System.String<,>) is
+// read as System.String[,] where names are matched.
 //
 // # Memory and speed
 //
 // A Graph keeps BytesPerNode (20) bytes per node and BytesPerEdge (4) per
 // reference: 32 bytes an object at three references an object. Building
-// from events adds the address table (12 bytes a slot, at most 70% full)
-// until the graph is finished; ComputeDominators keeps
-// BytesPerNodeDominators (16) more per node and needs about 50 bytes per
-// node and 4 per reference while it runs. A .gcdump takes about 28 bytes an
-// object on disk.
+// from events adds the address table (12 bytes a slot, at most 70% full:
+// 17 bytes a node when the size is known) and 4 bytes a node until the
+// graph is finished, when they are collected at once. ComputeDominators
+// keeps BytesPerNodeDominators (28) more per node, and needs 4 per
+// reference more while it runs. FindPaths needs 4 bytes a node and its
+// frontier (12 bytes an entry). A .gcdump takes about 28 bytes an object
+// on disk. The large arrays are backed by transparent huge pages where
+// Linux leaves that to the program: their random reads then rarely miss
+// the TLB.
 //
 // BenchmarkPipeline measures the chain behind 'gcdump report' on 10
 // million objects and 30 million references (go test -run '^$' -bench
 // 'Pipeline' -benchtime 1x ./gcdump; GCDUMP_BENCH_NODES changes the size).
-// On a 2-vCPU EPYC shared with other work: the peak heap is about 1.1 GB,
-// 110-114 bytes an object (86 while building); building the graph takes
-// 5-7 CPU seconds, the dominator tree 15-20 (uniformly random references
-// are the worst case for caches; BenchmarkPipelineLocal has mostly local
-// references, as a compacted heap does) and the report about 2.
+// On a 2-vCPU EPYC shared with other work (load 10 to 20 on its two
+// cores): the peak heap is 655 MB, 68.7 bytes an object (53.5 while
+// building; it was 1,085 MB, 113.7), and the dominator tree takes 10 to
+// 15 CPU seconds (7.4 at load 8), where the former Lengauer-Tarjan took
+// 33 to 40 in the same process (uniformly random references are the worst
+// case for caches; BenchmarkPipelineLocal has mostly local references, as
+// a compacted heap does). BenchmarkPaths and BenchmarkPathsChain measure
+// FindPaths.
 //
 // # Concurrency
 //

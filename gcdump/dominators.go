@@ -1,5 +1,10 @@
 package gcdump
 
+import (
+	"context"
+	"math/bits"
+)
+
 // Dominators is the dominator tree of a graph: node d dominates node n
 // when every path from the roots to n goes through d, so that freeing d
 // would free n. The retained (dominated) size of a node is its size plus
@@ -8,223 +13,468 @@ package gcdump
 // The tree hangs from a virtual node above the graph's Root; nodes the
 // Root does not reach (objects reported by the heap walk that no root
 // leads to) hang from it too, each as the root of its own subtree.
+//
+// Inside, vertices are numbered in the depth-first order of the search
+// that found them (1 to n; 0 is the virtual node), and every array but num
+// is indexed by that number: walking them in order walks the tree top
+// down, with no random access by node.
 type Dominators struct {
 	g        *Graph
-	idom     []NodeID // per node: immediate dominator, NoNode under the virtual root
-	retained []uint64 // per node
-	order    []NodeID // nodes in DFS preorder: every node comes after its dominator
-	reached  int      // order[:reached] are the nodes the Root reaches
+	order    []NodeID // DFS number -> node; order[0] is NoNode
+	num      []uint32 // node -> DFS number
+	idom     []uint32 // DFS number -> its immediate dominator's, 0 for the virtual node
+	retained []uint64 // by DFS number
+	// The dominator tree's children, by DFS number: the first child of
+	// v is links[v]>>32 (0 for none), and its next sibling is the low half
+	// of the child's own word.
+	links   []uint64
+	reached int    // order[1:reached+1] are the nodes the Root reaches
+	sink    uint32 // see ComputeDominatorsContext
 	// Unreachable counts the nodes that the graph's Root does not reach.
 	Unreachable int
 }
 
-// BytesPerNodeDominators is what a Dominators keeps per node; computing it
-// takes about 48 bytes per node and 4 per reference more, for a while.
-const BytesPerNodeDominators = 4 + 8 + 4
+// BytesPerNodeDominators is what a Dominators keeps per node: the DFS
+// order and numbering, the immediate dominators, the retained sizes and
+// the tree's child and sibling links (4+4+4+8+8). Computing it takes no
+// more memory than that but the predecessors (4 bytes a reference beyond
+// the first of each node), so that it leaves little for the garbage
+// collector.
+const BytesPerNodeDominators = 4 + 4 + 4 + 8 + 8
 
-// ComputeDominators computes the dominator tree with the Lengauer-Tarjan
-// algorithm (path compression, O(E log N) time; iterative, so that a
-// linked list of millions of objects does not exhaust the stack).
+// ComputeDominators computes the dominator tree. See
+// ComputeDominatorsContext.
 func ComputeDominators(g *Graph) *Dominators {
-	n := g.NumNodes()
-	V := n + 1              // DFS numbers: 0 is the virtual root, 1..n the nodes
-	num := make([]int32, V) // node -> DFS number (reused for the buckets)
-	for i := range num {
-		num[i] = -1
-	}
-	order := make([]NodeID, 1, V)
-	order[0] = NoNode
-	parent := make([]int32, V)
-
-	// Depth-first numbering from the Root, then from every node not yet
-	// reached (in index order).
-	type frame struct{ node, edge uint32 }
-	var stack []frame
-	visit := func(start NodeID) {
-		num[start] = int32(len(order))
-		parent[len(order)] = 0
-		order = append(order, start)
-		stack = append(stack[:0], frame{uint32(start), g.off[start]})
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			if top.edge < g.off[top.node+1] {
-				c := g.edges[top.edge]
-				top.edge++
-				if num[c] < 0 {
-					num[c] = int32(len(order))
-					parent[len(order)] = num[top.node]
-					order = append(order, c)
-					stack = append(stack, frame{uint32(c), g.off[c]})
-				}
-				continue
-			}
-			stack = stack[:len(stack)-1]
-		}
-	}
-	visit(g.Root)
-	reached := len(order) - 1
-	for i := range n {
-		if num[i] < 0 {
-			visit(NodeID(i))
-		}
-	}
-	stack = nil
-
-	// Predecessors in DFS numbers; the virtual root precedes every start.
-	// Counts go to predOff[w+2] so that, after the prefix sums, filling
-	// with predOff[w+1] as the cursor leaves predOff[w] as w's start.
-	predOff := make([]uint32, V+2)
-	for v := range n {
-		for _, c := range g.Refs(NodeID(v)) {
-			predOff[num[c]+2]++
-		}
-	}
-	for w := 1; w < V; w++ {
-		if parent[w] == 0 {
-			predOff[w+2]++
-		}
-	}
-	for w := 2; w < len(predOff); w++ {
-		predOff[w] += predOff[w-1]
-	}
-	preds := make([]int32, predOff[V+1])
-	for v := range n {
-		nv := num[v]
-		for _, c := range g.Refs(NodeID(v)) {
-			w := num[c]
-			preds[predOff[w+1]] = nv
-			predOff[w+1]++
-		}
-	}
-	for w := 1; w < V; w++ {
-		if parent[w] == 0 {
-			preds[predOff[w+1]] = 0
-			predOff[w+1]++
-		}
-	}
-
-	// Per DFS number: the forest ancestor (-1 for a tree root), the label
-	// (the vertex of smallest semidominator on the compressed path) and
-	// that label's semidominator, and the vertex's own semidominator, side
-	// by side so that each step of the path compression touches one cache
-	// line per vertex.
-	type ltv struct{ anc, label, lsemi, semi int32 }
-	lt := make([]ltv, V)
-	for i := range lt {
-		lt[i] = ltv{anc: -1, label: int32(i), lsemi: int32(i), semi: int32(i)}
-	}
-	idom := make([]int32, V)
-	bucket := num // heads; the DFS numbers are not needed any more
-	num = nil
-	next := make([]int32, V)
-	for i := range bucket {
-		bucket[i] = -1
-	}
-	path := make([]int32, 0, 1024)
-	// Vertices are linked to their DFS parent in decreasing DFS number, so
-	// a vertex is linked (has a forest ancestor) exactly when its number
-	// is above lim, the last one not yet linked: eval knows whether a
-	// vertex is a tree root without reading it.
-	//
-	// eval returns the vertex of smallest semidominator on the forest path
-	// from v up to (not including) its tree root, and that semidominator,
-	// compressing the path iteratively.
-	eval := func(v, lim int32) (int32, int32) {
-		if v <= lim {
-			return v, lt[v].semi
-		}
-		x := lt[v].anc
-		if x <= lim { // v's ancestor is a tree root: nothing to compress
-			return lt[v].label, lt[v].lsemi
-		}
-		path = append(path[:0], v)
-		for lt[x].anc > lim {
-			path = append(path, x)
-			x = lt[x].anc
-		}
-		for k := len(path) - 1; k >= 0; k-- {
-			y := &lt[path[k]]
-			a := &lt[y.anc]
-			if a.lsemi < y.lsemi {
-				y.label, y.lsemi = a.label, a.lsemi
-			}
-			y.anc = a.anc
-		}
-		return lt[v].label, lt[v].lsemi
-	}
-	for w := int32(V - 1); w >= 1; w-- {
-		s := lt[w].semi
-		for _, v := range preds[predOff[w]:predOff[w+1]] {
-			if v <= w {
-				// Not linked yet: eval(v) is v, whose semidominator is
-				// still v. No need to touch it.
-				if v < s {
-					s = v
-				}
-				continue
-			}
-			if _, sv := eval(v, w); sv < s {
-				s = sv
-			}
-		}
-		lt[w].semi, lt[w].lsemi = s, s // w is unlinked: its label is w
-		next[w] = bucket[s]
-		bucket[s] = w
-		p := parent[w]
-		lt[w].anc = p // link; now the vertices above w-1 are linked
-		for v := bucket[p]; v >= 0; v = next[v] {
-			if u, su := eval(v, w-1); su < lt[v].semi {
-				idom[v] = u
-			} else {
-				idom[v] = p
-			}
-		}
-		bucket[p] = -1
-	}
-	for w := 1; w < V; w++ {
-		if idom[w] != lt[w].semi {
-			idom[w] = idom[idom[w]]
-		}
-	}
-	preds, predOff, lt, bucket, next, parent = nil, nil, nil, nil, nil, nil
-
-	// Retained sizes, children before their dominators, by node.
-	d := &Dominators{g: g, idom: make([]NodeID, n), retained: make([]uint64, n), order: order[1:], reached: reached, Unreachable: n - reached}
-	for w := V - 1; w >= 1; w-- {
-		node := order[w]
-		d.retained[node] += uint64(g.size[node])
-		if idom[w] == 0 {
-			d.idom[node] = NoNode
-			continue
-		}
-		p := order[idom[w]]
-		d.idom[node] = p
-		d.retained[p] += d.retained[node]
-	}
+	d, _ := ComputeDominatorsContext(context.Background(), g)
 	return d
+}
+
+// domCheckEvery is how many vertices ComputeDominatorsContext handles
+// between two looks at its context.
+const domCheckEvery = 1 << 16
+
+// ComputeDominatorsContext computes the dominator tree with the semi-NCA
+// algorithm (Georgiadis, Tarjan and Werneck: Lengauer and Tarjan's
+// semidominators, then each immediate dominator as the nearest common
+// ancestor of the DFS parent and the semidominator), iteratively over
+// flat arrays of 32-bit vertex numbers: a linked list of millions of
+// objects is fine, and there are no pointers for the garbage collector to
+// follow. The semidominators' forest is Lengauer and Tarjan's balanced
+// one (link by size, eval with path compression: O(E α(E, V)) time), which
+// keeps the paths that eval walks short where the simple forest (the DFS
+// tree itself) made them long on large heaps: each step of a path is a
+// cache miss. It returns the context's error when ctx ends first.
+//
+// Predecessor lists are filled during the depth-first search itself,
+// indexed by node: a first pass counts each node's references (all but
+// one, since one of them is the tree edge that finds it, which needs no
+// slot); the search then files each reference to a node it has already
+// seen under that node, with the referrer's DFS number. A bitmap of seen
+// nodes (one bit a node: it stays in the processor's cache) answers the
+// search's question "seen?" without a memory access per reference.
+func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error) {
+	n := g.NumNodes()
+	V := n + 1
+	if uint64(V) >= 1<<32-2 {
+		return nil, ErrTooLarge
+	}
+
+	// Slots for predecessors: each node's count of references, less one
+	// (the tree edge, or for a search's start the first reference to it,
+	// dropped: a start's only semidominator is the virtual node). Counts
+	// go to predOff[v+2], so that after the prefix sums predOff[v+1] is
+	// v's cursor and, once every slot is filled, predOff[v] its start and
+	// predOff[v+1] its end.
+	predOff := make([]uint32, n+2)
+	for i := 0; i < len(g.edges); i += domCheckEvery {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		for _, c := range g.edges[i:min(i+domCheckEvery, len(g.edges))] {
+			predOff[c+2]++
+		}
+	}
+	for v := 2; v < n+2; v++ {
+		predOff[v] += predOff[v-1] - min(predOff[v], 1)
+	}
+	preds := make([]uint32, predOff[n+1])
+	adviseHuge(predOff)
+	adviseHuge(preds)
+
+	// Depth-first search from the Root, then from each node not reached
+	// yet in index order. f holds the search's stack (per level, the
+	// cursor and the end of its node's references, then its vertex)
+	// before it holds the semidominators' forest, and then the results.
+	order := make([]NodeID, V)
+	order[0] = NoNode
+	parent := make([]uint32, V) // becomes idom
+	f := make([]uint64, 2*(V+1))
+	seen := make([]uint64, (n+63)/64)
+	free := make([]uint64, (n+63)/64) // a start's reference to drop
+	adviseHuge(order)
+	adviseHuge(parent)
+	adviseHuge(f)
+	next := uint32(1)
+	// Reads made only to bring memory into the cache before it is needed
+	// (Go has no prefetch instruction) are folded into sink, which the
+	// result keeps, so that the compiler cannot drop them.
+	var sink uint32
+	// References to nodes already seen wait in pend (node, referrer)
+	// until file puts them in their slots: a tight loop of independent
+	// accesses, which the processor overlaps.
+	var pend [4096]uint64
+	np := 0
+	file := func() {
+		for _, p := range pend[:np] {
+			c := uint32(p >> 32)
+			preds[predOff[c+1]] = uint32(p)
+			predOff[c+1]++
+		}
+		np = 0
+	}
+	// search returns false when ctx ended.
+	search := func(start NodeID) bool {
+		cur := next
+		order[cur], parent[cur] = start, 0
+		seen[start/64] |= 1 << (start % 64)
+		free[start/64] |= 1 << (start % 64)
+		next++
+		f[0], f[1] = uint64(g.off[start])<<32|uint64(g.off[start+1]), uint64(cur)
+		sp := 2
+	levels:
+		for sp > 0 {
+			top := f[sp-2]
+			e, end := uint32(top>>32), uint32(top)
+			for e < end {
+				c := g.edges[e]
+				e++
+				word, bit := c/64, uint64(1)<<(c%64)
+				if seen[word]&bit == 0 {
+					f[sp-2] = uint64(e)<<32 | uint64(end)
+					w := next
+					next++
+					if w%domCheckEvery == 0 && ctx.Err() != nil {
+						return false
+					}
+					order[w], parent[w] = c, cur
+					seen[word] |= bit
+					cs, ce := g.off[c], g.off[c+1]
+					f[sp], f[sp+1] = uint64(cs)<<32|uint64(ce), uint64(w)
+					sp += 2
+					cur = w
+					// Ask for what the next steps will read, while the
+					// search waits for this node's references anyway:
+					// the offsets of its first children not seen yet,
+					// and the references of its next siblings (whose
+					// offsets were asked for at the parent's turn). Each
+					// step of a search is two cache misses in a row (the
+					// offset, then the references); these overlap the
+					// steps after a backtrack. A window of pfRefs
+					// references: an array of a million references is
+					// not scanned again at each of its children.
+					if len(g.edges) > 0 {
+						for _, x := range g.edges[e:min(end, e+pfRefs)] {
+							if seen[x/64]&(1<<(x%64)) == 0 {
+								sink ^= uint32(g.edges[min(g.off[x], uint32(len(g.edges)-1))])
+							}
+						}
+					}
+					for _, x := range g.edges[cs:min(ce, cs+pfRefs)] {
+						if seen[x/64]&(1<<(x%64)) == 0 {
+							sink ^= g.off[x]
+						}
+					}
+					continue levels
+				}
+				if free[word]&bit != 0 {
+					free[word] &^= bit
+					continue
+				}
+				// Filed later, in batches: the slot's counter is a
+				// random access that would otherwise stall the search's
+				// own chain of loads.
+				pend[np] = uint64(c)<<32 | uint64(cur)
+				if np++; np == len(pend) {
+					file()
+				}
+			}
+			sp -= 2
+			if sp > 0 {
+				cur = uint32(f[sp-1])
+			}
+		}
+		return true
+	}
+	if !search(g.Root) {
+		return nil, ctx.Err()
+	}
+	reached := int(next) - 1
+	for w := range seen {
+		for ^seen[w] != 0 {
+			v := w*64 + bits.TrailingZeros64(^seen[w])
+			if v >= n {
+				break
+			}
+			if !search(NodeID(v)) {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	file()
+	seen, free = nil, nil
+
+	// Semidominators, in decreasing DFS number, with Lengauer and
+	// Tarjan's link and eval over a forest kept in f, two words a vertex:
+	// f[2x] is its forest ancestor (high half; none is V) and the
+	// smallest semidominator on its compressed path (low half: the
+	// semidominator of its "label"); f[2x+1] is the size of its subtree
+	// (high) and its "child" (low; none is V). Vertex V is the sentinel,
+	// of size 0 and value 0. Semidominators are only ever compared, so
+	// the values stand for the labels. A vertex's own semidominator is
+	// kept, once the vertex is done, in the first of its predecessor
+	// slots (a vertex without one has its parent, or the virtual node for
+	// a search's start, as semidominator).
+	none := uint32(V)
+	anc := func(x uint32) uint32 { return uint32(f[2*x] >> 32) }
+	val := func(x uint32) uint32 { return uint32(f[2*x]) }
+	size := func(x uint32) uint32 { return uint32(f[2*x+1] >> 32) }
+	kid := func(x uint32) uint32 { return uint32(f[2*x+1]) }
+	setAnc := func(x, a uint32) { f[2*x] = uint64(a)<<32 | f[2*x]&0xFFFFFFFF }
+	setVal := func(x, v uint32) { f[2*x] = f[2*x]&^0xFFFFFFFF | uint64(v) }
+	setSize := func(x, s uint32) { f[2*x+1] = uint64(s)<<32 | f[2*x+1]&0xFFFFFFFF }
+	setKid := func(x, c uint32) { f[2*x+1] = f[2*x+1]&^0xFFFFFFFF | uint64(c) }
+	for x := range uint32(V) {
+		// An unlinked vertex's value is its own number (Lengauer and
+		// Tarjan's initial label): a root's value is never below the
+		// semidominator it is compared with.
+		f[2*x], f[2*x+1] = uint64(none)<<32|uint64(x), 1<<32|uint64(none)
+	}
+	f[2*none], f[2*none+1] = uint64(none)<<32, uint64(none)
+	var path []uint32
+	eval := func(v uint32) uint32 {
+		a := anc(v)
+		if a == none {
+			return val(v)
+		}
+		if anc(a) != none {
+			// Compress: every vertex on the path below the root's
+			// child takes the smaller value of its ancestor's and
+			// points where its ancestor points, from the top down.
+			path = append(path[:0], v)
+			for x := a; anc(anc(x)) != none; x = anc(x) {
+				path = append(path, x)
+			}
+			for k := len(path) - 1; k >= 0; k-- {
+				x := path[k]
+				ax := anc(x)
+				f[2*x] = uint64(anc(ax))<<32 | uint64(min(val(x), val(ax)))
+			}
+			a = anc(v)
+		}
+		return min(val(v), val(a))
+	}
+	link := func(v, w uint32) {
+		s := w
+		vw := val(w)
+		for {
+			cs := kid(s)
+			if vw >= val(cs) {
+				break
+			}
+			if ccs := kid(cs); size(s)+size(ccs) >= 2*size(cs) {
+				setAnc(cs, s)
+				setKid(s, ccs)
+			} else {
+				setSize(cs, size(s))
+				setAnc(s, cs)
+				s = cs
+			}
+		}
+		setVal(s, vw)
+		sw := size(w)
+		setSize(v, size(v)+sw)
+		if size(v) < 2*sw {
+			s, cv := kid(v), s
+			setKid(v, cv)
+			for ; s != none; s = kid(s) {
+				setAnc(s, v)
+			}
+			return
+		}
+		for ; s != none; s = kid(s) {
+			setAnc(s, v)
+		}
+	}
+	for w := uint32(V - 1); w >= 1; w-- {
+		if w%domCheckEvery == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// Ask ahead for what the turns of w-pfDist.. will read: their
+		// predecessor ranges, their predecessors, and those
+		// predecessors' forest words (each stage reading what the one
+		// before asked for, pfDist turns earlier).
+		if w > 3*pfDist && len(preds) > 0 {
+			sink ^= predOff[order[w-3*pfDist]]
+			n2 := order[w-2*pfDist]
+			sink ^= preds[min(predOff[n2], uint32(len(preds)-1))]
+			n1 := order[w-pfDist]
+			for _, v := range preds[predOff[n1]:predOff[n1+1]] {
+				sink ^= uint32(f[2*v])
+			}
+		}
+		p := parent[w]
+		s := p
+		if p != 0 {
+			node := order[w]
+			ps := preds[predOff[node]:predOff[node+1]]
+			for _, v := range ps {
+				if v > w {
+					v = eval(v)
+				}
+				s = min(s, v)
+			}
+			if len(ps) > 0 {
+				ps[0] = s
+			}
+		}
+		setVal(w, s)
+		link(p, w)
+	}
+	path = nil
+
+	// Immediate dominators, in increasing DFS number: the nearest common
+	// ancestor of the parent and the semidominator is the first vertex up
+	// the dominator tree from the parent that is not below the
+	// semidominator. In the same pass, the memory of the arrays no longer
+	// needed takes the results: parent becomes idom, predOff the node
+	// numbering, and f the retained sizes (its first V words) and the
+	// tree's child and sibling links (the next V). A vertex's first child
+	// is linked after its own semidominator was read.
+	idom := parent
+	num := predOff[:n]
+	retained := f[:V:V]
+	links := f[V : 2*V : 2*V] // child (high), sibling (low)
+	semiOf := func(w uint32, node NodeID) uint32 {
+		if a, b := predOff[node], predOff[node+1]; a < b {
+			return preds[a]
+		}
+		return parent[w]
+	}
+	links[0] = 0
+	// The walk up the dominator tree is short on heaps, but a crafted
+	// graph can make it long for many vertices (a chain whose end and
+	// whose start both refer to the same many objects: quadratic). When
+	// the walks have taken more than a few steps a vertex, the tree gets
+	// Myers' skew-binary jump pointers (jp: depth, high half, and an
+	// ancestor, low half), over which each walk takes O(log depth) steps:
+	// DFS numbers decrease up the tree, so a jump to an ancestor still
+	// above the semidominator passes nothing that the walk wants.
+	var jp []uint64
+	steps := 0
+	setJump := func(x uint32) {
+		p := idom[x]
+		dp, j := jp[p]>>32, uint32(jp[p])
+		dj, jj := jp[j]>>32, uint32(jp[j])
+		if dp-dj == dj-jp[jj]>>32 {
+			jp[x] = (dp+1)<<32 | uint64(jj)
+		} else {
+			jp[x] = (dp+1)<<32 | uint64(p)
+		}
+	}
+	for w := uint32(1); w < uint32(V); w++ {
+		if w%domCheckEvery == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The same, for the semidominators kept in the predecessor
+		// slots, the node sizes and the first dominator looked at.
+		if int(w)+2*pfDist < V && len(preds) > 0 {
+			n2 := order[w+2*pfDist]
+			sink ^= predOff[n2] ^ g.size[n2]
+			n1 := order[w+pfDist]
+			sink ^= preds[min(predOff[n1], uint32(len(preds)-1))] ^ idom[parent[w+pfDist]]
+		}
+		node := order[w]
+		s, i := semiOf(w, node), parent[w]
+		if jp == nil {
+			for i > s {
+				i = idom[i]
+				steps++
+			}
+			if steps > 4*V {
+				jp = make([]uint64, V) // the virtual node: depth 0, jump to itself
+				for x := uint32(1); x < w; x++ {
+					setJump(x)
+				}
+			}
+		} else {
+			for i > s {
+				if j := uint32(jp[i]); j > s {
+					i = j
+				} else {
+					i = idom[i]
+				}
+			}
+		}
+		idom[w] = i
+		if jp != nil {
+			setJump(w)
+		}
+		retained[w] = uint64(g.size[node])
+		links[w] = links[i] >> 32                      // no child yet; sibling: i's first child
+		links[i] = uint64(w)<<32 | links[i]&0xFFFFFFFF // w is i's first child
+	}
+	// The node numbering goes where predOff was, now that no semidominator
+	// is read from the predecessor slots.
+	for w := 1; w < V; w++ {
+		num[order[w]] = uint32(w)
+	}
+	retained[0] = 0
+	for w := V - 1; w >= 1; w-- {
+		retained[idom[w]] += retained[w]
+	}
+	return &Dominators{g: g, order: order, num: num, idom: idom, retained: retained,
+		links: links, reached: reached, Unreachable: n - reached, sink: sink}, nil
 }
 
 // Idom returns the immediate dominator of n, or NoNode for the Root and
 // for nodes that the Root does not reach and nothing else dominates.
-func (d *Dominators) Idom(n NodeID) NodeID { return d.idom[n] }
+func (d *Dominators) Idom(n NodeID) NodeID {
+	i := d.idom[d.num[n]]
+	if i == 0 {
+		return NoNode
+	}
+	return d.order[i]
+}
 
 // Retained returns the size of n and of everything it dominates.
-func (d *Dominators) Retained(n NodeID) uint64 { return d.retained[n] }
+func (d *Dominators) Retained(n NodeID) uint64 { return d.retained[d.num[n]] }
 
 // Order returns the nodes in an order in which every node comes after its
-// immediate dominator. The slice aliases d.
-func (d *Dominators) Order() []NodeID { return d.order }
+// immediate dominator (the depth-first order of the search). The slice
+// aliases d.
+func (d *Dominators) Order() []NodeID { return d.order[1:] }
 
 // Unreached returns the nodes the graph's Root does not reach. The slice
 // aliases d.
-func (d *Dominators) Unreached() []NodeID { return d.order[d.reached:] }
+func (d *Dominators) Unreached() []NodeID { return d.order[1+d.reached:] }
 
 // Dominates reports whether a dominates b (a node dominates itself).
 func (d *Dominators) Dominates(a, b NodeID) bool {
-	for x := b; x != NoNode; x = d.idom[x] {
-		if x == a {
+	na := d.num[a]
+	for x := d.num[b]; x != 0; x = d.idom[x] {
+		if x == na {
 			return true
+		}
+		if x < na {
+			return false // a dominator's number is below its dominees'
 		}
 	}
 	return false
 }
+
+// pfDist is how many turns ahead the loops of ComputeDominatorsContext ask
+// for the memory they will read.
+const pfDist = 8
+
+// pfRefs is how many references of a node the search looks at ahead.
+const pfRefs = 8

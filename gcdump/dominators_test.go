@@ -1,6 +1,8 @@
 package gcdump
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -219,5 +221,190 @@ func TestDominatorsDeepChain(t *testing.T) {
 	d := ComputeDominators(g)
 	if d.Retained(g.Root) != 16*n || d.Idom(ids[n-1]) != ids[n-2] || d.Unreachable != 0 {
 		t.Fatalf("retained %d idom %d unreachable %d", d.Retained(g.Root), d.Idom(ids[n-1]), d.Unreachable)
+	}
+}
+
+// checkAgainstReference compares ComputeDominators with referenceIdom (the
+// algorithm this package had before) on g: immediate dominators, retained
+// sizes summed from the reference's tree, and the tree's child links.
+func checkAgainstReference(t *testing.T, name string, g *Graph) {
+	t.Helper()
+	d := ComputeDominators(g)
+	want := referenceIdom(g)
+	n := g.NumNodes()
+	for v := range n {
+		if got := d.Idom(NodeID(v)); got != want[v] {
+			t.Fatalf("%s: idom(%d) = %d, reference %d", name, v, got, want[v])
+		}
+	}
+	retained := make([]uint64, n)
+	order := d.Order()
+	if len(order) != n {
+		t.Fatalf("%s: order has %d nodes of %d", name, len(order), n)
+	}
+	pos := make([]int, n)
+	for i, v := range order {
+		pos[v] = i
+	}
+	for i := len(order) - 1; i >= 0; i-- {
+		v := order[i]
+		retained[v] += g.Size(v)
+		if p := want[v]; p != NoNode {
+			if pos[p] >= i {
+				t.Fatalf("%s: order puts %d before its dominator %d", name, v, p)
+			}
+			retained[p] += retained[v]
+		}
+	}
+	for v := range n {
+		if d.Retained(NodeID(v)) != retained[v] {
+			t.Fatalf("%s: retained(%d) = %d, reference %d", name, v, d.Retained(NodeID(v)), retained[v])
+		}
+	}
+	// Every vertex is a child of its dominator exactly once.
+	kids := 0
+	for w := range uint32(len(d.order)) {
+		for c := uint32(d.links[w] >> 32); c != 0; c = uint32(d.links[c]) {
+			if d.idom[c] != w {
+				t.Fatalf("%s: %d is a child of %d, not of its dominator %d", name, c, w, d.idom[c])
+			}
+			kids++
+		}
+	}
+	if kids != n {
+		t.Fatalf("%s: %d children in the tree, %d nodes", name, kids, n)
+	}
+	if d.Unreachable != len(d.Unreached()) || len(d.Unreached()) > n {
+		t.Fatalf("%s: unreachable %d", name, d.Unreachable)
+	}
+}
+
+// TestDominatorsAgainstReference is the property test of semi-NCA against
+// the former Lengauer-Tarjan: random graphs of every density, and graphs
+// built against dominator algorithms (long compression paths, back edges
+// from deep vertices, unreachable cycles whose DFS starts have referrers,
+// self loops, duplicate references, a heap-shaped synthetic graph).
+func TestDominatorsAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for iter := range 400 {
+		n := 1 + r.IntN(2000)
+		deg := []int{1, 2, 3, 6}[iter%4]
+		refs := make([][]int, n)
+		for v := range refs {
+			for range r.IntN(2*deg + 1) {
+				refs[v] = append(refs[v], r.IntN(n))
+			}
+		}
+		checkAgainstReference(t, "random", graphOf(t, refs))
+	}
+
+	const long = 50_000
+	// A chain whose last vertex refers back to every vertex: every
+	// semidominator is found through one long forest path.
+	refs := make([][]int, long)
+	for v := range long - 1 {
+		refs[v] = []int{v + 1}
+	}
+	for v := range long {
+		refs[long-1] = append(refs[long-1], v)
+	}
+	checkAgainstReference(t, "chain with back edges from its end", graphOf(t, refs))
+
+	// A chain whose every vertex refers back to a random earlier one, and
+	// a second chain beside it with cross references.
+	refs = make([][]int, long)
+	for v := range long {
+		if v+1 < long/2 || v+1 > long/2 && v+1 < long {
+			refs[v] = append(refs[v], v+1)
+		}
+		refs[v] = append(refs[v], r.IntN(v+1))
+		if v > long/2 {
+			refs[v] = append(refs[v], r.IntN(long/2), v, v) // a cross reference, a self loop twice
+		}
+	}
+	refs[0] = append(refs[0], long/2+1)
+	checkAgainstReference(t, "chains with back and cross edges", graphOf(t, refs))
+
+	// A ladder: two rails with rungs both ways (many vertices with two
+	// dominator candidates).
+	refs = make([][]int, long)
+	for v := range long {
+		if v+2 < long {
+			refs[v] = append(refs[v], v+2)
+		}
+		if v%2 == 0 && v+1 < long {
+			refs[v] = append(refs[v], v+1)
+			refs[v+1] = append(refs[v+1], v)
+		}
+	}
+	checkAgainstReference(t, "ladder", graphOf(t, refs))
+
+	// Islands the Root does not reach: cycles (each DFS start has a
+	// referrer in its island), chains into them, a node referring to
+	// itself only.
+	refs = make([][]int, 0, 1000)
+	refs = append(refs, []int{1}, []int{0})
+	for len(refs) < 990 {
+		base := len(refs)
+		size := 1 + r.IntN(8)
+		for k := range size {
+			refs = append(refs, []int{base + (k+1)%size})
+		}
+		if r.IntN(2) == 0 {
+			refs[base] = append(refs[base], base+r.IntN(size), base) // duplicates
+		}
+	}
+	refs = append(refs, []int{len(refs)})
+	checkAgainstReference(t, "unreachable islands", graphOf(t, refs))
+
+	// A star whose leaves all refer back to the Root and to each other.
+	refs = make([][]int, long)
+	for v := 1; v < long; v++ {
+		refs[0] = append(refs[0], v)
+		refs[v] = []int{0, 1 + r.IntN(long-1)}
+	}
+	checkAgainstReference(t, "star", graphOf(t, refs))
+
+	// A wide array: the Root holds 300,000 leaves through one node, as an
+	// Object[] of that length would (the search must not scan the rest of
+	// the array again at each element).
+	refs = make([][]int, 300_002)
+	refs[0] = []int{1}
+	for v := 2; v < len(refs); v++ {
+		refs[1] = append(refs[1], v)
+	}
+	checkAgainstReference(t, "wide array", graphOf(t, refs))
+
+	// A chain whose last vertex refers to many leaves, each of which a
+	// vertex of the chain's first half refers to too: a leaf's
+	// semidominator is that vertex, its DFS parent the last, and the
+	// walk between them half the chain or more. Semi-NCA's walks would be
+	// quadratic (42 s at 80,000 and 80,000); past a budget they go over
+	// jump pointers, which this checks too, to every depth.
+	const chain, leaves = 30_000, 30_000
+	refs = make([][]int, chain+1+leaves)
+	for v := range chain {
+		refs[v] = []int{v + 1}
+	}
+	for j := range leaves {
+		refs[chain] = append(refs[chain], chain+1+j)
+		from := 1 + j*7919%(chain/2)
+		refs[from] = append(refs[from], chain+1+j)
+	}
+	checkAgainstReference(t, "chain and leaves (semi-NCA's worst case)", graphOf(t, refs))
+
+	// The benchmarks' heap shape: a binary tree with random references,
+	// uniform and mostly local.
+	checkAgainstReference(t, "synthetic heap", synthHeap(t, 50_000, 150_000))
+	checkAgainstReference(t, "synthetic local heap", synthHeapLocal(t, 50_000, 150_000, true))
+}
+
+// TestDominatorsCanceled: the computation stops when its context ends.
+func TestDominatorsCanceled(t *testing.T) {
+	g := synthHeap(t, 1000, 3000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if d, err := ComputeDominatorsContext(ctx, g); d != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v %v", d, err)
 	}
 }

@@ -2,6 +2,7 @@ package gcdump_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 
@@ -27,7 +28,7 @@ func Example() {
 	for _, t := range r.Types {
 		fmt.Printf("%-42s %d objects %4d bytes, retaining %4d\n", t.Name, t.Count, t.Size, t.RetainedSize)
 	}
-	p, err := gcdump.FindPaths(g, "App.Item", 10)
+	p, err := gcdump.FindPaths(context.Background(), g, "App.Item", 10)
 	if err != nil {
 		panic(err)
 	}
@@ -39,7 +40,7 @@ func Example() {
 	// System.String                              4 objects  120 bytes, retaining  120
 	// 4 objects of App.Item (160 bytes); shortest paths from the roots:
 	//
-	// 3 objects (120 bytes) held by static field s_items (holds System.Collections.Generic.List<App.Item>):
+	// 3 objects (120 bytes) held by static field s_items (holds System.Collections.Generic.List<App.Item>), 3 objects deep:
 	//   [static vars]
 	//   -> [static var System.Collections.Generic.List<App.Item>.s_items]
 	//   -> System.Collections.Generic.List<App.Item> @0x1000

@@ -467,6 +467,7 @@ func readMemoryGraph(fr *fsReader) *Graph {
 		fr.fail(ErrCorrupt, "%d addresses for %d nodes", na, n)
 	}
 	g.addr = make([]uint64, n)
+	adviseHuge(g.addr)
 	for i := range g.addr {
 		g.addr[i] = uint64(fr.i64())
 	}
@@ -492,6 +493,9 @@ func decodeNodes(fr *fsReader, g *Graph, labels []uint32, blob []byte, typeSize 
 	g.typ = make([]uint32, n)
 	g.size = make([]uint32, n)
 	g.off = make([]uint32, n+1)
+	adviseHuge(g.typ)
+	adviseHuge(g.size)
+	adviseHuge(g.off)
 	// First pass: count references so that the edge array is allocated
 	// once; the blob bounds it (at least a byte a reference).
 	total := 0
@@ -523,6 +527,7 @@ func decodeNodes(fr *fsReader, g *Graph, labels []uint32, blob []byte, typeSize 
 		}
 	}
 	g.edges = make([]NodeID, 0, total)
+	adviseHuge(g.edges)
 	for i, l := range labels {
 		p := int(l)
 		ts, p, _ := readCompressed(blob, p)

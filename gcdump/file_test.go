@@ -3,6 +3,7 @@ package gcdump
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -267,7 +268,7 @@ func TestReadDotnetGCDumpFile(t *testing.T) {
 	g.Info.CreationTool = "dotnet-gcdump" // Write kept it
 	assertSameGraph(t, g, g2)
 	// The analyses run on it.
-	if _, err := FindPaths(g, "MauiApp3.LeakyPage", 5); err != nil {
+	if _, err := FindPaths(context.Background(), g, "MauiApp3.LeakyPage", 5); err != nil {
 		t.Error(err)
 	}
 }

@@ -16,6 +16,15 @@ import (
 // are collapsed to one frame, and paths deeper than MaxDepth keep their
 // top and the object's type around a "[...]" frame.
 //
+// An object that several kinds of root hold (its immediate dominator is a
+// root pseudo-node above them, such as [.NET Roots]) has no single root in
+// the dominator tree. It is put under the kind of root that PerfView would
+// choose: the first, in the order static fields, local variables, COM
+// wrappers, GC handles (see rootRank), from which it is reachable at all;
+// an "[also held by other roots]" frame between that root and the object
+// says that a choice was made. On .NET Core 3.1 this is what names the
+// static field of an object that the pinned array of statics also holds.
+//
 // Weighted turns it into package profile's weighted-stack model, which the
 // export formats of package profile write.
 type Flame struct {
@@ -26,6 +35,11 @@ type Flame struct {
 	// Bytes and Objects total the weights.
 	Bytes   uint64
 	Objects int64
+	// ChosenObjects and ChosenBytes weigh what is under an "[also held
+	// by other roots]" frame: objects held by several kinds of root,
+	// shown under the one preferred, and what they dominate.
+	ChosenObjects int64
+	ChosenBytes   uint64
 }
 
 // FlameStack is one stack of a Flame: Frames indexes, root first.
@@ -44,7 +58,7 @@ type FlameConfig struct {
 const (
 	frameElided      = "[...]"
 	frameUnreachable = "[not reachable from roots]"
-	frameShared      = "[held by several roots]"
+	frameChosen      = "[also held by other roots]"
 )
 
 // BuildFlame builds the flame stacks of the snapshot. d may be nil.
@@ -60,8 +74,9 @@ func BuildFlame(g *Graph, d *Dominators, cfg FlameConfig) *Flame {
 	keys, types := typeKeys(g)
 	f := &Flame{Frames: types}
 	elided := len(f.Frames)
-	f.Frames = append(f.Frames, Type{Name: frameElided}, Type{Name: frameUnreachable}, Type{Name: frameShared})
-	unreachable, shared := elided+1, elided+2
+	f.Frames = append(f.Frames, Type{Name: frameElided}, Type{Name: frameUnreachable}, Type{Name: frameChosen})
+	unreachable, chosen := elided+1, elided+2
+	owner := rootOwners(g)
 
 	// A trie of stacks: node 0 is the empty stack.
 	type tnode struct {
@@ -90,40 +105,64 @@ func BuildFlame(g *Graph, d *Dominators, cfg FlameConfig) *Flame {
 		bytes[t] += uint64(g.size[v])
 		objects[t]++
 	}
-	under := make([]uint32, g.NumNodes()) // trie node below which v's dominees go
-	for _, v := range d.order {
+	under := make([]uint32, len(d.order))  // by DFS number: trie node below which the vertex's dominees go
+	inChosen := make([]bool, len(d.order)) // by DFS number: under a choice of root
+	done := make([]bool, len(d.order))
+	place := func(w uint32) {
+		v := d.order[w]
 		var p uint32
-		switch id := d.idom[v]; {
+		switch id := d.idom[w]; {
 		case v == g.Root:
-			under[v] = 0
-			continue
-		case id == NoNode:
+			under[w] = 0
+			return
+		case id == 0:
 			p = child(0, unreachable)
-		case id == g.Root && g.IsObject(v):
-			// Dominated by no single root: several kinds of roots hold it.
-			p = child(0, shared)
+		case g.isPseudo(d.order[id]) && !g.isPseudo(v) && owner[v] != d.order[id] && owner[v] != NoNode:
+			// Held by several kinds of root: under the preferred one,
+			// with a frame saying so.
+			p = child(under[d.num[owner[v]]], chosen)
+			inChosen[w] = true
 		default:
 			p = under[id]
+			inChosen[w] = inChosen[id]
 		}
 		frame := int(keys[g.typ[v]])
 		var self uint32
 		switch {
 		case p != 0 && trie[p].frame == int32(frame):
-			self, under[v] = p, p
+			self, under[w] = p, p
 		case trie[p].depth < int32(maxDepth-1):
 			self = child(p, frame)
-			under[v] = self
+			under[w] = self
 		default:
 			e := p
 			if trie[p].frame != int32(elided) {
 				e = child(p, elided)
 			}
-			self, under[v] = child(e, frame), e
+			self, under[w] = child(e, frame), e
 		}
 		if g.IsObject(v) {
 			weigh(self, v)
 			f.Bytes += uint64(g.size[v])
 			f.Objects++
+			if inChosen[w] {
+				f.ChosenBytes += uint64(g.size[v])
+				f.ChosenObjects++
+			}
+		}
+	}
+	// The root pseudo-nodes first (an object may be placed under one the
+	// search found after it), then everything in DFS order, in which a
+	// vertex comes after its immediate dominator.
+	for w := uint32(1); w < uint32(len(d.order)); w++ {
+		if id := d.idom[w]; g.isPseudo(d.order[w]) && (id == 0 || done[id]) {
+			place(w)
+			done[w] = true
+		}
+	}
+	for w := uint32(1); w < uint32(len(d.order)); w++ {
+		if !done[w] {
+			place(w)
 		}
 	}
 	for t := range bytes {
@@ -138,6 +177,38 @@ func BuildFlame(g *Graph, d *Dominators, cfg FlameConfig) *Flame {
 		f.Stacks = append(f.Stacks, FlameStack{Frames: frames, Objects: objects[t], Bytes: bytes[t]})
 	}
 	return f
+}
+
+// rootOwners returns, per node, the kind of root (a pseudo-node that holds
+// objects) preferred among those that reach it, NoNode for nodes no kind
+// of root reaches (and for the pseudo-nodes): one breadth-first search per
+// kind, in the order of rootKinds, each claiming what the kinds before it
+// did not reach. O(nodes + references).
+func rootOwners(g *Graph) []NodeID {
+	owner := make([]NodeID, g.NumNodes())
+	for i := range owner {
+		owner[i] = NoNode
+	}
+	kinds, _ := rootKinds(g)
+	var queue []NodeID
+	for _, k := range kinds {
+		queue = queue[:0]
+		for _, c := range g.Refs(k.node) {
+			if owner[c] == NoNode && !g.isPseudo(c) {
+				owner[c] = k.node
+				queue = append(queue, c)
+			}
+		}
+		for i := 0; i < len(queue); i++ {
+			for _, c := range g.Refs(queue[i]) {
+				if owner[c] == NoNode && !g.isPseudo(c) {
+					owner[c] = k.node
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return owner
 }
 
 // Weighted converts the flame to package profile's weighted-stack model,
@@ -158,6 +229,9 @@ func (f *Flame) Weighted(name string) *weighted.Profile {
 		Comments: []string{"heap snapshot: each object weighs its size, on its dominator-tree path from the kind of root that holds it",
 			fmt.Sprintf("%d objects, %d bytes", f.Objects, f.Bytes)},
 	}
+	if f.ChosenObjects > 0 {
+		w.Comments = append(w.Comments, f.ChosenNote())
+	}
 	for i, t := range f.Frames {
 		w.Frames[i] = weighted.Frame{Name: t.Name, Module: moduleBase(t.Module), Resolved: true}
 	}
@@ -172,6 +246,17 @@ func (f *Flame) Weighted(name string) *weighted.Profile {
 	}
 	w.Groups = []weighted.Group{g}
 	return w
+}
+
+// ChosenNote says in a sentence what is under "[also held by other
+// roots]" frames, or "" when nothing is.
+func (f *Flame) ChosenNote() string {
+	if f.ChosenObjects == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s objects (%s bytes) are held by several kinds of roots: each is shown under the first of "+
+		"static fields, local variables, COM wrappers and GC handles that reaches it (PerfView's order), below an %q frame",
+		group(f.ChosenObjects), group(int64(f.ChosenBytes)), frameChosen)
 }
 
 // Pprof converts the flame to a pprof profile, through Weighted: sample

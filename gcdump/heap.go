@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
@@ -377,11 +376,8 @@ func (h *HeapBuilder) flush(final bool) error {
 	return nil
 }
 
-var arity = regexp.MustCompile("`[0-9]+")
-
-// typeName turns a runtime type name into PerfView's spelling:
-// System.Collections.Generic.List`1[System.String] becomes
-// System.Collections.Generic.List<System.String>, arrays keep [].
+// typeName names a type of the runtime's events in PerfView's spelling
+// (see displayTypeName).
 func typeName(t BulkType, named bool) string {
 	if !named {
 		return fmt.Sprintf("UNKNOWN 0x%x", t.TypeID)
@@ -393,14 +389,7 @@ func typeName(t BulkType, named bool) string {
 		}
 		return fmt.Sprintf("Type(0x%x)", t.TypeNameID)
 	}
-	if strings.IndexByte(n, '`') >= 0 {
-		n = arity.ReplaceAllString(n, "")
-	}
-	n = strings.NewReplacer("[", "<", "]", ">").Replace(n)
-	n = strings.ReplaceAll(n, "<>", "[]")
-	if strings.Contains(n, "<,") { // multi-dimensional arrays: Int32[,]
-		n = strings.NewReplacer("<,", "[,", ",>", ",]").Replace(n)
-	}
+	n = displayTypeName(n)
 	if t.Flags&TypeExternalCOMObject != 0 {
 		n = "[RCW " + n + "]"
 	}

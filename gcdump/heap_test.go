@@ -2,9 +2,11 @@ package gcdump_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/gcdump/gcdumptest"
@@ -113,7 +115,7 @@ func TestFromTraceIncomplete(t *testing.T) {
 
 func TestPaths(t *testing.T) {
 	g := leakyGraph(t, 10, gcdumptest.Options{})
-	p, err := gcdump.FindPaths(g, "Item", 0)
+	p, err := gcdump.FindPaths(context.Background(), g, "Item", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +144,10 @@ func TestPaths(t *testing.T) {
 	if !strings.Contains(text.String(), "-> App.Item[] @0x1100") {
 		t.Errorf("text:\n%s", text.String())
 	}
-	if _, err := gcdump.FindPaths(g, "Nope", 0); !errors.Is(err, gcdump.ErrNoSuchType) {
+	if _, err := gcdump.FindPaths(context.Background(), g, "Nope", 0); !errors.Is(err, gcdump.ErrNoSuchType) {
 		t.Errorf("unknown type: %v", err)
 	}
-	if _, err := gcdump.FindPaths(g, "S", 0); err == nil || !strings.Contains(err.Error(), "matches") {
+	if _, err := gcdump.FindPaths(context.Background(), g, "S", 0); err == nil || !strings.Contains(err.Error(), "matches") {
 		t.Errorf("ambiguous type: %v", err)
 	}
 }
@@ -153,24 +155,66 @@ func TestPaths(t *testing.T) {
 func TestDiff(t *testing.T) {
 	before, after := leakyGraph(t, 10, gcdumptest.Options{}), leakyGraph(t, 25, gcdumptest.Options{})
 	d := gcdump.DiffGraphs(before, after)
-	if len(d.Types) != 3 {
+	if len(d.Types) != 4 {
 		t.Fatalf("%+v", d.Types)
 	}
-	// Item grew most (15*40), then String (15*30), then the array (15*8).
+	// Item grew most (15*40), then String (15*30), then the array (15*8);
+	// the list's objects did not change, but it retains all of them: its
+	// retained size grew by 15*(8+40+30).
 	for i, w := range []struct {
-		name         string
-		count, bytes int64
-	}{{"App.Item", 15, 600}, {"System.String", 15, 450}, {"App.Item[]", 0, 120}} {
-		if got := d.Types[i]; got.Name != w.name || got.CountDelta != w.count || got.SizeDelta != w.bytes {
+		name                   string
+		count, bytes, retained int64
+	}{{"App.Item", 15, 600, 15 * 70}, {"System.String", 15, 450, 15 * 30}, {"App.Item[]", 0, 120, 15 * 78},
+		{"System.Collections.Generic.List<App.Item>", 0, 0, 15 * 78}} {
+		if got := d.Types[i]; got.Name != w.name || got.CountDelta != w.count || got.SizeDelta != w.bytes || got.RetainedDelta != w.retained {
 			t.Errorf("row %d: %+v, want %+v", i, got, w)
 		}
 	}
-	if d.SizeAfter-d.SizeBefore != 1170 || d.ObjectsAfter-d.ObjectsBefore != 30 {
+	if d.SizeAfter-d.SizeBefore != 1170 || d.ObjectsAfter-d.ObjectsBefore != 30 || len(d.Warnings) != 0 {
 		t.Errorf("totals %+v", d)
 	}
 	back := gcdump.DiffGraphs(after, before)
 	if back.Types[len(back.Types)-1].SizeDelta != -600 {
 		t.Errorf("shrink %+v", back.Types)
+	}
+	var text bytes.Buffer
+	if err := d.WriteText(&text, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Bytes Before  Bytes After  Bytes Delta  Count Before  Count After  Count Delta  Retained Delta  Type",
+		"           440        1,040         +600            11           26          +15          +1,050  App.Item",
+		"            32           32            0             1            1            0          +1,170  System.Collections.Generic.List<App.Item>"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+
+	// Snapshots that do not compare: different processes, runtimes (the
+	// directory of System.Private.CoreLib), pointer sizes; the second
+	// taken first.
+	other := gcdumptest.Leaky(25)
+	other.Modules[2] = "/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.34/System.Private.CoreLib.dll"
+	var buf bytes.Buffer
+	if err := gcdumptest.Trace(&buf, other, gcdumptest.Options{ProcessID: 777}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := gcdump.FromTrace(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Is64Bit = false
+	before.Info.ProcessID = 4242
+	o.Info.Time = before.Info.Time.Add(-time.Minute)
+	w := gcdump.DiffGraphs(before, o).Warnings
+	if len(w) != 4 || !strings.Contains(w[0], "different processes (pid 4242 before, pid 777 after)") ||
+		!strings.Contains(w[1], "different runtimes (.NET 3.1.2 before, 8.0.34 after)") || !strings.Contains(w[2], "32-bit") ||
+		!strings.Contains(w[3], "the second snapshot was taken first") {
+		t.Errorf("warnings %q", w)
+	}
+	// The same types match across runtime versions: only Item, String
+	// and the array grew (the list's module moved from 3.1.2 to 8.0.34).
+	if got := gcdump.DiffGraphs(before, o).Types; len(got) != 4 || got[3].Name != "System.Collections.Generic.List<App.Item>" || got[3].CountDelta != 0 {
+		t.Errorf("rows across runtimes %+v", got)
 	}
 }
 
@@ -192,15 +236,21 @@ func TestFlame(t *testing.T) {
 		sv + ";App!App.Item[]":              "112",
 		sv + ";App!App.Item[];App!App.Item": "400",
 		sv + ";App!App.Item[];App!App.Item;System.Private.CoreLib!System.String": "300",
-		"[local vars];App!App.Item":                                    "40",
-		"[held by several roots];System.Private.CoreLib!System.String": "30", // the local's item and the handle
+		"[local vars];App!App.Item": "40",
+		// The local's item and the strong handle hold the same string:
+		// shown under the local variable, which PerfView prefers to a
+		// handle, with a frame saying that other roots hold it.
+		"[local vars];[also held by other roots];System.Private.CoreLib!System.String": "30",
 	} {
 		if lines[stack] != bytes {
 			t.Errorf("%s: %q, want %s\n%s", stack, lines[stack], bytes, folded.String())
 		}
 	}
-	if f.Bytes != 32+112+10*70+70 {
-		t.Errorf("total %d", f.Bytes)
+	if f.Bytes != 32+112+10*70+70 || f.ChosenObjects != 1 || f.ChosenBytes != 30 {
+		t.Errorf("total %d, chosen %d objects %d bytes", f.Bytes, f.ChosenObjects, f.ChosenBytes)
+	}
+	if note := f.ChosenNote(); !strings.Contains(note, "1 objects (30 bytes) are held by several kinds of roots") {
+		t.Errorf("note %q", note)
 	}
 	// A chain deeper than MaxDepth keeps its top and the leaf's type.
 	deep := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{MaxDepth: 4})
@@ -229,7 +279,7 @@ func TestPathsPreferStatics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := gcdump.FindPaths(g, "App.Item", 0)
+	p, err := gcdump.FindPaths(context.Background(), g, "App.Item", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

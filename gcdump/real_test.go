@@ -5,7 +5,9 @@ package gcdump_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/transport"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Object sizes on 64-bit CoreCLR: an object is its header (8), its method
@@ -44,11 +47,14 @@ func collectReal(t *testing.T, tg *dotnettest.Target) *gcdump.Graph {
 	return g
 }
 
-// TestRealHeap takes snapshots of the Heap target on the real 3.1 runtime
-// and checks the exact counts, sizes, roots, dominators and the growth
-// between two snapshots.
+// TestRealHeap takes snapshots of the Heap target on real runtimes (3.1,
+// 8, 10 and 11) and checks the exact counts, sizes, roots, dominators and
+// the growth between two snapshots.
 func TestRealHeap(t *testing.T) {
-	rt := dotnettest.Find(t)
+	dotnettest.ForEach(t, dotnettest.Majors, testRealHeap)
+}
+
+func testRealHeap(t *testing.T, rt *dotnettest.Runtime) {
 	tg := rt.Start(t, rt.Build(t, "Heap"), nil, nil)
 	g := collectReal(t, tg)
 
@@ -90,6 +96,36 @@ func TestRealHeap(t *testing.T) {
 			t.Errorf("%s: module %q", name, s.Module)
 		}
 	}
+	// Array types of every rank and nesting, named as the runtime's
+	// reflection names them (C#'s int[,][], a two-dimensional array of
+	// int[], is System.Int32[][,]), generic arguments in angle brackets,
+	// each found by paths under that name and under TraceEvent's spelling
+	// of multi-dimensional arrays. (The runtime has a string[,] of its own,
+	// in System.ConsolePal.)
+	for name, field := range map[string]string{
+		"System.String[,]":  "s_grid",
+		"System.Int32[][]":  "s_jagged",
+		"System.Int32[][,]": "s_mixed",
+		"System.Collections.Generic.List<System.String>[]": "s_lists",
+	} {
+		for _, q := range []string{name, strings.ReplaceAll(name, "[,]", "<,>")} {
+			p, err := gcdump.FindPaths(context.Background(), g, q, 0)
+			if err != nil {
+				t.Errorf("paths of %s: %v", q, err)
+				continue
+			}
+			found := false
+			for _, path := range p.Paths {
+				found = found || path.Root == "static field "+field+" (holds "+name+")" && path.Objects == 1
+			}
+			if !found || p.Type != name {
+				t.Errorf("paths of %s: %+v", q, p)
+			}
+		}
+	}
+	if s := stats["System.Int32[]"]; s.Count < 3+4 {
+		t.Errorf("System.Int32[]: %+v, want the 7 of s_jagged and s_mixed", s)
+	}
 	if _, ok := stats["Heap.Leak"]; ok {
 		t.Errorf("Leak objects before any grow: %+v", stats["Heap.Leak"])
 	}
@@ -100,7 +136,7 @@ func TestRealHeap(t *testing.T) {
 		{"Heap.LocalItem", "a local variable or argument of a running method (stack root)"},
 		{"Heap.HandlePayload", "a strong GC handle (GCHandle.Alloc, or a runtime handle)"},
 	} {
-		p, err := gcdump.FindPaths(g, c.typ, 0)
+		p, err := gcdump.FindPaths(context.Background(), g, c.typ, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +162,24 @@ func TestRealHeap(t *testing.T) {
 		}
 	}
 
+	// The flame graph names the static field that holds the items,
+	// though the pinned array of statics (a handle) holds them too, and
+	// says that a choice was made.
+	f := gcdump.BuildFlame(g, d, gcdump.FlameConfig{})
+	var folded bytes.Buffer
+	if err := weighted.WriteFolded(&folded, f.Weighted("heap")); err != nil {
+		t.Fatal(err)
+	}
+	static := "[static vars];[static var Heap.StaticItem[].s_held];[also held by other roots];Heap!Heap.StaticItem[]"
+	for _, want := range []string{static + fmt.Sprintf(" %d\n", refArray(100)), static + fmt.Sprintf(";Heap!Heap.StaticItem %d\n", 100*sizeStaticItem)} {
+		if !strings.Contains(folded.String(), want) {
+			t.Errorf("flame lacks %q:\n%s", want, folded.String())
+		}
+	}
+	if f.ChosenObjects < 101 || strings.Contains(folded.String(), "[held by several roots]") {
+		t.Errorf("chosen %d objects:\n%s", f.ChosenObjects, folded.String())
+	}
+
 	// Grow the leak by 37 objects and compare.
 	tg.Send(t, "grow 37")
 	tg.Expect(t, "GROWN 37", 30*time.Second)
@@ -138,8 +192,11 @@ func TestRealHeap(t *testing.T) {
 	if row := rows["Heap.Leak"]; row.CountDelta != 37 || row.SizeDelta != 37*sizeSmall || row.CountBefore != 0 {
 		t.Errorf("Leak: %+v", row)
 	}
-	if row := rows["Heap.Leak[]"]; row.CountDelta != 0 || row.SizeDelta != 37*8 {
+	if row := rows["Heap.Leak[]"]; row.CountDelta != 0 || row.SizeDelta != 37*8 || row.RetainedDelta != 37*(8+sizeSmall) {
 		t.Errorf("Leak[]: %+v", row)
+	}
+	if len(diff.Warnings) != 0 {
+		t.Errorf("warnings for two snapshots of one process: %q", diff.Warnings)
 	}
 	for _, name := range []string{"Heap.StaticItem", "Heap.LocalItem", "Heap.HandleItem"} {
 		if row, ok := rows[name]; ok {
@@ -177,5 +234,43 @@ func TestRealHeapServerGC(t *testing.T) {
 		if len(want) > 0 {
 			t.Errorf("missing types %v", want)
 		}
+	}
+}
+
+// TestRealHeapTargetKilled kills a real target in the middle of its heap
+// walk: Collect says that the target exited (how many objects had come),
+// and keeps nothing of what it built.
+func TestRealHeapTargetKilled(t *testing.T) {
+	rt := dotnettest.Find(t)
+	tg := rt.Start(t, rt.Build(t, "Heap"), nil, nil)
+	tg.Send(t, "grow 3000000")
+	tg.Expect(t, "GROWN 3000000", 2*time.Minute)
+	tg.WaitReading(t, time.Minute)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := diag.NewClient(transport.Endpoint{Network: "unix", Address: tg.Socket, PID: tg.PID}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var seen int64
+	_, err := gcdump.Collect(ctx, c, gcdump.CollectConfig{Timeout: time.Minute, ProcessID: tg.PID, Notify: func(n gcdump.Note) {
+		if n.Kind == gcdump.NoteProgress && n.Objects > 1_000_000 && seen == 0 {
+			seen = n.Objects
+			tg.Kill()
+		}
+	}})
+	t.Logf("error after %d objects: %v", seen, err)
+	if seen == 0 {
+		t.Skip("the walk ended before the target could be killed")
+	}
+	if !errors.Is(err, gcdump.ErrTargetExited) || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("error %v, want ErrTargetExited", err)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	t.Logf("heap in use: %d MB before, %d MB after the failed collection", before.HeapAlloc>>20, after.HeapAlloc>>20)
+	if after.HeapAlloc > before.HeapAlloc+16<<20 {
+		t.Errorf("the failed collection keeps %d MB", (after.HeapAlloc-before.HeapAlloc)>>20)
 	}
 }

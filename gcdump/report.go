@@ -112,55 +112,34 @@ func BuildReport(g *Graph, d *Dominators, cfg ReportConfig) (*Report, error) {
 		r.TotalSize += uint64(g.size[v])
 	}
 	// Retained size per type: walk the dominator tree keeping, per type,
-	// how many objects of that type are on the current path.
-	n := g.NumNodes()
-	childOff := make([]uint32, n+3)
-	for v := range n {
-		p := d.idom[v]
-		if p == NoNode {
-			p = NodeID(n) // virtual root
-		}
-		childOff[p+2]++
-	}
-	for i := 2; i < len(childOff); i++ {
-		childOff[i] += childOff[i-1]
-	}
-	children := make([]NodeID, n)
-	for _, v := range d.order {
-		p := d.idom[v]
-		if p == NoNode {
-			p = NodeID(n)
-		}
-		children[childOff[p+1]] = v
-		childOff[p+1]++
-	}
+	// how many objects of that type are on the current path; an object
+	// with none of its type above it adds its retained size. The walk
+	// follows the tree's child, sibling and dominator links: no stack,
+	// whatever the depth.
 	onPath := make([]int32, len(types))
-	type frame struct {
-		node NodeID
-		next uint32
-	}
-	stack := []frame{{NodeID(n), childOff[n]}}
-	for len(stack) > 0 {
-		top := &stack[len(stack)-1]
-		if top.next < childOff[top.node+1] {
-			c := children[top.next]
-			top.next++
-			if t := g.typ[c]; !pseudo[t] {
-				k := keys[t]
-				if onPath[k] == 0 {
-					stats[k].RetainedSize += d.retained[c]
-				}
-				onPath[k]++
+	step := func(w uint32, by int32) {
+		if t := g.typ[d.order[w]]; !pseudo[t] {
+			k := keys[t]
+			if by > 0 && onPath[k] == 0 {
+				stats[k].RetainedSize += d.retained[w]
 			}
-			stack = append(stack, frame{c, childOff[c]})
+			onPath[k] += by
+		}
+	}
+	for w := uint32(d.links[0] >> 32); w != 0; {
+		step(w, 1)
+		if c := uint32(d.links[w] >> 32); c != 0 {
+			w = c
 			continue
 		}
-		if top.node != NodeID(n) {
-			if t := g.typ[top.node]; !pseudo[t] {
-				onPath[keys[t]]--
+		for w != 0 {
+			step(w, -1)
+			if s := uint32(d.links[w]); s != 0 {
+				w = s
+				break
 			}
+			w = d.idom[w]
 		}
-		stack = stack[:len(stack)-1]
 	}
 	for i, t := range types {
 		if stats[i].Count > 0 {

@@ -115,7 +115,7 @@ var hresults = [...]HRESULT{
 	{HRRuntimeUninitialized, "CORPROF_E_RUNTIME_UNINITIALIZED", "the runtime has not been initialized",
 		"retry once the runtime has finished starting", ErrRuntimeUninitialized},
 	{HRInvalidArg, "E_INVALIDARG", "the runtime rejected an argument",
-		"check the arguments; startup-only commands (StartupProfiler, ApplyStartupHook) need a runtime suspended at startup (DOTNET_DiagnosticPorts=...,suspend)", ErrInvalidArgument},
+		"check the arguments", ErrInvalidArgument},
 	{HRInsufficientBuffer, "ERROR_INSUFFICIENT_BUFFER", "a buffer was too small", "", nil},
 	{HREnvVarNotFound, "ERROR_ENVVAR_NOT_FOUND", "the environment variable was not found", "", ErrEnvVarNotFound},
 	{HRModNotFound, "ERROR_MOD_NOT_FOUND", "the library could not be loaded",
@@ -150,6 +150,10 @@ var commandHRESULTs = [...]struct {
 		"check the arguments (a non-empty absolute path) and the target's own logs"},
 	{SetProfiler, CmdStartupProfiler, HRFail, "the runtime could not register the startup profiler",
 		"check the arguments (a non-empty absolute path) and the target's own logs"},
+	{SetProfiler, CmdStartupProfiler, HRInvalidArg, "the runtime refused the startup profiler",
+		"a startup profiler is taken only by a runtime suspended at startup (DOTNET_DiagnosticPorts=...,suspend), before resume; check the path is absolute"},
+	{SetProcess, CmdApplyStartupHook, HRInvalidArg, "the runtime refused the startup hook",
+		"give the absolute path of an assembly that exists in the target's file system (a running runtime runs the hook at once, a suspended one at resume)"},
 }
 
 // lookupForCommand returns the table entry of hr with the meaning and

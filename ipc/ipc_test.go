@@ -499,3 +499,19 @@ func freeCommandID(t *testing.T, set uint8) uint8 {
 	t.Fatalf("no free id in set %d", set)
 	return 0
 }
+
+// TestInvalidArgAdvicePerCommand: E_INVALIDARG means a different thing for
+// each startup command; neither gets the other's advice.
+func TestInvalidArgAdvicePerCommand(t *testing.T) {
+	hook := (&ServerError{CommandSet: SetProcess, CommandID: CmdApplyStartupHook, HRESULT: HRInvalidArg}).Error()
+	prof := (&ServerError{CommandSet: SetProfiler, CommandID: CmdStartupProfiler, HRESULT: HRInvalidArg}).Error()
+	if !strings.Contains(hook, "absolute path of an assembly") || strings.Contains(hook, "suspended at startup (") {
+		t.Errorf("ApplyStartupHook E_INVALIDARG: %s", hook)
+	}
+	if !strings.Contains(prof, "suspended at startup") {
+		t.Errorf("StartupProfiler E_INVALIDARG: %s", prof)
+	}
+	if other := (&ServerError{CommandSet: SetProcess, CommandID: CmdSetEnvironmentVariable, HRESULT: HRInvalidArg}).Error(); strings.Contains(other, "startup") {
+		t.Errorf("SetEnvironmentVariable E_INVALIDARG speaks of startup commands: %s", other)
+	}
+}

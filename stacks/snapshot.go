@@ -160,7 +160,7 @@ func osThreadNames(pid int, ids []uint64) (map[uint64]string, string) {
 		}
 	}
 	if len(names) == 0 {
-		return names, "the runtime did not name its OS threads (.NET Core 3.1 does not) and EventPipe does not carry managed thread names"
+		return names, "no thread of the target has an OS name of its own (threads keep the process's name unless the runtime or the app names them, as .NET Core 3.1 never does) and EventPipe does not carry managed thread names"
 	}
 	return names, ""
 }

@@ -54,14 +54,19 @@ func newGCDumpCmd(e *env) *cobra.Command {
 }
 
 // loadGraph reads a .gcdump file, or the heap snapshot in a .nettrace file
-// (a session with the heap keywords); "-" reads standard input.
+// (a session with the heap keywords); "-" reads standard input. A signal
+// (e.ctx) stops the reading: exitInterrupted.
 func loadGraph(e *env, path string) (*gcdump.Graph, error) {
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var (
 		g   *gcdump.Graph
 		err error
 	)
 	if path == "-" {
-		br := bufio.NewReader(e.stdin)
+		br := bufio.NewReader(cancelable(ctx, e.stdin))
 		if head, _ := br.Peek(8); string(head) == "Nettrace" {
 			g, err = gcdump.FromTrace(br)
 		} else {
@@ -79,18 +84,57 @@ func loadGraph(e *env, path string) (*gcdump.Graph, error) {
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return nil, &ExitError{Code: exitIO, Err: err}
 			}
-			g, err = gcdump.FromTrace(bufio.NewReaderSize(f, 1<<20))
+			g, err = gcdump.FromTrace(bufio.NewReaderSize(cancelable(ctx, f), 1<<20))
+		} else if st, serr := f.Stat(); serr != nil {
+			err = serr
 		} else {
-			g, err = gcdump.ReadFile(path)
+			g, err = gcdump.Read(ctxReaderAt{ctx, f}, st.Size())
 		}
 	}
 	switch {
 	case err == nil:
 		return g, nil
+	case ctx.Err() != nil:
+		return nil, gcdumpInterrupted(path, "reading it")
 	case gcdump.IsFormatError(err), errors.Is(err, gcdump.ErrNoHeapDump), errors.Is(err, gcdump.ErrIncomplete), isNettraceError(err):
 		return nil, &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	return nil, &ExitError{Code: exitIO, Err: fmt.Errorf("%s: %w", path, err)}
+}
+
+// computeDominators computes the snapshot's dominator tree; a signal
+// stops it (exitInterrupted).
+func computeDominators(ctx context.Context, g *gcdump.Graph) (*gcdump.Dominators, error) {
+	d, err := gcdump.ComputeDominatorsContext(ctx, g)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, gcdumpInterrupted("", "computing the dominator tree")
+		}
+		return nil, &ExitError{Code: exitFailure, Err: err}
+	}
+	return d, nil
+}
+
+// gcdumpInterrupted is the error of a gcdump command stopped by a signal.
+func gcdumpInterrupted(path, doing string) error {
+	if path == "" {
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted while %s", doing)}
+	}
+	return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("%s: interrupted while %s", path, doing)}
+}
+
+// ctxReaderAt is a file whose ReadAt fails with the context's error once
+// it is done, for gcdump.Read.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
 }
 
 func isNettraceError(err error) bool {
@@ -102,17 +146,57 @@ func isNettraceError(err error) bool {
 type gcdumpSource struct {
 	tf      *targetFlags
 	timeout string
+	// reportType is set for 'gcdump report', which takes dotnet-gcdump's
+	// --report-type (its -t): heapstat, what the command prints.
+	reportType *string
 }
+
+// heapstat is dotnet-gcdump's only report type: objects and bytes per
+// type, which 'gcdump report' prints.
+const heapstat = "heapstat"
 
 func (s *gcdumpSource) register(cmd *cobra.Command) {
 	s.tf.ownTimeout = true
 	s.tf.register(cmd)
-	cmd.Flags().StringVarP(&s.timeout, "timeout", "t", "30s", "with -p/-n/--diagnostic-port: give up when the heap walk takes longer (a Go duration, or seconds)")
+	help := "with -p/-n/--diagnostic-port: give up when the heap walk takes longer (a Go duration, or seconds)"
+	if s.reportType != nil {
+		help += "; dotnet-gcdump's -t heapstat (its --report-type) is accepted too"
+		cmd.Flags().StringVar(s.reportType, "report-type", heapstat, "dotnet-gcdump's report type: heapstat (the only one, what this command prints)")
+	}
+	cmd.Flags().StringVarP(&s.timeout, "timeout", "t", "30s", help)
+}
+
+// timeoutValue reads --timeout (-t). In 'gcdump report', -t heapstat is
+// dotnet-gcdump's report type, which this command prints: accepted, with
+// the default timeout. A -t that is neither is refused, naming both
+// meanings.
+func (s *gcdumpSource) timeoutValue() (time.Duration, error) {
+	if s.reportType != nil {
+		if !strings.EqualFold(*s.reportType, heapstat) {
+			return 0, usageErrorf("--report-type %q: the only report type is heapstat (dotnet-gcdump's too), objects and bytes per type", *s.reportType)
+		}
+		if strings.EqualFold(s.timeout, heapstat) {
+			return gcdump.DefaultTimeout, nil
+		}
+	}
+	d, err := parseGCDumpTimeout(s.timeout)
+	if err != nil && s.reportType != nil {
+		return 0, usageErrorf("-t %q: in clrdiag, -t is --timeout (a Go duration such as 45s, or seconds), for a snapshot taken with -p; "+
+			"dotnet-gcdump's -t is --report-type, whose only type, heapstat, is what 'gcdump report' prints", s.timeout)
+	}
+	return d, err
 }
 
 // load reads the FILE argument or collects a snapshot of the target.
 func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.Graph, error) {
 	live := s.tf.given() > 0 || len(s.tf.childArgs()) > 0
+	if cmd.Flags().Changed("timeout") || cmd.Flags().Changed("report-type") {
+		// Checked with a file too: a mistaken -t is better said than
+		// ignored.
+		if _, err := s.timeoutValue(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case len(args) == 1 && live:
 		return nil, &ExitError{Code: exitUsage, Err: errors.New("give a snapshot FILE or a process (-p, -n, --diagnostic-port), not both")}
@@ -121,7 +205,7 @@ func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.
 	case !live:
 		return nil, &ExitError{Code: exitUsage, Err: errors.New("give a snapshot FILE, or a process with -p PID, -n NAME or --diagnostic-port")}
 	}
-	timeout, err := parseGCDumpTimeout(s.timeout)
+	timeout, err := s.timeoutValue()
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +275,7 @@ func collectExit(ctx context.Context, err error) error {
 		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w (the runtime walks the whole heap during a blocking collection: a large heap takes longer)", err)}
 	case errors.Is(err, ipc.ErrUnknownCommand):
 		return &ExitError{Code: exitRuntime, Err: fmt.Errorf("%w (heap snapshots need .NET Core 3.0 or later)", err)}
-	case errors.Is(err, gcdump.ErrEndedEarly), gcdump.IsTruncation(err):
+	case errors.Is(err, gcdump.ErrEndedEarly), errors.Is(err, gcdump.ErrTargetExited), gcdump.IsTruncation(err):
 		return &ExitError{Code: exitTargetGone, Err: fmt.Errorf("the session ended before the heap walk did: the target exited, was killed or closed the connection (%w)", err)}
 	case errors.Is(err, gcdump.ErrIncomplete), errors.Is(err, gcdump.ErrNoHeapDump):
 		return &ExitError{Code: exitRuntime, Err: err}

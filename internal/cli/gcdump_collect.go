@@ -17,7 +17,7 @@ import (
 func init() { registerGCDump("collect", newGCDumpCollectCmd) }
 
 func newGCDumpCollectCmd(e *env) *cobra.Command {
-	var output, timeout, tracePath string
+	var output, timeout, tracePath, buffering string
 	var noFlush, force bool
 	tf := e.sessionTargetFlags(&force)
 	tf.ownTimeout = true // -t bounds the heap walk
@@ -36,6 +36,10 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			mode, err := gcdump.ParseBuffering(buffering)
+			if err != nil {
+				return usageError(fmt.Errorf("--buffering: %w", err))
+			}
 			ctx := cmd.Context()
 			path := output
 			if path != "" && path != "-" && !isDir(path) && !strings.HasSuffix(path, ".gcdump") {
@@ -47,7 +51,7 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 				return err
 			}
 			tf.timeout = d // also bounds each request: starting the session, stopping it
-			cfg := gcdump.CollectConfig{Timeout: d, NoFlush: noFlush}
+			cfg := gcdump.CollectConfig{Timeout: d, NoFlush: noFlush, Buffering: mode}
 			if tracePath != "" {
 				traceFile, err := safefile.Create(tracePath, safefile.Options{Overwrite: force, Private: true})
 				if err != nil {
@@ -85,6 +89,7 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.gcdump; - for standard output)")
 	fl.StringVarP(&timeout, "timeout", "t", "30s", "give up when the heap walk takes longer (a Go duration, or seconds as dotnet-gcdump)")
 	fl.StringVar(&tracePath, "trace", "", "also save the session's raw events to this .nettrace file")
+	fl.StringVar(&buffering, "buffering", "auto", "the session's buffers when full: block (the runtime waits; .NET 11+, a warning on older runtimes), drop (events are lost and the snapshot refused), or auto (block where the runtime has it)")
 	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
 	fl.BoolVar(&noFlush, "no-flush", false, "skip the short session that makes the runtime name every type again")
 	_ = fl.MarkHidden("no-flush")

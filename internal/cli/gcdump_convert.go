@@ -81,9 +81,12 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 		Short: "The heap as a flame graph (" + gcdumpFormatText(", ", "", false) + ")",
 		Long: "Write the heap as weighted stacks: each object weighs its size, on the path of the\n" +
 			"dominator tree from the kind of root that holds it down to its type, so a flame graph shows\n" +
-			"where memory is held. Runs of one type (linked lists) are one frame; objects held by several\n" +
-			"kinds of roots hang under \"[held by several roots]\". pprof output has the sample types\n" +
-			"inuse_space (bytes) and inuse_objects: go tool pprof -top FILE.pb.gz. The default output is\n" +
+			"where memory is held. Runs of one type (linked lists) are one frame. An object held by several\n" +
+			"kinds of roots is shown under the first of static fields, local variables, COM wrappers and\n" +
+			"GC handles that reaches it, as PerfView does, below an \"[also held by other roots]\" frame\n" +
+			"(on .NET Core 3.1 the pinned array of statics holds what static fields hold). pprof output\n" +
+			"has the sample types inuse_space (bytes) and inuse_objects: go tool pprof -top FILE.pb.gz.\n" +
+			"The default output is\n" +
 			"FILE with the format's extension (" + gcdumpFormatText(", ", "", true) + "); - is standard output.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -110,7 +113,11 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f := gcdump.BuildFlame(g, nil, gcdump.FlameConfig{MaxDepth: depth})
+			d, err := computeDominators(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			f := gcdump.BuildFlame(g, d, gcdump.FlameConfig{MaxDepth: depth})
 			name := "heap"
 			if len(args) == 1 {
 				name = filepath.Base(args[0])
@@ -122,6 +129,9 @@ func newGCDumpConvertCmd(e *env) *cobra.Command {
 			if out != "-" {
 				fmt.Fprintf(e.stderr, "Wrote %s (%s bytes): %s objects, %s bytes of heap in %s stacks.\n", out, groupInt(n),
 					groupInt(f.Objects), groupInt(int64(f.Bytes)), groupInt(int64(len(f.Stacks))))
+			}
+			if note := f.ChosenNote(); note != "" {
+				fmt.Fprintf(e.stderr, "Note: %s.\n", note)
 			}
 			return nil
 		},

@@ -12,41 +12,62 @@ func init() { registerGCDump("diff", newGCDumpDiffCmd) }
 
 func newGCDumpDiffCmd(e *env) *cobra.Command {
 	var top int
+	var sort string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "diff BEFORE AFTER",
 		Short: "What grew between two snapshots, per type",
 		Long: "Compare two heap snapshots of a process type by type and list the types whose objects\n" +
-			"changed, the largest growth in bytes first: the types a leak piles up. Then ask\n" +
-			"'clrdiag gcdump paths AFTER --type NAME' what holds them.",
+			"or retained size changed, with their before and after values, the largest growth in bytes\n" +
+			"first: the types a leak piles up, and (Retained Delta) the types that hold it. A warning\n" +
+			"says when the snapshots are of different processes or runtimes, or AFTER was taken first.\n" +
+			"Then ask 'clrdiag gcdump paths AFTER --type NAME' what holds them.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if top < 0 {
 				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--top %d: use 0 for all types or a positive number", top)}
 			}
-			before, err := loadGraph(e, args[0])
-			if err != nil {
-				return err
+			switch sort {
+			case gcdump.SortSize, gcdump.SortCount, gcdump.SortRetained:
+			default:
+				return &ExitError{Code: exitUsage, Err: fmt.Errorf("--sort %q: use size, count or retained", sort)}
 			}
-			after, err := loadGraph(e, args[1])
-			if err != nil {
-				return err
+			var reports [2]*gcdump.Report
+			var graphs [2]*gcdump.Graph
+			for i, path := range args {
+				g, err := loadGraph(e, path)
+				if err != nil {
+					return err
+				}
+				d, err := computeDominators(cmd.Context(), g)
+				if err != nil {
+					return err
+				}
+				if reports[i], err = gcdump.BuildReport(g, d, gcdump.ReportConfig{}); err != nil {
+					return err
+				}
+				graphs[i] = g
 			}
-			d := gcdump.DiffGraphs(before, after)
+			diff := gcdump.DiffReports(reports[0], reports[1], sort)
+			diff.Warnings = gcdump.SnapshotWarnings(graphs[0], graphs[1])
 			if asJSON {
-				if top > 0 && len(d.Types) > top {
-					d.Types = d.Types[:top]
+				for _, w := range diff.Warnings {
+					fmt.Fprintf(e.stderr, "warning: %s\n", w)
 				}
-				if d.Types == nil {
-					d.Types = []gcdump.TypeDiff{}
+				if top > 0 && len(diff.Types) > top {
+					diff.Types = diff.Types[:top]
 				}
-				return writeJSON(e.stdout, d)
+				if diff.Types == nil {
+					diff.Types = []gcdump.TypeDiff{}
+				}
+				return writeJSON(e.stdout, diff)
 			}
-			return d.WriteText(e.stdout, top)
+			return diff.WriteText(e.stdout, top)
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&top, "top", 20, "list only the first N types (0: all)")
+	fl.StringVar(&sort, "sort", gcdump.SortSize, "order: size (change in bytes), count, or retained (change in retained bytes)")
 	fl.BoolVar(&asJSON, "json", false, "write JSON")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -22,8 +23,12 @@ func newGCDumpPathsCmd(e *env) *cobra.Command {
 		Long: "For every object of the type, find its shortest chain of references from a root, and\n" +
 			"group the objects by the types along their chains: each group says which kind of root holds\n" +
 			"it (a static field, a local variable of a running method, a GC handle, the finalizer queue)\n" +
-			"and shows the chain of its first object, root first. NAME is a full type name\n" +
-			"(App.Cache.Entry), or a unique suffix or part of one (Entry).",
+			"and shows the chain of its first object, root first. A chain of objects of one type (a\n" +
+			"linked list) is one step, however long, so a leak's list is one kind of path. At the same\n" +
+			"depth a static field is preferred to a local variable, and both to a GC handle, as in\n" +
+			"PerfView. NAME is a full type name (App.Cache.Entry, System.String[,]), or a unique suffix\n" +
+			"or part of one (Entry). One breadth-first search: time and memory grow with the heap,\n" +
+			"whatever its shape. Ctrl-C stops it.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if typeName == "" {
@@ -36,7 +41,7 @@ func newGCDumpPathsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := gcdump.FindPaths(g, typeName, max)
+			p, err := gcdump.FindPaths(context.Background(), g, typeName, max)
 			if err != nil {
 				return &ExitError{Code: exitFailure, Err: err}
 			}
@@ -52,7 +57,7 @@ func newGCDumpPathsCmd(e *env) *cobra.Command {
 	src.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&typeName, "type", "", "the type whose objects to explain")
-	fl.IntVar(&max, "max", 10, "show at most N kinds of path")
+	fl.IntVar(&max, "max", 10, "spell out at most N kinds of path (the largest; the others are counted)")
 	fl.BoolVar(&asJSON, "json", false, "write JSON")
 	return cmd
 }

@@ -11,7 +11,8 @@ import (
 func init() { registerGCDump("report", newGCDumpReportCmd) }
 
 func newGCDumpReportCmd(e *env) *cobra.Command {
-	src := gcdumpSource{tf: e.sessionTargetFlags(nil)}
+	reportType := heapstat
+	src := gcdumpSource{tf: e.sessionTargetFlags(nil), reportType: &reportType}
 	var cfg gcdump.ReportConfig
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -22,7 +23,8 @@ func newGCDumpReportCmd(e *env) *cobra.Command {
 			"objects of that type any more, counting only what nothing else keeps alive. FILE is a\n" +
 			".gcdump (from clrdiag, dotnet-gcdump, PerfView or Visual Studio) or a .nettrace of a heap\n" +
 			"snapshot session; -p/-n/--diagnostic-port takes a snapshot of a live process instead.\n" +
-			"--json writes {types:[{name,count,size,retainedSize}], totalSize, objects, roots}.",
+			"--json writes {types:[{name,count,size,retainedSize}], totalSize, objects, roots}.\n" +
+			"-t is --timeout here (with -p); dotnet-gcdump's -t heapstat (--report-type) is accepted.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch cfg.Sort {
@@ -37,7 +39,11 @@ func newGCDumpReportCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := gcdump.BuildReport(g, nil, cfg)
+			d, err := computeDominators(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			r, err := gcdump.BuildReport(g, d, cfg)
 			if err != nil {
 				return err
 			}

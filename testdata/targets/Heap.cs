@@ -7,6 +7,10 @@
 //   a strong GC handle                   -> HandleItem[25] -> 25 HandleItem (object),
 //                                           each referring to its own HandlePayload
 //   static field  Heap.Program.s_leaks   -> Leak[] (empty at start)
+//   static fields of array types whose names the runtime spells in every
+//   way: s_grid string[2,3] of 6 strings, s_jagged int[3][] (3 int[4]),
+//   s_mixed int[2,2][] (4 int[1]; the runtime's System.Int32[][,]),
+//   s_lists List<string>[2] (2 lists)
 //
 // Commands, one per line on standard input:
 //   grow N   replaces s_leaks by an array N longer that holds the old Leak
@@ -14,6 +18,7 @@
 //   ping     prints "PONG"
 //   exit N   exits with status N
 using System;
+using System.Collections.Generic;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using System.Threading;
@@ -33,6 +38,29 @@ namespace Heap
         static readonly ManualResetEvent s_ready = new ManualResetEvent(false);
         static readonly ManualResetEvent s_never = new ManualResetEvent(false);
         static GCHandle s_handle;
+        static string[,] s_grid;
+        static int[][] s_jagged;
+        static int[,][] s_mixed;
+        static List<string>[] s_lists;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void FillArrays()
+        {
+            string[,] grid = new string[2, 3];
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 3; j++)
+                    grid[i, j] = new string('g', i * 3 + j + 1);
+            s_grid = grid;
+            int[][] jagged = new int[3][];
+            for (int i = 0; i < 3; i++) jagged[i] = new int[4];
+            s_jagged = jagged;
+            int[,][] mixed = new int[2, 2][];
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    mixed[i, j] = new int[1];
+            s_mixed = mixed;
+            s_lists = new List<string>[] { new List<string>(), new List<string>() };
+        }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         static void FillStatic()
@@ -50,11 +78,21 @@ namespace Heap
             s_handle = GCHandle.Alloc(a, GCHandleType.Normal);
         }
 
+        // The items are made in a frame of their own: in Hold's, the
+        // optimizing JIT of .NET 5+ would keep the last item in a stack
+        // slot, a second root.
         [MethodImpl(MethodImplOptions.NoInlining)]
-        static void Hold()
+        static LocalItem[] MakeLocals()
         {
             LocalItem[] local = new LocalItem[50];
             for (int i = 0; i < local.Length; i++) local[i] = new LocalItem { X = i };
+            return local;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Hold()
+        {
+            LocalItem[] local = MakeLocals();
             s_ready.Set();
             s_never.WaitOne();
             GC.KeepAlive(local);
@@ -74,6 +112,7 @@ namespace Heap
         {
             FillStatic();
             FillHandle();
+            FillArrays();
             Thread holder = new Thread(Hold);
             holder.Name = "HeapHolder";
             holder.IsBackground = true;
