@@ -22,13 +22,19 @@
 //	                                     (default), cpu, alloc, contention or exceptions (package
 //	                                     profile's measures), format pprof (default), speedscope,
 //	                                     folded or chromium
+//	GET  /processes/{pid}/logs?duration=&level=&filter=&format=
+//	                                     ILogger messages (package logs) streamed as they come
+//	GET  /collectionrules[/{name}]?pid=  each collection rule's state per process (see Fleet)
+//	GET  /operations[/{id}]?pid=         the rules' artifact actions; DELETE /operations/{id} cancels
+//	GET  /pprof/{process}/{profile|alloc|contention|exceptions}?seconds=
+//	                                     a gzipped pprof for scrapers; {process} a pid or a name
 //	GET  /metrics                        Prometheus exposition (see Metrics)
 //	GET  /ui/                            the dashboard, for a browser (see Dashboard)
 //	GET  /                               the index of the routes and their parameters (JSON; Routes)
 //
 // dotnet-monitor's spellings reach the same handlers, the process named by
 // ?pid= or ?name=: GET /process, /env, /dump (streams the dump back),
-// /trace (profile=Cpu, GcCollect), /livemetrics, /stacks, /gcdump, and
+// /trace (profile=Cpu, GcCollect), /livemetrics, /stacks, /gcdump, /logs, and
 // GET /info; duration is also accepted as durationSeconds. Routes (and
 // GET /) say how each differs from dotnet-monitor's. The table of routes
 // is routes.go: a route added there is served and listed.
@@ -168,6 +174,25 @@
 // a form's csrf field. Scripts may call /ui/api/ with the bearer key and no
 // token. The cookie does not open the REST API. With Config.NoAuth none of
 // this applies.
+//
+// # Fleet
+//
+// Config.Fleet (a FleetConfig, which LoadFleetConfig reads from the
+// monitor's configuration file and the environment) makes the monitor a
+// fleet agent (fleet.go): collection rules (package rules) applied to
+// every process the Source lists, their artifacts shipped by the egress
+// providers (package egress: a directory, S3), and telemetry pushed
+// (package telemetry: OTLP metrics, logs and profiles, Prometheus remote
+// write, Pyroscope). New builds every provider and exporter first and
+// refuses a configuration it cannot run whole (a *rules.ConfigError naming
+// each key). The rules' counter triggers and the pushed metrics are fed
+// by the /metrics collector's sessions (observeRules, observeSeries; the
+// counters the rules name are added to its sessions); the rules' event
+// triggers, the OTLP logs and the continuous profiles open sessions of
+// their own whose commands take the process's turn, and the rules' actions
+// take it around each command they send (rules.Options.Turn). The engine
+// and the exporters' counts are on /metrics. CurrentPrivileges and
+// Privileges.Notes say what the monitor's user and capabilities reach.
 //
 // Processes come from a Source: LocalSource discovers the processes of this
 // machine (transport.Discover), ReverseSource lists the runtimes connected to

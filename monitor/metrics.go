@@ -349,6 +349,9 @@ func (c *collector) meterWork(ctx context.Context, pm *procMetrics) {
 // wanted tells whether someone read the process's values recently; c.mu
 // is held.
 func (c *collector) wanted(pm *procMetrics) bool {
+	if c.s.fleetReadsMeters() { // pushed telemetry, Meter triggers (fleet.go)
+		return true
+	}
 	return !pm.lastRead.IsZero() && time.Since(pm.lastRead) < c.s.cfg.MetricsIdle
 }
 
@@ -444,6 +447,7 @@ func (c *collector) read(pid int) {
 
 // record keeps a sample of the process; c.mu is held.
 func (c *collector) record(pm *procMetrics, sm *counters.Sample) {
+	c.s.observeRules(pm.p.PID, sm) // every sample: the rules' triggers (fleet.go)
 	for t := range pm.taps {
 		if len(t.samples) < t.max {
 			t.samples = append(t.samples, *sm)
@@ -465,6 +469,7 @@ func (c *collector) record(pm *procMetrics, sm *counters.Sample) {
 		}
 		pm.hist.dropEventCounters(sm.Provider)
 	}
+	c.s.observeSeries(pm.p.PID, sm) // what /metrics keeps: the telemetry pushed (fleet.go)
 	key := seriesKey{sm.Provider + "/" + sm.Name, sm.TagString()}
 	ms := pm.series[key]
 	if ms == nil {

@@ -149,7 +149,7 @@ func liveProfileStatus(err error) int {
 // cut the profile short (the cap, a damaged stream, a process that ended
 // the session, a partial rundown). When ctx ends first it returns ctx's
 // error, the session abandoned.
-func liveProfile(ctx context.Context, c *diag.Client, d time.Duration, m profile.MeasureInfo, cfg profile.Config, maxBytes int64) (*profile.Profile, []string, error) {
+func liveProfile(ctx context.Context, c eventpipe.Tracer, d time.Duration, m profile.MeasureInfo, cfg profile.Config, maxBytes int64) (*profile.Profile, []string, error) {
 	plan, err := eventpipe.Compose(eventpipe.Request{Providers: m.Providers})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errProfilePlan, err)

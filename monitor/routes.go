@@ -52,6 +52,15 @@ var (
 	queryTimeout       = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
 	querySample        = Param{"sample", "query", "what the profile weighs: " + strings.Join(profile.Measures(), ", ") + " (default wall; see clrdiag trace convert --help)"}
 	queryProfileFormat = Param{"format", "query", strings.Join(weighted.FormatNames(), ", ") + " (default " + DefaultProfileFormat + "; chromium draws time: wall, cpu, contention)"}
+	queryLogLevel      = Param{"level", "query", "lowest level: Trace, Debug, Information (default), Warning, Error or Critical"}
+	queryLogFilter     = Param{"filter", "query", "CATEGORY:LEVEL for a category, or a prefix ending in '*' (repeatable)"}
+	queryLogApp        = Param{"useAppFilters", "query", "true: the application's own Logging:LogLevel settings for categories no filter names"}
+	queryLogFormat     = Param{"format", "query", "json (one object a line, the default), json-seq or text (dotnet-monitor's Accept header works too)"}
+	queryPIDFilter     = Param{"pid", "query", "only this process"}
+	pathRule           = Param{"name", "path", "a collection rule's name"}
+	pathOperation      = Param{"id", "path", "an operation id (see GET /operations)"}
+	pathProcess        = Param{"process", "path", "a pid, or the name of one process (stable across restarts)"}
+	querySeconds       = Param{"seconds", "query", "how long to profile, in seconds (default 30): the ?seconds= scrapers add for delta profiles"}
 )
 
 // routeTable returns every route, in the order GET / lists them (a
@@ -80,6 +89,31 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/processes/{pid}/profile", Summary: "a profile of the process over a duration: CPU samples, allocations, lock waits or exceptions by stack",
 			Params:  []Param{pathPID, queryDuration, querySample, queryProfileFormat},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.profile) }},
+		{Method: "GET", Path: "/processes/{pid}/logs", Summary: "the process's ILogger messages (Microsoft-Extensions-Logging), streamed as they come for a duration (default 30s)",
+			Params:  []Param{pathPID, queryDuration, queryLogLevel, queryLogFilter, queryLogApp, queryLogFormat},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcessTurn(s.processLogs, false) }},
+		{Method: "GET", Path: "/collectionrules", Summary: "the state of every collection rule for every process it applies to: Running, ActionExecuting, Throttled or Finished, with the last trigger (JSON)",
+			Params: []Param{queryPIDFilter}, Note: "dotnet-monitor answers an object of rule names for one process; this is a list over every process",
+			handler: func(s *Server) http.HandlerFunc { return s.collectionRules }},
+		{Method: "GET", Path: "/collectionrules/{name}", Summary: "one collection rule's state for every process it applies to (JSON)", Params: []Param{pathRule, queryPIDFilter},
+			handler: func(s *Server) http.HandlerFunc { return s.collectionRules }},
+		{Method: "GET", Path: "/operations", Summary: "the artifact-producing actions of the rules (traces, dumps, ...): status, local artifact, egress provider and where it went (JSON)",
+			Params:  []Param{queryPIDFilter},
+			handler: func(s *Server) http.HandlerFunc { return s.operations }},
+		{Method: "GET", Path: "/operations/{id}", Summary: "one operation's status and egress result (JSON)", Params: []Param{pathOperation},
+			handler: func(s *Server) http.HandlerFunc { return s.operation }},
+		{Method: "DELETE", Path: "/operations/{id}", Summary: "cancel a running operation (the rest of its rule's actions are skipped); answers it once ended, or 202",
+			Params:  []Param{pathOperation},
+			handler: func(s *Server) http.HandlerFunc { return s.cancelOperation }},
+		{Method: "GET", Path: "/pprof/{process}/profile", Summary: "a CPU profile of N seconds as gzipped pprof, for Pyroscope/Alloy, Parca and go tool pprof to scrape",
+			Params:  []Param{pathProcess, querySeconds},
+			handler: func(s *Server) http.HandlerFunc { return s.pprofRoute(profile.MeasureWall) }},
+		{Method: "GET", Path: "/pprof/{process}/alloc", Summary: "an allocation profile of N seconds (gzipped pprof)", Params: []Param{pathProcess, querySeconds},
+			handler: func(s *Server) http.HandlerFunc { return s.pprofRoute("alloc") }},
+		{Method: "GET", Path: "/pprof/{process}/contention", Summary: "a lock-wait profile of N seconds (gzipped pprof)", Params: []Param{pathProcess, querySeconds},
+			handler: func(s *Server) http.HandlerFunc { return s.pprofRoute("contention") }},
+		{Method: "GET", Path: "/pprof/{process}/exceptions", Summary: "the exceptions thrown in N seconds, by stack and type (gzipped pprof)", Params: []Param{pathProcess, querySeconds},
+			handler: func(s *Server) http.HandlerFunc { return s.pprofRoute("exceptions") }},
 		{Method: "GET", Path: "/metrics", Summary: "Prometheus exposition of every process's counters: System.Runtime, ASP.NET Core requests and --metrics-counters (unless --no-metrics)"},
 		{Method: "GET", Path: "/ui/", Summary: "the dashboard, for a browser: processes, live counter charts, CPU profiles and heap snapshots as flame graphs, stacks, dumps",
 			Note: "signs a browser in with a cookie: open the Dashboard link the monitor printed (/ui/login?token=...), or give the API key at /ui/login"},
@@ -106,6 +140,9 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/gcdump", Summary: "as GET /processes/{pid}/gcdump", Params: []Param{queryPID, queryName, queryTimeout}, DotnetMonitor: true,
 			Note:    "egressProvider= is not accepted",
 			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.gcdump, nil) }},
+		{Method: "GET", Path: "/logs", Summary: "as GET /processes/{pid}/logs", Params: []Param{queryPID, queryName, queryDuration, queryLogLevel, queryLogFilter, queryLogApp, queryLogFormat}, DotnetMonitor: true,
+			Note:    "level= defaults to Information (dotnet-monitor's to the application's levels: give useAppFilters=true); POST /logs with a filter body and egressProvider= are not accepted",
+			handler: func(s *Server) http.HandlerFunc { return s.byQueryTurn(s.processLogs, nil, false) }},
 		{Method: "GET", Path: "/info", Summary: "the monitor itself: version and diagnostic port mode (JSON)", DotnetMonitor: true,
 			handler: func(s *Server) http.HandlerFunc { return s.monitorInfo }},
 	}
@@ -327,5 +364,7 @@ func (s *Server) monitorInfo(w http.ResponseWriter, _ *http.Request) {
 	if _, ok := s.cfg.Source.(*ReverseSource); ok {
 		mode = "Listen"
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"version": s.cfg.Version, "diagnosticPortMode": mode})
+	info := map[string]any{"version": s.cfg.Version, "diagnosticPortMode": mode}
+	s.fleetInfo(info) // rules, egress, telemetry (fleet.go)
+	writeJSON(w, http.StatusOK, info)
 }

@@ -44,7 +44,7 @@ func TestIndexListsEveryRoute(t *testing.T) {
 				t.Errorf("%s %s: parameter %+v", rt.Method, rt.Path, p)
 			}
 		}
-		path := strings.ReplaceAll(rt.Path, "{pid}", "61")
+		path := strings.NewReplacer("{pid}", "61", "{process}", "app", "{id}", "nosuch", "{name}", "nosuch").Replace(rt.Path)
 		q := []string{}
 		if rt.DotnetMonitor && rt.Path != "/info" {
 			q = append(q, "pid=61")
@@ -55,6 +55,8 @@ func TestIndexListsEveryRoute(t *testing.T) {
 				q = append(q, "duration=300ms")
 			case "timeout":
 				q = append(q, "timeout=1s")
+			case "seconds":
+				q = append(q, "seconds=1")
 			}
 		}
 		if len(q) > 0 {
@@ -71,7 +73,10 @@ func TestIndexListsEveryRoute(t *testing.T) {
 		}
 		resp.Body.Close()
 		cancel()
-		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		// A 404 of the route's own handler (JSON: no such operation or
+		// rule) shows the route is served; the mux's is plain text.
+		handled := strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")
+		if resp.StatusCode == http.StatusNotFound && !handled || resp.StatusCode == http.StatusMethodNotAllowed {
 			t.Errorf("%s %s is listed but answers %d", rt.Method, path, resp.StatusCode)
 		}
 	}
@@ -152,8 +157,9 @@ func TestDotnetMonitorSpellings(t *testing.T) {
 	}
 }
 
-// Every error is JSON, also for a path no route serves (issue 31: /logs
-// answered a plain-text 404) and a method a route does not take.
+// Every error is JSON, also for a path no route serves (issue 31: a path
+// with no route answered a plain-text 404) and a method a route does not
+// take.
 func TestErrorsAreJSON(t *testing.T) {
 	hs := serve(t, monitor.Config{NoMetrics: true, Source: monitor.StaticSource{}})
 	for _, tt := range []struct {
@@ -161,7 +167,8 @@ func TestErrorsAreJSON(t *testing.T) {
 		code         int
 		allow, msg   string
 	}{
-		{"GET", "/logs", 404, "", "no route GET /logs (GET / lists the routes)"},
+		{"GET", "/parameters", 404, "", "no route GET /parameters (GET / lists the routes)"},
+		{"GET", "/logs", 400, "", "give the process as ?pid=N or ?name=NAME (see GET /processes)"},
 		{"GET", "/processes/1/dump", 405, "POST", "GET /processes/1/dump: this path takes POST (GET / lists the routes)"},
 		{"POST", "/processes", 405, "GET", "POST /processes: this path takes GET (GET / lists the routes)"},
 		{"GET", "/metrics", 404, "", "/metrics is off: the monitor runs with --no-metrics"},

@@ -162,8 +162,16 @@ type Config struct {
 	// Now returns the current time (for dump names); nil means time.Now.
 	Now func() time.Time
 	// Logger receives what the /metrics collector does in the background:
-	// a counters session lost, stalled or reopened. nil discards it.
+	// a counters session lost, stalled or reopened, and every trigger and
+	// action of the collection rules. nil discards it.
 	Logger *slog.Logger
+	// Fleet adds collection rules, egress and telemetry (FleetConfig,
+	// fleet.go); nil runs none.
+	Fleet *FleetConfig
+	// ArtifactDir is where the rules' actions write their artifacts
+	// (the target writes dumps there itself: give a path it can write);
+	// "" means DumpDir, else a private directory the monitor makes.
+	ArtifactDir string
 
 	// AllowedHosts are the host names, besides IP addresses and localhost,
 	// that requests may name in their Host header ("*": any). Any other
@@ -206,7 +214,8 @@ type Server struct {
 	metrics   *collector      // nil with NoMetrics
 	specs     []counters.Spec // Config.MetricsCounters parsed
 	log       *slog.Logger
-	ui        *ui // the dashboard, /ui/ (ui.go)
+	ui        *ui    // the dashboard, /ui/ (ui.go)
+	fleet     *fleet // rules, egress, telemetry (fleet.go); nil without Config.Fleet
 	closeOnce sync.Once
 }
 
@@ -273,6 +282,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), locks: map[int]chan struct{}{}, log: logger, guard: g, specs: specs}
 	s.registerRoutes() // routes.go: the table GET / lists
+	if cfg.Fleet != nil && !cfg.Fleet.Empty() {
+		if s.fleet, err = newFleet(s); err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.NoMetrics {
 		c := &collector{s: s, desc: newCollectorDescs()}
 		if err := s.reg.Register(c); err != nil {
@@ -283,6 +297,9 @@ func New(cfg Config) (*Server, error) {
 		c.start()
 	}
 	s.ui = newUI(s)
+	if s.fleet != nil {
+		s.fleet.start()
+	}
 	return s, nil
 }
 
@@ -293,6 +310,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.ui.close()
+		if s.fleet != nil {
+			s.fleet.stop()
+		}
 		if s.metrics != nil {
 			s.metrics.stop()
 		}
@@ -333,6 +353,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "cpu-usage > 80", not \u003e
 	_ = enc.Encode(v)
 }
 
@@ -533,7 +554,7 @@ func (s *Server) writeDump(w http.ResponseWriter, r *http.Request, p Process, re
 	}
 	// createdump makes the file world-readable: a dump holds secrets.
 	if _, err := safefile.Seal(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		writeError(w, http.StatusInternalServerError, fmt.Errorf("the dump at %s is not safe to keep: %w", path, err))
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("the dump at %s is not safe to keep: %w", path, safefile.SealAdvice(path, err)))
 		return
 	}
 	res.path, res.name = path, name

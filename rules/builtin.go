@@ -365,7 +365,7 @@ func (a *collectDump) Run(ctx context.Context, r *Run) (Outputs, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("the runtime reported the dump written but %s is not there: the target sees another file system (a container?); give the monitor an artifact directory both can see", path)
 		}
-		return nil, fmt.Errorf("the dump at %s is not safe to keep: %w", path, err)
+		return nil, fmt.Errorf("the dump at %s is not safe to keep: %w", path, safefile.SealAdvice(path, err))
 	}
 	where, err := r.Store(ctx, Artifact{Path: path, Kind: "dump", ContentType: "application/octet-stream"})
 	if err != nil {

@@ -3,8 +3,10 @@ package rules
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,10 @@ type Config struct {
 	// Egress lists the egress providers the configuration declares
 	// (Egress:<Kind>:<Name>), as Kind/Name; actions may name them.
 	Egress []EgressProvider
+	// Ignored lists the top-level sections that nothing read (the other
+	// sections of a dotnet-monitor settings file: Urls, Metrics, ...),
+	// for a warning.
+	Ignored []string
 }
 
 // EgressProvider is one provider declared under Egress:<Kind>:<Name>.
@@ -137,6 +143,13 @@ type LoadOptions struct {
 	// besides those the configuration itself declares under Egress
 	// (provider names are compared without regard to case).
 	EgressProviders []string
+	// Sections read other top-level sections of the same configuration
+	// (the monitor reads Egress's settings and Telemetry this way), by
+	// section name: each function is called with the section's Settings
+	// (empty when the section is absent) and reports its errors there,
+	// with the rules' own, so that one ConfigError names them all. These
+	// sections are read from the environment too (SECTION__KEY=value).
+	Sections map[string]func(*Settings)
 }
 
 // Source is one input of a configuration.
@@ -186,7 +199,7 @@ func Load(srcs []Source, opt LoadOptions) (*Config, error) {
 		case "yaml", "yml", "":
 			err = root.parseYAML(s.Data, s.Name)
 		case "env":
-			root.parseEnv(s.Environ)
+			root.parseEnv(s.Environ, slices.Collect(maps.Keys(opt.Sections)))
 		default:
 			err = fmt.Errorf("%s: unknown format %q (json, yaml or env)", s.Name, s.Format)
 		}
@@ -217,6 +230,23 @@ func Load(srcs []Source, opt LoadOptions) (*Config, error) {
 		r := readRule(rn, b, reg, defaults, egress)
 		if r != nil {
 			cfg.Rules = append(cfg.Rules, r)
+		}
+	}
+	names := slices.Sorted(maps.Keys(opt.Sections))
+	for _, name := range names {
+		n := root.child(name)
+		if n == nil {
+			n = newNode(name)
+		}
+		opt.Sections[name](newSettings(n, n.name, b))
+	}
+	for _, k := range root.kids() {
+		read := false
+		for _, s := range append([]string{"CollectionRules", "CollectionRuleDefaults", "Egress"}, names...) {
+			read = read || strings.EqualFold(k.name, s)
+		}
+		if !read {
+			cfg.Ignored = append(cfg.Ignored, k.name)
 		}
 	}
 	if len(b.errs) > 0 {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -808,3 +809,33 @@ func (e *Engine) Status() []RuleStatus {
 
 // ErrNoProcess is returned for a pid the engine does not know.
 var ErrNoProcess = errors.New("rules: no such process")
+
+// CounterSpecs are the counters that the counter triggers of every rule
+// read, whatever the rules' filters: one Spec per provider (EventCounters
+// and Meters apart), for a caller that keeps one counters session per
+// process for all of them (the monitor's /metrics collector).
+func (c *Config) CounterSpecs() []counters.Spec {
+	specs := map[string]*counters.Spec{}
+	var order []string
+	for _, r := range c.Rules {
+		t := r.Trigger.Counter
+		if t == nil {
+			continue
+		}
+		key := strings.ToLower(t.Provider) + "\x00" + strconv.FormatBool(t.Meter)
+		sp := specs[key]
+		if sp == nil {
+			sp = &counters.Spec{Provider: t.Provider, EventCountersOnly: !t.Meter}
+			specs[key] = sp
+			order = append(order, key)
+		}
+		if !slices.ContainsFunc(sp.Counters, func(n string) bool { return strings.EqualFold(n, t.Name) }) {
+			sp.Counters = append(sp.Counters, t.Name)
+		}
+	}
+	out := make([]counters.Spec, 0, len(order))
+	for _, k := range order {
+		out = append(out, *specs[k])
+	}
+	return out
+}

@@ -280,6 +280,18 @@ func (s *Settings) Map(key string) map[string]string {
 	return out
 }
 
+// Keys lists the keys of the section as they were written (first-seen
+// order; numeric order for an array), for sections whose keys are names
+// (Egress:S3Storage:<name>). Listing them reads none: read each with
+// Section or a getter.
+func (s *Settings) Keys() []string {
+	var out []string
+	for _, k := range s.n.kids() {
+		out = append(out, k.name)
+	}
+	return out
+}
+
 // Section returns the settings below key (an empty section when missing).
 func (s *Settings) Section(key string) *Settings {
 	c := s.lookup(key)

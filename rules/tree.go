@@ -271,9 +271,9 @@ var envSections = []string{"CollectionRules", "CollectionRuleDefaults", "Egress"
 // parseEnv adds the variables of environ ("KEY=value") that belong to the
 // rule configuration: KEY is DotnetMonitor_SECTION__A__B or SECTION__A__B
 // (":" is accepted for "__"), SECTION one of CollectionRules,
-// CollectionRuleDefaults and Egress. The prefixed form wins over the plain
-// one.
-func (n *node) parseEnv(environ []string) {
+// CollectionRuleDefaults and Egress, or of extra (the sections of
+// LoadOptions.Sections). The prefixed form wins over the plain one.
+func (n *node) parseEnv(environ []string, extra []string) {
 	var plain, prefixed [][2]string
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
@@ -288,6 +288,11 @@ func (n *node) parseEnv(environ []string) {
 		sect, _, _ := strings.Cut(k, ":")
 		known := false
 		for _, s := range envSections {
+			if strings.EqualFold(sect, s) {
+				known = true
+			}
+		}
+		for _, s := range extra {
 			if strings.EqualFold(sect, s) {
 				known = true
 			}

@@ -21,6 +21,10 @@ type WatchConfig struct {
 	// Turn, when set, is taken around the commands that open and stop the
 	// sessions (counters.FollowConfig.Turn).
 	Turn func(ctx context.Context) (release func(), err error)
+	// NoCounters leaves the counter triggers to the caller, who feeds
+	// them with Sample from a counters session of its own (the monitor's
+	// /metrics collector): Watch then opens only the events session.
+	NoCounters bool
 }
 
 // Run calls Tick every second until ctx ends.
@@ -43,14 +47,17 @@ func (e *Engine) Run(ctx context.Context) {
 // backoff when it fails, until ctx ends (it then returns ctx.Err()) or the
 // process is removed (then nil). A process whose rules need neither
 // returns at once.
-// The monitor, which already reads counters, may instead call Sample
-// itself.
+// The monitor, which already reads counters, calls Sample itself
+// (WatchConfig.NoCounters).
 func (e *Engine) Watch(ctx context.Context, pid int, wc WatchConfig) error {
 	pr := e.proc(pid)
 	if pr == nil {
 		return fmt.Errorf("%w: %d", ErrNoProcess, pid)
 	}
 	n := e.Needs(pid)
+	if wc.NoCounters {
+		n.Counters = nil
+	}
 	if len(n.Counters) == 0 && len(n.Providers) == 0 {
 		return nil
 	}

@@ -181,7 +181,8 @@ func newMonitorCmd(e *env) *cobra.Command {
 		queueTimeout, idleTimeout               time.Duration
 		metricsCounters                         string
 		metricsIdle                             time.Duration
-		checkConfig                             string
+		checkConfig, configPath, artifactDir    string
+		logFormat                               string
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor",
@@ -203,7 +204,12 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"nobody reads.\n" +
 			"/ui/ is a dashboard for a browser: processes, live counter charts, CPU profiles and heap\n" +
 			"snapshots as flame graphs, stacks, dumps. Open the 'Dashboard:' link printed at start (it\n" +
-			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n\n" +
+			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n" +
+			"--config FILE (YAML or JSON) adds collection rules in dotnet-monitor's model, egress providers\n" +
+			"(a directory, S3) and telemetry pushed over OTLP, Prometheus remote write and to Pyroscope;\n" +
+			"CollectionRules__..., Egress__... and Telemetry__... environment variables set the same keys.\n" +
+			"A configuration with any mistake stops the monitor before it starts (exit 2, every key named);\n" +
+			"--check-config only checks and lists it. See GET /collectionrules and GET /operations.\n\n" +
 			"Against hostile clients: requests must name the server by IP address or localhost in\n" +
 			"their Host header (others: --allowed-hosts), cross-origin browser requests are refused\n" +
 			"(--cors-origin allows an origin), at most --max-connections connections are held at\n" +
@@ -217,15 +223,27 @@ func newMonitorCmd(e *env) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if checkConfig != "" {
-				// Validate the collection rules only (the environment's
-				// CollectionRules__... variables apply over the file).
-				cfg, err := rules.LoadFile(checkConfig, os.Environ(), rules.LoadOptions{})
-				if errors.Is(err, rules.ErrConfig) {
-					return usageErrorf("%s: %w", checkConfig, err)
-				} else if err != nil {
-					return &ExitError{Code: exitIO, Err: err}
+				// Validate the configuration only (the environment's
+				// CollectionRules__..., Egress__... and Telemetry__...
+				// variables apply over the file).
+				fc, err := loadMonitorConfig(checkConfig)
+				if err != nil {
+					return err
 				}
-				return cfg.WriteListing(e.stdout)
+				return fc.WriteListing(e.stdout)
+			}
+			logger, err := monitorLogger(e, logFormat)
+			if err != nil {
+				return err
+			}
+			fleet, err := loadMonitorConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if !fleet.Empty() || len(fleet.Ignored) > 0 {
+				if err := fleet.WriteListing(e.stderr); err != nil {
+					return err
+				}
 			}
 			ctx := cmd.Context()
 			addr, wantTLS, err := monitorAddr(urls)
@@ -267,7 +285,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			}
 			cfg := httpmon.Config{APIKey: key, NoAuth: noAuth, DumpDir: dumpDir, DumpTimeout: dumpTimeout, Version: versionString(),
 				MetricsWindow: metricsWindow, DiscoveryInterval: discovery, NoMetrics: noMetrics, MetricsCounters: httpmon.DefaultMetricsCounters, MetricsIdle: metricsIdle,
-				Logger:       slog.New(slog.NewTextHandler(e.stderr, nil)),
+				Logger: logger, Fleet: fleet, ArtifactDir: artifactDir,
 				AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, MaxConns: maxConns,
 				QueueTimeout: queueTimeout, IdleTimeout: idleTimeout}
 			if metricsIdle <= 0 {
@@ -306,12 +324,18 @@ func newMonitorCmd(e *env) *cobra.Command {
 			}
 			m, err := httpmon.New(cfg)
 			if err != nil {
+				if configPath != "" && errors.Is(err, rules.ErrConfig) {
+					return usageErrorf("%s: %w", configPath, err)
+				}
 				return usageError(err)
 			}
 			defer m.Close() // stops the counters sessions of /metrics
 			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 			if err != nil {
 				return listenError(addr, urls, err)
+			}
+			for _, n := range httpmon.CurrentPrivileges().Notes() {
+				fmt.Fprintln(e.stderr, "note: "+n)
 			}
 			fmt.Fprintf(e.stderr, "Listening on %s://%s\n", scheme, ln.Addr())
 			fmt.Fprintf(e.stderr, "Dashboard: %s%s\n", dashboardBase(scheme, ln.Addr()), m.DashboardPath())
@@ -338,7 +362,10 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.IntVar(&maxConns, "max-connections", httpmon.DefaultMaxConns, "connections held at once; a new one replaces the oldest that is not in a request, or waits")
 	fl.DurationVar(&queueTimeout, "queue-timeout", httpmon.DefaultQueueTimeout, "how long a request waits for its process's turn before 503 Service Unavailable")
 	fl.DurationVar(&idleTimeout, "idle-timeout", httpmon.DefaultIdleTimeout, "close keep-alive connections idle for this long")
-	fl.StringVar(&checkConfig, "check-config", "", "only validate the collection rules of this YAML or JSON file (and CollectionRules__... environment variables), list them and exit: 2 names every bad setting")
+	fl.StringVar(&checkConfig, "check-config", "", "only validate this configuration file (as --config, with the environment's variables), list what it sets up and exit: 2 names every bad setting")
+	fl.StringVar(&configPath, "config", "", "collection rules, egress providers and telemetry (YAML, or JSON when FILE ends in .json; CollectionRules__..., Egress__... and Telemetry__... environment variables apply over it, also without a file)")
+	fl.StringVar(&artifactDir, "artifact-dir", "", "where the rules' actions write artifacts before egress (the target writes dumps there: a path it can write; default --dump-dir, else a private temporary directory)")
+	fl.StringVar(&logFormat, "log-format", "text", "the monitor's log on stderr (sessions, every rule trigger and action): text or json (one object a line)")
 	cmd.AddCommand(newMonitorGenerateKeyCmd(e))
 	return cmd
 }
@@ -380,6 +407,34 @@ func newMonitorGenerateKeyCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the key to this file (created mode 0600) instead of printing it")
 	addForceFlag(cmd, &force)
 	return cmd
+}
+
+// loadMonitorConfig reads the monitor's configuration file (none when
+// path is "") and the environment's variables of its sections; a
+// configuration that cannot be used is a usage error (exit 2) naming
+// every key at fault.
+func loadMonitorConfig(path string) (*httpmon.FleetConfig, error) {
+	fc, err := httpmon.LoadFleetConfig(path, os.Environ())
+	switch {
+	case errors.Is(err, rules.ErrConfig) && path != "":
+		return nil, usageErrorf("%s: %w", path, err)
+	case errors.Is(err, rules.ErrConfig):
+		return nil, usageErrorf("the environment's configuration variables: %w", err)
+	case err != nil:
+		return nil, &ExitError{Code: exitIO, Err: err}
+	}
+	return fc, nil
+}
+
+// monitorLogger is the monitor's log on stderr in --log-format.
+func monitorLogger(e *env, format string) (*slog.Logger, error) {
+	switch strings.ToLower(format) {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(e.stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, nil)), nil
+	}
+	return nil, usageErrorf("--log-format %q: give text or json", format)
 }
 
 // resumeArrivals names each runtime that connects to the monitor's socket
