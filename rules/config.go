@@ -341,7 +341,7 @@ func readRule(n *node, b *binder, reg *Registry, d defaults, egress map[string]b
 		}
 	}
 	if !s.Has("Trigger") {
-		s.Errorf("Trigger", "required: every rule needs a trigger (Type: Startup, EventCounter, EventMeter, AspNetRequestCount, AspNetRequestDuration, AspNetResponseStatus or EventPipeEvent)")
+		s.Errorf("Trigger", "required: every rule needs a trigger (Type: Startup, EventCounter, EventMeter, AspNetRequestCount, AspNetRequestDuration, AspNetResponseStatus, EventPipeEvent, CPUUsage, GCHeapSize or ThreadpoolQueueLength)")
 	} else {
 		r.Trigger = readTrigger(s.Section("Trigger"), d)
 	}

@@ -21,10 +21,39 @@ const (
 	// TriggerEventPipeEvent is clrdiag's: an event of any EventPipe
 	// provider, optionally with given payload values.
 	TriggerEventPipeEvent = "EventPipeEvent"
+	// The shortcuts: EventCounter triggers on a System.Runtime counter
+	// with dotnet-monitor's defaults and ranges (shortcuts below).
+	TriggerCPUUsage              = "CPUUsage"
+	TriggerGCHeapSize            = "GCHeapSize"
+	TriggerThreadpoolQueueLength = "ThreadpoolQueueLength"
 )
 
 var triggerTypes = []string{TriggerStartup, TriggerEventCounter, TriggerEventMeter, TriggerAspNetRequestCount,
-	TriggerAspNetRequestDuration, TriggerAspNetResponseStatus, TriggerEventPipeEvent}
+	TriggerAspNetRequestDuration, TriggerAspNetResponseStatus, TriggerEventPipeEvent,
+	TriggerCPUUsage, TriggerGCHeapSize, TriggerThreadpoolQueueLength}
+
+// shortcut is a trigger type that stands for an EventCounter trigger on
+// one System.Runtime counter: dotnet-monitor's trigger shortcuts.
+type shortcut struct {
+	counter string
+	// greaterThan is GreaterThan's default when neither threshold is
+	// given; max bounds both thresholds (0: none).
+	greaterThan float64
+	max         float64
+	unit        string
+}
+
+// shortcuts are the trigger shortcuts by type. The counters are
+// EventCounters of System.Runtime, which every runtime from .NET Core 3.0
+// publishes (on .NET 9 and later next to the System.Runtime Meter, whose
+// instruments measure other things: dotnet.process.cpu.time is seconds of
+// CPU, dotnet.gc.last_collection.heap.size one generation after a
+// collection): the trigger reads the same counter everywhere.
+var shortcuts = map[string]shortcut{
+	TriggerCPUUsage:              {counter: "cpu-usage", greaterThan: 50, max: 100, unit: "percent"},
+	TriggerGCHeapSize:            {counter: "gc-heap-size", greaterThan: 10, unit: "MB"},
+	TriggerThreadpoolQueueLength: {counter: "threadpool-queue-length", greaterThan: 200, unit: "work items"},
+}
 
 // Trigger is what a rule watches for. Type says which; the matching field
 // holds its settings.
@@ -113,6 +142,8 @@ func readTrigger(s *Settings, d defaults) Trigger {
 	}
 	switch t.Type {
 	case TriggerStartup:
+	case TriggerCPUUsage, TriggerGCHeapSize, TriggerThreadpoolQueueLength:
+		t.Counter = readShortcut(st, shortcuts[t.Type], window)
 	case TriggerEventCounter, TriggerEventMeter:
 		c := &CounterTrigger{Meter: t.Type == TriggerEventMeter}
 		if c.Meter {
@@ -230,6 +261,37 @@ func readTrigger(s *Settings, d defaults) Trigger {
 	}
 	s.Done()
 	return t
+}
+
+// readShortcut reads the settings of a trigger shortcut: GreaterThan
+// (its default when LessThan is not given either), LessThan and
+// SlidingWindowDuration, the thresholds within the counter's range.
+func readShortcut(st *Settings, sc shortcut, window func() time.Duration) *CounterTrigger {
+	c := &CounterTrigger{Provider: "System.Runtime", Name: sc.counter}
+	c.GreaterThan = st.Float("GreaterThan")
+	c.LessThan = st.Float("LessThan")
+	c.Window = window()
+	if c.GreaterThan == nil && c.LessThan == nil && !st.Has("GreaterThan") && !st.Has("LessThan") {
+		g := sc.greaterThan
+		c.GreaterThan = &g
+	}
+	for _, th := range []struct {
+		key string
+		v   *float64
+	}{{"GreaterThan", c.GreaterThan}, {"LessThan", c.LessThan}} {
+		key, v := th.key, th.v
+		switch {
+		case v == nil:
+		case *v < 0:
+			st.Errorf(key, "%v is below 0: give a threshold in %s from 0", *v, sc.unit)
+		case sc.max > 0 && *v > sc.max:
+			st.Errorf(key, "%v is above %v: give a threshold in %s from 0 to %v", *v, sc.max, sc.unit, sc.max)
+		}
+	}
+	if c.GreaterThan != nil && c.LessThan != nil && *c.GreaterThan >= *c.LessThan {
+		st.Errorf("LessThan", "%v is not above GreaterThan %v: no value can be in that range", *c.LessThan, *c.GreaterThan)
+	}
+	return c
 }
 
 func parseKeywords(s string) (uint64, error) {
