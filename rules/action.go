@@ -44,7 +44,7 @@ type Artifact struct {
 	Path string
 	// Name is the file name it should have where it is stored.
 	Name string
-	// Kind says what it is: trace, dump, gcdump, stacks, logs, metrics.
+	// Kind says what it is: trace, dump, gcdump, stacks, logs, metrics, exceptions.
 	Kind        string
 	ContentType string
 	PID         int

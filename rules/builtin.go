@@ -17,6 +17,7 @@ import (
 	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/exceptions"
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
@@ -34,8 +35,9 @@ const (
 
 // DefaultActions returns a registry of the built-in action types:
 // CollectTrace, CollectDump, CollectGCDump, CollectStacks, CollectLogs,
-// CollectLiveMetrics, Execute, LoadProfiler, SetEnvironmentVariable and
-// GetEnvironmentVariable, with dotnet-monitor's settings.
+// CollectLiveMetrics, CollectExceptions, Execute, LoadProfiler,
+// SetEnvironmentVariable and GetEnvironmentVariable, with dotnet-monitor's
+// settings.
 func DefaultActions() *Registry {
 	r := NewRegistry()
 	art := []string{OutputEgressPath}
@@ -45,6 +47,7 @@ func DefaultActions() *Registry {
 	r.Register(ActionType{Name: "CollectStacks", Outputs: art, Artifact: true, New: newCollectStacks})
 	r.Register(ActionType{Name: "CollectLogs", Outputs: art, Artifact: true, New: newCollectLogs})
 	r.Register(ActionType{Name: "CollectLiveMetrics", Outputs: art, Artifact: true, New: newCollectLiveMetrics})
+	r.Register(ActionType{Name: "CollectExceptions", Outputs: art, Artifact: true, New: newCollectExceptions})
 	r.Register(ActionType{Name: "Execute", Outputs: []string{OutputExitCode}, New: newExecute})
 	r.Register(ActionType{Name: "LoadProfiler", New: newLoadProfiler})
 	r.Register(ActionType{Name: "SetEnvironmentVariable", New: newSetEnv})
@@ -553,6 +556,76 @@ func (a *collectLiveMetrics) Run(ctx context.Context, r *Run) (Outputs, error) {
 		err = cerr
 	}
 	return finish(ctx, r, f, path, "metrics", "application/json", err)
+}
+
+// ---- CollectExceptions
+
+// collectExceptions writes the exceptions the process throws during
+// Duration (from the trigger on; dotnet-monitor writes those its
+// in-process library has kept so far, which an EventPipe session cannot
+// see), filtered, as text or JSON.
+type collectExceptions struct {
+	cfg      exceptions.Config
+	format   string
+	duration time.Duration
+}
+
+func newCollectExceptions(s *Settings) (Action, error) {
+	a := &collectExceptions{}
+	a.format = s.Enum("Format", "PlainText", "PlainText", "NewlineDelimitedJson", "JsonSequence")
+	a.duration = s.Duration("Duration", 30*time.Second, time.Second, 24*time.Hour)
+	f := s.Section("Filters")
+	a.cfg.Filters.Include = readExceptionFilters(f, "Include")
+	a.cfg.Filters.Exclude = readExceptionFilters(f, "Exclude")
+	f.Done()
+	return a, nil
+}
+
+// readExceptionFilters reads a list of dotnet-monitor's ExceptionFilter:
+// ExceptionType, MethodName, TypeName, ModuleName, at least one of them.
+func readExceptionFilters(s *Settings, key string) []exceptions.Filter {
+	var out []exceptions.Filter
+	for _, e := range s.List(key) {
+		f := exceptions.Filter{ExceptionType: e.String("ExceptionType", false), MethodName: e.String("MethodName", false),
+			TypeName: e.String("TypeName", false), ModuleName: e.String("ModuleName", false)}
+		if f == (exceptions.Filter{}) {
+			e.Errorf("", "give ExceptionType, MethodName, TypeName or ModuleName (MethodName, TypeName and ModuleName compare the method that threw)")
+		}
+		e.Done()
+		out = append(out, f)
+	}
+	return out
+}
+
+func (a *collectExceptions) Run(ctx context.Context, r *Run) (Outputs, error) {
+	res, err := exceptions.Collect(ctx, r.Target, a.cfg, exceptions.CollectConfig{Duration: a.duration})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("exceptions: %w", err)
+	}
+	for _, w := range res.Warnings {
+		r.Logger.Warn("exceptions session", "warning", w)
+	}
+	ext, ctype := ".txt", "text/plain"
+	if a.format != "PlainText" {
+		ext, ctype = ".json", "application/x-ndjson"
+		if a.format == "JsonSequence" {
+			ctype = "application/json-seq"
+		}
+	}
+	f, path, err := artifactFile(r, ext)
+	if err != nil {
+		return nil, err
+	}
+	if a.format == "PlainText" {
+		err = exceptions.WriteText(f, res.Exceptions)
+	} else {
+		err = exceptions.WriteJSON(f, res.Exceptions, a.format == "JsonSequence")
+	}
+	r.Logger.Debug("exceptions collected", "thrown", res.Thrown, "written", len(res.Exceptions), "filtered", res.Filtered, "dropped", res.Dropped)
+	return finish(ctx, r, f, path, "exceptions", ctype, err)
 }
 
 // ---- Execute

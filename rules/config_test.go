@@ -196,7 +196,7 @@ func TestLoadErrors(t *testing.T) {
 		{"no actions", "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n",
 			[]string{"CollectionRules.R.Actions: required"}},
 		{"unknown action", strings.Replace(base, "CollectDump", "CollectMagic", 1),
-			[]string{`CollectionRules.R.Actions[0].Type: unknown action type "CollectMagic" (known: CollectDump, CollectGCDump`}},
+			[]string{`CollectionRules.R.Actions[0].Type: unknown action type "CollectMagic" (known: CollectDump, CollectExceptions, CollectGCDump`}},
 		{"bad dump type", strings.Replace(base, "{Type: CollectDump}", "{Type: CollectDump, Settings: {Type: Huge}}", 1),
 			[]string{`CollectionRules.R.Actions[0].Settings.Type: "Huge" is not one of Mini, Full, Triage, WithHeap`}},
 		{"unknown egress", strings.Replace(base, "{Type: CollectDump}", "{Type: CollectDump, Settings: {Egress: s3}}", 1),

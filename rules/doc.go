@@ -37,13 +37,16 @@
 // sliding window, from the Microsoft.AspNetCore DiagnosticListener's
 // request events, with IncludePaths/ExcludePaths globs); and
 // EventPipeEvent, clrdiag's own: an event of any provider (ProviderName,
-// EventName or EventId, PayloadFilter), Count times within a window.
+// EventName or EventId, PayloadFilter), Count times within a window. And
+// dotnet-monitor's shortcuts CPUUsage, GCHeapSize and
+// ThreadpoolQueueLength (EventCounter triggers on System.Runtime's
+// cpu-usage, gc-heap-size and threadpool-queue-length, with its defaults).
 //
 // Actions are types in a Registry (DefaultActions: CollectTrace,
 // CollectDump, CollectGCDump, CollectStacks, CollectLogs,
-// CollectLiveMetrics, Execute, LoadProfiler, SetEnvironmentVariable,
-// GetEnvironmentVariable); an ActionType's New reads its Settings and
-// returns an Action. Outputs of named actions (EgressPath, ExitCode,
+// CollectLiveMetrics, CollectExceptions, Execute, LoadProfiler,
+// SetEnvironmentVariable, GetEnvironmentVariable); an ActionType's New
+// reads its Settings and returns an Action. Outputs of named actions (EgressPath, ExitCode,
 // Value) are used by later ones as $(Actions.NAME.OUTPUT), checked at
 // load. An artifact goes to the Egress provider its action names, through
 // the Egress interface (the egress package), or stays in the artifact

@@ -74,3 +74,46 @@ func mustRead(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// The trigger shortcuts are listed as the counter triggers they stand for,
+// and a wrong setting of one exits 2 naming it.
+func TestMonitorCheckConfigShortcuts(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "rules.yaml")
+	os.WriteFile(good, []byte(`CollectionRules:
+  Cpu:
+    Trigger: {Type: CPUUsage, Settings: {GreaterThan: 80, SlidingWindowDuration: "00:00:10"}}
+    Actions: [{Type: CollectExceptions, Settings: {Duration: "00:00:20", Format: NewlineDelimitedJson}}]
+  Queue:
+    Trigger: {Type: ThreadpoolQueueLength}
+    Actions: [{Type: CollectStacks}]
+`), 0o600)
+	code, stdout, stderr := run(t, "monitor", "--check-config", good)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Cpu: CPUUsage System.Runtime/cpu-usage > 80 for 00:00:10 -> CollectExceptions",
+		"Queue: ThreadpoolQueueLength System.Runtime/threadpool-queue-length > 200 for 00:01:00 -> CollectStacks"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("listing lacks %q:\n%s", want, stdout)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`CollectionRules:
+  Heap:
+    Trigger: {Type: GCHeapSize, Settings: {CounterName: gc-heap-size, LessThan: -1}}
+    Actions: [{Type: CollectExceptions, Settings: {Format: Xml, Filters: {Include: [{ExceptionTyp: X}]}}}]
+`), 0o600)
+	code, stdout, stderr = run(t, "monitor", "--check-config", bad)
+	if code != 2 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	for _, want := range []string{"CollectionRules.Heap.Trigger.Settings.CounterName: unknown setting",
+		"CollectionRules.Heap.Trigger.Settings.LessThan: -1 is below 0",
+		`CollectionRules.Heap.Actions[0].Settings.Format: "Xml" is not one of`,
+		"CollectionRules.Heap.Actions[0].Settings.Filters.Include[0].ExceptionTyp: unknown setting: did you mean ExceptionType?"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
