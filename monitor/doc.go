@@ -24,6 +24,9 @@
 //	                                     folded or chromium
 //	GET  /processes/{pid}/logs?duration=&level=&filter=&format=
 //	                                     ILogger messages (package logs) streamed as they come
+//	GET  /processes/{pid}/exceptions?duration=&format=&exceptionType=&excludeExceptionType=
+//	                                     the exceptions thrown over the duration, one by one with
+//	                                     their stacks (package exceptions), at its end
 //	GET  /collectionrules[/{name}]?pid=  each collection rule's state per process (see Fleet)
 //	GET  /operations[/{id}]?pid=         the rules' artifact actions; DELETE /operations/{id} cancels
 //	GET  /pprof/{process}/{profile|alloc|contention|exceptions}?seconds=
@@ -34,8 +37,8 @@
 //
 // dotnet-monitor's spellings reach the same handlers, the process named by
 // ?pid= or ?name=: GET /process, /env, /dump (streams the dump back),
-// /trace (profile=Cpu, GcCollect), /livemetrics, /stacks, /gcdump, /logs, and
-// GET /info; duration is also accepted as durationSeconds. Routes (and
+// /trace (profile=Cpu, GcCollect), /livemetrics, /stacks, /gcdump, /logs,
+// /exceptions and GET /info; duration is also accepted as durationSeconds. Routes (and
 // GET /) say how each differs from dotnet-monitor's. The table of routes
 // is routes.go: a route added there is served and listed.
 //

@@ -41,26 +41,29 @@ type Route struct {
 
 // Parameters shared by several routes.
 var (
-	pathPID            = Param{"pid", "path", "process id (see GET /processes)"}
-	queryPID           = Param{"pid", "query", "process id; or name= (the process name, when one process has it)"}
-	queryName          = Param{"name", "query", "process name, instead of pid="}
-	queryDuration      = Param{"duration", "query", "how long: seconds or a Go duration (30s, 2m); durationSeconds= is the same in seconds"}
-	queryProfile       = Param{"profile", "query", "a clrdiag/dotnet-trace profile (see clrdiag trace list-profiles); dotnet-monitor's Cpu and GcCollect are accepted"}
-	queryProvider      = Param{"providers", "query", "providers in dotnet-trace syntax: Name[:keywords[:level[:args]]],..."}
-	queryDumpType      = Param{"type", "query", "full (default), heap, mini or triage; dotnet-monitor's Full, WithHeap, Mini, Triage too"}
-	queryFormat        = Param{"format", "query", "json (default) or text (as clrdiag stack prints it)"}
-	queryTimeout       = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
-	querySample        = Param{"sample", "query", "what the profile weighs: " + strings.Join(profile.Measures(), ", ") + " (default wall; see clrdiag trace convert --help)"}
-	queryProfileFormat = Param{"format", "query", strings.Join(weighted.FormatNames(), ", ") + " (default " + DefaultProfileFormat + "; chromium draws time: wall, cpu, contention)"}
-	queryLogLevel      = Param{"level", "query", "lowest level: Trace, Debug, Information (default), Warning, Error or Critical"}
-	queryLogFilter     = Param{"filter", "query", "CATEGORY:LEVEL for a category, or a prefix ending in '*' (repeatable)"}
-	queryLogApp        = Param{"useAppFilters", "query", "true: the application's own Logging:LogLevel settings for categories no filter names"}
-	queryLogFormat     = Param{"format", "query", "json (one object a line, the default), json-seq or text (dotnet-monitor's Accept header works too)"}
-	queryPIDFilter     = Param{"pid", "query", "only this process"}
-	pathRule           = Param{"name", "path", "a collection rule's name"}
-	pathOperation      = Param{"id", "path", "an operation id (see GET /operations)"}
-	pathProcess        = Param{"process", "path", "a pid, or the name of one process (stable across restarts)"}
-	querySeconds       = Param{"seconds", "query", "how long to profile, in seconds (default 30): the ?seconds= scrapers add for delta profiles"}
+	pathPID                   = Param{"pid", "path", "process id (see GET /processes)"}
+	queryPID                  = Param{"pid", "query", "process id; or name= (the process name, when one process has it)"}
+	queryName                 = Param{"name", "query", "process name, instead of pid="}
+	queryDuration             = Param{"duration", "query", "how long: seconds or a Go duration (30s, 2m); durationSeconds= is the same in seconds"}
+	queryProfile              = Param{"profile", "query", "a clrdiag/dotnet-trace profile (see clrdiag trace list-profiles); dotnet-monitor's Cpu and GcCollect are accepted"}
+	queryProvider             = Param{"providers", "query", "providers in dotnet-trace syntax: Name[:keywords[:level[:args]]],..."}
+	queryDumpType             = Param{"type", "query", "full (default), heap, mini or triage; dotnet-monitor's Full, WithHeap, Mini, Triage too"}
+	queryFormat               = Param{"format", "query", "json (default) or text (as clrdiag stack prints it)"}
+	queryTimeout              = Param{"timeout", "query", "bound on the heap walk: seconds or a Go duration (default 30s)"}
+	querySample               = Param{"sample", "query", "what the profile weighs: " + strings.Join(profile.Measures(), ", ") + " (default wall; see clrdiag trace convert --help)"}
+	queryProfileFormat        = Param{"format", "query", strings.Join(weighted.FormatNames(), ", ") + " (default " + DefaultProfileFormat + "; chromium draws time: wall, cpu, contention)"}
+	queryLogLevel             = Param{"level", "query", "lowest level: Trace, Debug, Information (default), Warning, Error or Critical"}
+	queryLogFilter            = Param{"filter", "query", "CATEGORY:LEVEL for a category, or a prefix ending in '*' (repeatable)"}
+	queryLogApp               = Param{"useAppFilters", "query", "true: the application's own Logging:LogLevel settings for categories no filter names"}
+	queryExceptionsFormat     = Param{"format", "query", "json (one object a line, the default), json-seq or text (dotnet-monitor's Accept header works too)"}
+	queryExceptionType        = Param{"exceptionType", "query", "keep only exceptions of this type (System.InvalidOperationException); repeatable"}
+	queryExcludeExceptionType = Param{"excludeExceptionType", "query", "leave out exceptions of this type; repeatable"}
+	queryLogFormat            = Param{"format", "query", "json (one object a line, the default), json-seq or text (dotnet-monitor's Accept header works too)"}
+	queryPIDFilter            = Param{"pid", "query", "only this process"}
+	pathRule                  = Param{"name", "path", "a collection rule's name"}
+	pathOperation             = Param{"id", "path", "an operation id (see GET /operations)"}
+	pathProcess               = Param{"process", "path", "a pid, or the name of one process (stable across restarts)"}
+	querySeconds              = Param{"seconds", "query", "how long to profile, in seconds (default 30): the ?seconds= scrapers add for delta profiles"}
 )
 
 // routeTable returns every route, in the order GET / lists them (a
@@ -92,6 +95,9 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/processes/{pid}/logs", Summary: "the process's ILogger messages (Microsoft-Extensions-Logging), streamed as they come for a duration (default 30s)",
 			Params:  []Param{pathPID, queryDuration, queryLogLevel, queryLogFilter, queryLogApp, queryLogFormat},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcessTurn(s.processLogs, false) }},
+		{Method: "GET", Path: "/processes/{pid}/exceptions", Summary: "the exceptions the process throws over a duration (default 30s), one by one: type, message, time, thread, stack; answered at the end",
+			Params:  []Param{pathPID, queryDuration, queryExceptionsFormat, queryExceptionType, queryExcludeExceptionType},
+			handler: func(s *Server) http.HandlerFunc { return s.withProcessTurn(s.processExceptions, false) }},
 		{Method: "GET", Path: "/collectionrules", Summary: "the state of every collection rule for every process it applies to: Running, ActionExecuting, Throttled or Finished, with the last trigger (JSON)",
 			Params: []Param{queryPIDFilter}, Note: "dotnet-monitor answers an object of rule names for one process; this is a list over every process",
 			handler: func(s *Server) http.HandlerFunc { return s.collectionRules }},
@@ -143,6 +149,10 @@ func routeTable() []Route {
 		{Method: "GET", Path: "/logs", Summary: "as GET /processes/{pid}/logs", Params: []Param{queryPID, queryName, queryDuration, queryLogLevel, queryLogFilter, queryLogApp, queryLogFormat}, DotnetMonitor: true,
 			Note:    "level= defaults to Information (dotnet-monitor's to the application's levels: give useAppFilters=true); POST /logs with a filter body and egressProvider= are not accepted",
 			handler: func(s *Server) http.HandlerFunc { return s.byQueryTurn(s.processLogs, nil, false) }},
+		{Method: "GET", Path: "/exceptions", Summary: "as GET /processes/{pid}/exceptions",
+			Params: []Param{queryPID, queryName, queryDuration, queryExceptionsFormat, queryExceptionType, queryExcludeExceptionType}, DotnetMonitor: true,
+			Note:    "the exceptions thrown from the request on, for the duration (dotnet-monitor answers at once with those its in-process library kept since the process started); no inner exceptions or module of the exception's type; egressProvider= is not accepted",
+			handler: func(s *Server) http.HandlerFunc { return s.byQueryTurn(s.processExceptions, nil, false) }},
 		{Method: "GET", Path: "/info", Summary: "the monitor itself: version and diagnostic port mode (JSON)", DotnetMonitor: true,
 			handler: func(s *Server) http.HandlerFunc { return s.monitorInfo }},
 	}
