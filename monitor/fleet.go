@@ -253,7 +253,7 @@ func (f *fleet) discover() {
 // ctx ends (the process ended, or the monitor stops).
 func (f *fleet) follow(ctx context.Context, fp *fleetProc) {
 	p := fp.p
-	client := diag.NewClient(p.Dialer, &diag.Config{Timeout: f.s.cfg.CommandTimeout})
+	client := clientOf(p, f.s.cfg.CommandTimeout)
 	info := rules.ProcessInfo{PID: p.PID, Name: p.Name, CommandLine: p.CommandLine, RuntimeVersion: f.runtimeVersion(ctx, client, p.PID)}
 	res := telemetry.ProcessResource(telemetry.Process{PID: p.PID, Name: p.Name, CommandLine: p.CommandLine, RuntimeVersion: info.RuntimeVersion}, nil)
 	f.mu.Lock()

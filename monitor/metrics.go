@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/counters"
-	"github.com/clrdiag/clrdiag/diag"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -231,7 +230,7 @@ func (c *collector) work(ctx context.Context, pm *procMetrics) {
 // sampled tells whether any sample arrived.
 func (c *collector) session(ctx context.Context, pm *procMetrics) (sampled bool, err error) {
 	pid := pm.p.PID
-	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
+	client := clientOf(pm.p, c.s.cfg.CommandTimeout)
 	started := false
 	err = counters.Follow(ctx, client, c.s.eventCountersConfig(), counters.FollowConfig{
 		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },
@@ -382,7 +381,7 @@ func (c *collector) meterSession(ctx context.Context, pm *procMetrics) error {
 			}
 		}
 	}()
-	client := diag.NewClient(pm.p.Dialer, &diag.Config{Timeout: c.s.cfg.CommandTimeout})
+	client := clientOf(pm.p, c.s.cfg.CommandTimeout)
 	var refused *counters.Warning
 	err := counters.Follow(mctx, client, c.s.metersConfig(pm.major), counters.FollowConfig{
 		Turn: func(ctx context.Context) (func(), error) { return c.s.lock(ctx, pid) },

@@ -18,6 +18,7 @@ import (
 	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/internal/procstate"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/stacks"
@@ -368,6 +369,8 @@ func statusOf(err error) int {
 		return http.StatusNotImplemented
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
+	case errors.Is(err, procstate.ErrStopped):
+		return http.StatusConflict // the process must continue first
 	default:
 		return http.StatusBadGateway
 	}
@@ -441,7 +444,7 @@ func (s *Server) withProcessTurn(h procHandler, turn bool) http.HandlerFunc {
 			}
 			defer unlock()
 		}
-		h(w, r, *p, diag.NewClient(p.Dialer, &diag.Config{Timeout: s.cfg.CommandTimeout}))
+		h(w, r, *p, clientOf(*p, s.cfg.CommandTimeout))
 	}
 }
 
@@ -547,7 +550,7 @@ func (s *Server) writeDump(w http.ResponseWriter, r *http.Request, p Process, re
 		writeError(w, http.StatusConflict, err)
 		return
 	}
-	dc := diag.NewClient(p.Dialer, &diag.Config{Timeout: s.cfg.DumpTimeout}) // a dump outlasts other commands
+	dc := clientOf(p, s.cfg.DumpTimeout) // a dump outlasts other commands
 	if err := dc.WriteDump(r.Context(), diag.DumpRequest{Path: path, Type: typ}); err != nil {
 		writeError(w, statusOf(err), err)
 		return

@@ -153,7 +153,7 @@ func (u *ui) inTurn(p Process, f func(ctx context.Context, c *diag.Client) error
 		return fmt.Errorf("process %d is busy with another request (waited %v for its turn; the runtime serves one command at a time): retry later", p.PID, u.s.cfg.QueueTimeout)
 	}
 	defer unlock()
-	return f(u.ctx, diag.NewClient(p.Dialer, &diag.Config{Timeout: u.s.cfg.CommandTimeout}))
+	return f(u.ctx, clientOf(p, u.s.cfg.CommandTimeout))
 }
 
 func (u *ui) job(w http.ResponseWriter, r *http.Request) {

@@ -1,56 +1,24 @@
 package cli
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"strconv"
+
+	"github.com/clrdiag/clrdiag/internal/procstate"
 )
 
 // errStopped is matched by the error for a target that a signal stopped.
-var errStopped = errors.New("the process is stopped")
+var errStopped = procstate.ErrStopped
 
-// stoppedError says that process PID is stopped: it cannot answer, and on
-// .NET Core 3.1 a session that a client gives up on while the process is
-// stopped makes the runtime crash when the process continues.
-type stoppedError struct {
-	PID   int
-	State byte // 'T' (a stop signal) or 't' (a debugger)
-}
-
-func (e *stoppedError) Error() string {
-	by := "a stop signal (SIGSTOP, SIGTSTP; Ctrl-Z)"
-	if e.State == 't' {
-		by = "a debugger (ptrace)"
-	}
-	return fmt.Sprintf("process %d is stopped by %s (state %c in /proc/%d/stat): its runtime cannot answer, and a session given up while it is stopped can crash a .NET Core 3.1 runtime when it continues", e.PID, by, e.State, e.PID)
-}
-
-// Is makes a *stoppedError match errStopped.
-func (e *stoppedError) Is(target error) bool { return target == errStopped }
+// stoppedError says that process PID is stopped (package procstate, which
+// the monitor uses too).
+type stoppedError = procstate.StoppedError
 
 // state returns the state letter of /proc/PID/stat (R, S, D, T, t, Z...),
 // or 0 when it cannot be read (another OS, the process is gone).
-func (p procFS) state(pid int) byte {
-	b, err := p.read(pid, "stat")
-	if err != nil {
-		return 0
-	}
-	// pid (comm) S ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
-}
+func (p procFS) state(pid int) byte { return procstate.FS{Root: p.root}.State(pid) }
 
 // checkRunning returns a *stoppedError when process pid is stopped.
-func checkRunning(pid int, proc procFS) error {
-	if s := proc.state(pid); s == 'T' || s == 't' {
-		return &stoppedError{PID: pid, State: s}
-	}
-	return nil
-}
+func checkRunning(pid int, proc procFS) error { return procstate.FS{Root: proc.root}.Check(pid) }
 
 // stoppedHint is what a failure adds when the process it talked to is
 // stopped now.
