@@ -26,7 +26,7 @@ type attachOptions struct {
 	clsid       string
 	data        string
 	dataFile    string
-	timeout     time.Duration
+	gcWait      time.Duration // --attach-timeout: the runtime's AttachTimeout
 	waitDetach  bool
 	waitTimeout time.Duration
 }
@@ -45,12 +45,17 @@ the target resolves nothing against clrdiag's working directory.
 --data TEXT or --data-file FILE (- for standard input) is passed to the
 profiler byte for byte; its exact length is always sent.
 
---timeout is NOT an overall timeout. The runtime uses it only to bound how
-long the profiler's SetEventMask may wait for a concurrent background GC to
-finish when it enables GC events during attach; a plain attach never waits
-for it. clrdiag itself waits at most 30 s for the reply (a slow profiler
-Initialize delays it, and blocks every other diagnostic command to the
-process meanwhile); interrupt it with Ctrl-C to stop sooner.
+--timeout (60 s) is one deadline for the whole request, as in the other
+commands: the runtime answers only once the profiler's InitializeForAttach
+has returned, so a slow profiler delays the answer (and blocks every other
+diagnostic command to the process meanwhile). When it passes, clrdiag gives
+up (exit 4); the profiler may still be initializing in the target.
+
+--attach-timeout is what the runtime itself is given (AttachProfiler's
+attachTimeout): it bounds only how long the profiler's SetEventMask may wait
+for a concurrent background GC to finish when it enables GC events during
+attach; a plain attach never waits for it. It defaults to 30 s, or half of
+a shorter --timeout, and must be shorter than --timeout.
 
 --wait-detach then waits until the library has left the target's memory map
 (/proc/PID/maps, Linux only): that is, until the profiler has asked the
@@ -61,15 +66,16 @@ runtime has unloaded it, at least 300 ms later. It gives up after
 Only one profiler can be loaded in a process at a time. A profiler stays until
 it requests detach itself or the process exits; clrdiag cannot remove it.
 
-Exit status: 0 attached (and, with --wait-detach, unloaded), 1 the runtime or
-the profiler refused, or the wait timed out, 3 bad arguments.
+Exit status: 0 attached (and, with --wait-detach, unloaded); 2 bad
+arguments; 3 no such .NET process; 4 the runtime or the profiler refused, or
+no answer within --timeout; 1 --wait-detach gave up; 130 interrupted (the
+table for every command is in 'clrdiag --help').
 
 A minimal profiler to try this with is in examples/profiler of the clrdiag
 sources.`
 
 func newAttachCmd(e *env) *cobra.Command {
 	o := &attachOptions{target: e.targetFlags()}
-	o.target.ownTimeout = true
 	cmd := &cobra.Command{
 		Use:   "attach (-p PID | -n NAME | --diagnostic-port PATH) --profiler PATH --clsid GUID [--data TEXT | --data-file FILE]",
 		Short: "Attach a CoreCLR profiler to a running process",
@@ -82,17 +88,30 @@ func newAttachCmd(e *env) *cobra.Command {
 			return runAttach(cmd.Context(), e, cmd, o)
 		},
 	}
-	o.target.register(cmd)
+	o.target.register(cmd) // --timeout: one deadline for the request
 	fl := cmd.Flags()
 	fl.StringVar(&o.profiler, "profiler", "", "absolute path of the profiler library, as the target process sees it (required)")
 	fl.StringVar(&o.clsid, "clsid", "", "CLSID of the profiler class, xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (required)")
 	fl.StringVar(&o.data, "data", "", "client data passed to the profiler's InitializeForAttach, as text")
 	fl.StringVar(&o.dataFile, "data-file", "", "read the client data from FILE (- for standard input), byte for byte")
-	fl.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long the runtime may wait for a concurrent background GC if the profiler enables GC events (not an overall timeout)")
+	if f := fl.Lookup("timeout"); f != nil {
+		_ = f.Value.Set(defaultAttachDeadline.String())
+		f.DefValue = defaultAttachDeadline.String()
+		f.Usage = "give up when the runtime has not answered within this long (it answers once the profiler's InitializeForAttach has returned)"
+	}
+	fl.DurationVar(&o.gcWait, "attach-timeout", defaultAttachGCWait, "how long the runtime may wait for a concurrent background GC if the profiler enables GC events (AttachProfiler's attachTimeout; at most half of --timeout by default)")
 	fl.BoolVar(&o.waitDetach, "wait-detach", false, "after attaching, wait until the profiler has detached and its library has been unloaded (Linux)")
 	fl.DurationVar(&o.waitTimeout, "wait-timeout", time.Minute, "give up --wait-detach after this long")
 	return cmd
 }
+
+// The defaults of attach's --timeout (the command's deadline) and
+// --attach-timeout (the runtime's wait for a background GC, which must fit
+// in it).
+const (
+	defaultAttachDeadline = time.Minute
+	defaultAttachGCWait   = 30 * time.Second
+)
 
 // attachUsageErr is a bad-arguments error (exitUsage).
 func attachUsageErr(format string, args ...any) error {
@@ -120,8 +139,17 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 	if cmd.Flags().Changed("data") && cmd.Flags().Changed("data-file") {
 		return attachUsageErr("give only one of --data and --data-file")
 	}
-	if o.timeout < 0 || o.timeout.Milliseconds() > int64(^uint32(0)) {
-		return attachUsageErr("--timeout %v: give a duration between 0 and %v", o.timeout, time.Duration(^uint32(0))*time.Millisecond)
+	if o.target.overall < 0 {
+		return attachUsageErr("--timeout %v: give a positive duration (0: no deadline)", o.target.overall)
+	}
+	if !cmd.Flags().Changed("attach-timeout") && o.target.overall > 0 && o.gcWait > o.target.overall/2 {
+		o.gcWait = o.target.overall / 2
+	}
+	if o.gcWait < 0 || o.gcWait.Milliseconds() > int64(^uint32(0)) {
+		return attachUsageErr("--attach-timeout %v: give a duration between 0 and %v", o.gcWait, time.Duration(^uint32(0))*time.Millisecond)
+	}
+	if o.target.overall > 0 && o.gcWait >= o.target.overall {
+		return attachUsageErr("--attach-timeout %v is not shorter than --timeout %v: clrdiag would give up before the runtime's wait for a background GC ends; shorten --attach-timeout or raise --timeout", o.gcWait, o.target.overall)
 	}
 	if o.waitDetach && o.waitTimeout <= 0 {
 		return attachUsageErr("--wait-timeout %v: give a positive duration", o.waitTimeout)
@@ -163,7 +191,7 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 		Path:          o.profiler,
 		CLSID:         clsid,
 		ClientData:    data,
-		AttachTimeout: o.timeout,
+		AttachTimeout: o.gcWait,
 	})
 	who := "the target"
 	if t.PID != 0 {
@@ -173,7 +201,11 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 		if ctx.Err() != nil {
 			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("attach to %s interrupted: %w; the profiler may still be initializing in the target", who, err)}
 		}
-		return &ExitError{Code: exitRuntime, Err: &attachError{path: o.profiler, who: who, err: err, advice: explainAttach(err, o.profiler, clsid)}}
+		advice := explainAttach(err, o.profiler, clsid)
+		if isTimeout(err) {
+			advice = fmt.Sprintf("No answer within --timeout %v. The runtime answers once the profiler's InitializeForAttach has returned: a slow profiler may still be initializing in the target (its log says), the runtime may be busy with another diagnostic request, or the endpoint is not a .NET runtime. Raise --timeout to wait longer.", o.target.overall)
+		}
+		return &ExitError{Code: exitRuntime, Err: &attachError{path: o.profiler, who: who, err: err, advice: advice}}
 	}
 	fmt.Fprintf(e.stdout, "Attached profiler %s (CLSID %s) to %s with %d bytes of client data.\n", o.profiler, clsid, who, len(data))
 	if !o.waitDetach {
@@ -203,7 +235,7 @@ func readDataFile(e *env, name string) ([]byte, error) {
 }
 
 // attachError is a failed attach: what the runtime answered, then in words
-// what it means and what to do. It unwraps to the client's error, so
+// what it means and what to do, on one line as every command's failure. It unwraps to the client's error, so
 // errors.Is works with the ipc sentinels (ipc.ErrProfilerAlreadyActive...).
 type attachError struct {
 	path, who string
@@ -218,9 +250,9 @@ func (e *attachError) Error() string {
 		if !ok {
 			name = "an unknown error"
 		}
-		return fmt.Sprintf("attach %s to %s failed: the runtime answered %s (HRESULT 0x%08X).\n%s", e.path, e.who, name, se.HRESULT, e.advice)
+		return fmt.Sprintf("attach %s to %s failed: the runtime answered %s (HRESULT 0x%08X). %s", e.path, e.who, name, se.HRESULT, e.advice)
 	}
-	return fmt.Sprintf("attach %s to %s failed: %v\n%s", e.path, e.who, e.err, e.advice)
+	return fmt.Sprintf("attach %s to %s failed: %v. %s", e.path, e.who, e.err, e.advice)
 }
 
 func (e *attachError) Unwrap() error { return e.err }
@@ -248,7 +280,7 @@ func explainAttach(err error, path string, clsid ipc.GUID) string {
 	case ipc.HRProfilerNotAttachable:
 		return "The profiler cannot be attached to a running process: it does not implement ICorProfilerCallback3, or its InitializeForAttach returned E_NOTIMPL because it supports only loading at startup (CORECLR_ENABLE_PROFILING=1 with CORECLR_PROFILER and CORECLR_PROFILER_PATH)."
 	case ipc.HRTimeoutWaitingForConcurrentGC:
-		return "The profiler enabled GC events and a background GC did not finish within --timeout. Retry, or give a longer --timeout."
+		return "The profiler enabled GC events and a background GC did not finish within --attach-timeout. Retry, or give a longer --attach-timeout (and --timeout)."
 	case ipc.HRBadEncoding:
 		return "The runtime could not parse the request. This is a bug in clrdiag or an unexpected runtime version; please report it."
 	case ipc.HRUnknownCommand:

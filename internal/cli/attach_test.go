@@ -40,7 +40,8 @@ func TestAttachHelp(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	wantOutput(t, "attach --help", out, "--profiler", "--clsid", "--data-file", "--wait-detach",
-		"background GC", "NOT an overall timeout", "absolute path")
+		"background GC", "one deadline for the whole request", "--attach-timeout", "absolute path",
+		"--timeout duration", "(default 1m0s)")
 }
 
 // TestAttachArgumentErrors checks the errors clrdiag gives before it sends
@@ -70,6 +71,9 @@ func TestAttachArgumentErrors(t *testing.T) {
 		{"data too large", []string{"-p", "1", "--profiler", lib, "--clsid", clsid, "--data-file", dataFile},
 			[]string{"more than 65515 bytes is too large", "at most"}},
 		{"negative timeout", []string{"-p", "1", "--profiler", lib, "--clsid", clsid, "--timeout", "-1s"}, []string{"--timeout -1s"}},
+		{"negative attach timeout", []string{"-p", "1", "--profiler", lib, "--clsid", clsid, "--attach-timeout", "-1s"}, []string{"--attach-timeout -1s"}},
+		{"attach timeout beyond the deadline", []string{"-p", "1", "--profiler", lib, "--clsid", clsid, "--timeout", "5s", "--attach-timeout", "5s"},
+			[]string{"--attach-timeout 5s is not shorter than --timeout 5s", "raise --timeout"}},
 		{"wait-detach with a port", []string{"--diagnostic-port", "/tmp/x", "--profiler", lib, "--clsid", clsid, "--wait-detach"},
 			[]string{"--wait-detach needs the process id"}},
 		{"no target", []string{"--profiler", lib, "--clsid", clsid}, []string{"no target process"}},
@@ -281,7 +285,7 @@ func TestAttachErrorText(t *testing.T) {
 		{ipc.HRModNotFound, ipc.ErrModuleNotFound, []string{"could not load /p/lib.so", "ldd"}},
 		{ipc.HRFail, ipc.ErrFail, []string{"InitializeForAttach returned E_FAIL"}},
 		{ipc.HRProfilerNotAttachable, ipc.ErrProfilerNotAttachable, []string{"ICorProfilerCallback3", "startup"}},
-		{ipc.HRTimeoutWaitingForConcurrentGC, ipc.ErrTimeout, []string{"CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC", "background GC", "longer --timeout"}},
+		{ipc.HRTimeoutWaitingForConcurrentGC, ipc.ErrTimeout, []string{"CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC", "background GC", "longer --attach-timeout"}},
 		{ipc.HRUnknownCommand, ipc.ErrUnknownCommand, []string{".NET Core 3.0 or later"}},
 		{ipc.HRBadEncoding, ipc.ErrBadEncoding, []string{"could not parse the request"}},
 		{0x80041234, nil, []string{"an unknown error (HRESULT 0x80041234)", "passes a failing HRESULT from the profiler's InitializeForAttach through unchanged"}},
