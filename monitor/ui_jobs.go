@@ -18,6 +18,7 @@ import (
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/viewer"
+	"github.com/clrdiag/clrdiag/weighted"
 )
 
 // Dashboard actions that take a while run as jobs: the request starts one
@@ -223,7 +224,7 @@ func (u *ui) startProfile(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		summary := fmt.Sprintf("%d %s in %v, weighed by %s (the Sample menu switches)", n, m.Noun, d, wp.Types[wp.Default].Type)
+		summary := profileSummary(n, m, d, wp)
 		for _, n := range append(prof.NotesFor(m.Name), warnings...) {
 			summary += "; " + n
 		}
@@ -270,4 +271,42 @@ func (u *ui) startGCDump(w http.ResponseWriter, r *http.Request) {
 		summary := fmt.Sprintf("%d objects, %d bytes of heap; the flame graph shows them on their retention path from their roots", rep.Objects, rep.TotalSize)
 		return u.publish(j, pp, summary, text.String())
 	})
+}
+
+// profileSummary says what a profile job's flame graph shows: "4000
+// samples in 5s, weighted by wall time of the threads that ran (wall_ran);
+// the Sample menu switches to samples, wall, cpu". It names the sample type
+// the viewer opens on, which is pprof's default (PprofDefault), not
+// necessarily the measure asked for.
+func profileSummary(n int64, m profile.MeasureInfo, d time.Duration, wp *weighted.Profile) string {
+	noun := m.Noun
+	if n == 1 {
+		noun = strings.TrimSuffix(noun, "s")
+	}
+	shown := wp.PprofDefault
+	if shown == "" && wp.Default >= 0 && wp.Default < len(wp.Types) {
+		shown = wp.Types[wp.Default].Type
+	}
+	var weight string
+	switch shown {
+	case profile.MeasureWall:
+		weight = "wall time"
+	case profile.MeasureCPU:
+		weight = "CPU time"
+	case profile.WallRanType:
+		weight = "wall time of the threads that ran (" + profile.WallRanType + "; the threads that waited the whole time are left out)"
+	default:
+		weight = shown
+	}
+	var others []string
+	for _, t := range wp.Types {
+		if t.Type != shown {
+			others = append(others, t.Type)
+		}
+	}
+	s := fmt.Sprintf("%d %s in %v, weighted by %s", n, noun, d, weight)
+	if len(others) > 0 {
+		s += "; the Sample menu switches to " + strings.Join(others, ", ")
+	}
+	return s
 }

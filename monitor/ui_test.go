@@ -343,7 +343,7 @@ func TestDashboardProfile(t *testing.T) {
 
 	id := b.startJob("/ui/api/processes/88/profile?duration=200ms")
 	j := b.job(id)
-	if j["state"] != monitor.JobDone || !strings.Contains(j["summary"].(string), "samples in 200ms, weighed by wall") || j["url"] != "profiles/"+id+"/flamegraph" {
+	if j["state"] != monitor.JobDone || !strings.Contains(j["summary"].(string), "samples in 200ms, weighted by wall time") || j["url"] != "profiles/"+id+"/flamegraph" {
 		t.Fatalf("job %v", j)
 	}
 	for _, view := range []string{"flamegraph", "top"} {
