@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/egress"
 	"github.com/clrdiag/clrdiag/logs"
 	"github.com/clrdiag/clrdiag/profile"
@@ -33,6 +34,12 @@ type FleetConfig struct {
 	Egress []EgressSpec
 	// Telemetry is what the monitor pushes.
 	Telemetry TelemetryConfig
+	// MetricsCounters are the providers /metrics reads besides
+	// Config.MetricsCounters, from dotnet-monitor's Metrics:Providers
+	// (ProviderName, CounterNames) and Metrics:Meters (MeterName,
+	// InstrumentNames), in the syntax of counters.ParseSpecs
+	// ("MyApp.Meter[requests,latency],My-EventSource"); "" for none.
+	MetricsCounters string
 	// Ignored are the top-level sections nobody read (the rest of a
 	// dotnet-monitor settings file).
 	Ignored []string
@@ -115,6 +122,7 @@ func LoadFleetConfig(path string, environ []string) (*FleetConfig, error) {
 	opt := rules.LoadOptions{Sections: map[string]func(*rules.Settings){
 		"Egress":    func(s *rules.Settings) { fc.Egress = readEgressSpecs(s) },
 		"Telemetry": func(s *rules.Settings) { fc.Telemetry = readTelemetry(s, environ) },
+		"Metrics":   func(s *rules.Settings) { fc.MetricsCounters = readMetrics(s) },
 	}}
 	var srcs []rules.Source
 	if path != "" {
@@ -137,12 +145,44 @@ func LoadFleetConfig(path string, environ []string) (*FleetConfig, error) {
 	return fc, nil
 }
 
-// Empty tells whether the configuration asks for nothing: no rule, no
-// egress, no telemetry.
+// Empty tells whether the configuration asks the fleet agent for nothing:
+// no rule, no egress, no telemetry (MetricsCounters, which only widens
+// /metrics, does not count).
 func (fc *FleetConfig) Empty() bool {
 	t := fc.Telemetry
 	return (fc.Rules == nil || len(fc.Rules.Rules) == 0) && len(fc.Egress) == 0 &&
 		t.OTLP == nil && t.RemoteWrite == nil && t.Pyroscope == nil
+}
+
+// readMetrics reads dotnet-monitor's Metrics:Providers (ProviderName,
+// CounterNames: an EventSource's EventCounters or a Meter's instruments)
+// and Metrics:Meters (MeterName, InstrumentNames) as counters.ParseSpecs
+// text; no names means every counter of the provider.
+func readMetrics(s *rules.Settings) string {
+	var specs []string
+	add := func(list []*rules.Settings, nameKey, namesKey string) {
+		for _, ps := range list {
+			name := ps.String(nameKey, true)
+			names := ps.Strings(namesKey)
+			ps.Done()
+			if name == "" {
+				continue
+			}
+			spec := name
+			if len(names) > 0 {
+				spec += "[" + strings.Join(names, ",") + "]"
+			}
+			if _, err := counters.ParseSpecs(spec); err != nil {
+				ps.Errorf(nameKey, "%q with %s %q is not a provider name and a list of its counters: names cannot hold '[', ']' or ','", name, namesKey, names)
+				continue
+			}
+			specs = append(specs, spec)
+		}
+	}
+	add(s.List("Providers"), "ProviderName", "CounterNames")
+	add(s.List("Meters"), "MeterName", "InstrumentNames")
+	s.Done()
+	return strings.Join(specs, ",")
 }
 
 // readEgressSpecs reads Egress:FileSystem:<name> and Egress:S3Storage:<name>
@@ -417,8 +457,11 @@ func (fc *FleetConfig) WriteListing(w io.Writer) error {
 		fmt.Fprintf(&b, "telemetry: continuous profiles (%s) of %s every %s\n", strings.Join(t.Profiling.Samples, ", "),
 			rules.FormatDuration(t.Profiling.Duration), rules.FormatDuration(t.Profiling.Interval))
 	}
+	if fc.MetricsCounters != "" {
+		fmt.Fprintf(&b, "metrics: /metrics also reads %s\n", fc.MetricsCounters)
+	}
 	if len(fc.Ignored) > 0 {
-		fmt.Fprintf(&b, "ignored sections: %s (the monitor reads CollectionRules, CollectionRuleDefaults, Egress and Telemetry)\n", strings.Join(fc.Ignored, ", "))
+		fmt.Fprintf(&b, "ignored sections: %s (the monitor reads CollectionRules, CollectionRuleDefaults, Egress, Telemetry and Metrics)\n", strings.Join(fc.Ignored, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

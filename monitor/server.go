@@ -245,6 +245,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MetricsCounters == "" {
 		cfg.MetricsCounters = DefaultMetricsCounters
 	}
+	if cfg.Fleet != nil && cfg.Fleet.MetricsCounters != "" {
+		cfg.MetricsCounters += "," + cfg.Fleet.MetricsCounters
+	}
 	specs, err := counters.ParseSpecs(cfg.MetricsCounters)
 	if err != nil {
 		return nil, fmt.Errorf("monitor: metrics counters: %w", err)

@@ -206,8 +206,9 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"snapshots as flame graphs, stacks, dumps. Open the 'Dashboard:' link printed at start (it\n" +
 			"signs the browser in with a cookie), or sign in at /ui/login with the API key.\n" +
 			"--config FILE (YAML or JSON) adds collection rules in dotnet-monitor's model, egress providers\n" +
-			"(a directory, S3) and telemetry pushed over OTLP, Prometheus remote write and to Pyroscope;\n" +
-			"CollectionRules__..., Egress__... and Telemetry__... environment variables set the same keys.\n" +
+			"(a directory, S3), telemetry pushed over OTLP, Prometheus remote write and to Pyroscope, and\n" +
+			"providers for /metrics (Metrics: Providers, Meters, as --metrics-counters); CollectionRules__...,\n" +
+			"Egress__..., Telemetry__... and Metrics__... environment variables set the same keys.\n" +
 			"A configuration with any mistake stops the monitor before it starts (exit 2, every key named);\n" +
 			"--check-config only checks and lists it. See GET /collectionrules and GET /operations.\n\n" +
 			"Against hostile clients: requests must name the server by IP address or localhost in\n" +
@@ -240,7 +241,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !fleet.Empty() || len(fleet.Ignored) > 0 {
+			if !fleet.Empty() || len(fleet.Ignored) > 0 || fleet.MetricsCounters != "" {
 				if err := fleet.WriteListing(e.stderr); err != nil {
 					return err
 				}
@@ -354,7 +355,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.DurationVar(&discovery, "discovery-interval", httpmon.DefaultDiscovery, "how often /metrics looks for new and ended processes")
 	fl.BoolVar(&noMetrics, "no-metrics", false, "disable /metrics and its background counters sessions")
 	fl.DurationVar(&metricsIdle, "metrics-idle", httpmon.DefaultMetricsIdle, "close a process's Meters session when nobody read its values for this long (it leaves the runtime's one Metrics session to dotnet-counters)")
-	fl.StringVar(&metricsCounters, "metrics-counters", "", `providers /metrics also reads, besides System.Runtime and Microsoft.AspNetCore.Hosting, in the --counters syntax of counters collect: "MyApp.Meter,My-EventSource[counter,...]"`)
+	fl.StringVar(&metricsCounters, "metrics-counters", "", `providers /metrics also reads, besides System.Runtime and Microsoft.AspNetCore.Hosting, in the --counters syntax of counters collect: "MyApp.Meter,My-EventSource[counter,...]" (--config's Metrics section adds more)`)
 	fl.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	fl.StringVar(&tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	fl.StringSliceVar(&allowedHosts, "allowed-hosts", nil, "host names requests may use besides IP addresses and localhost (comma-separated; * allows any, which lets DNS-rebinding pages in)")
@@ -363,7 +364,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 	fl.DurationVar(&queueTimeout, "queue-timeout", httpmon.DefaultQueueTimeout, "how long a request waits for its process's turn before 503 Service Unavailable")
 	fl.DurationVar(&idleTimeout, "idle-timeout", httpmon.DefaultIdleTimeout, "close keep-alive connections idle for this long")
 	fl.StringVar(&checkConfig, "check-config", "", "only validate this configuration file (as --config, with the environment's variables), list what it sets up and exit: 2 names every bad setting")
-	fl.StringVar(&configPath, "config", "", "collection rules, egress providers and telemetry (YAML, or JSON when FILE ends in .json; CollectionRules__..., Egress__... and Telemetry__... environment variables apply over it, also without a file)")
+	fl.StringVar(&configPath, "config", "", "collection rules, egress providers, telemetry and /metrics providers (YAML, or JSON when FILE ends in .json; CollectionRules__..., Egress__..., Telemetry__... and Metrics__... environment variables apply over it, also without a file)")
 	fl.StringVar(&artifactDir, "artifact-dir", "", "where the rules' actions write artifacts before egress (the target writes dumps there: a path it can write; default --dump-dir, else a private temporary directory)")
 	fl.StringVar(&logFormat, "log-format", "text", "the monitor's log on stderr (sessions, every rule trigger and action): text or json (one object a line)")
 	cmd.AddCommand(newMonitorGenerateKeyCmd(e))
