@@ -140,7 +140,7 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 		return attachUsageErr("give only one of --data and --data-file")
 	}
 	if o.target.overall < 0 {
-		return attachUsageErr("--timeout %v: give a positive duration (0: no deadline)", o.target.overall)
+		return attachUsageErr("--timeout %v: give a positive duration", o.target.overall)
 	}
 	if !cmd.Flags().Changed("attach-timeout") && o.target.overall > 0 && o.gcWait > o.target.overall/2 {
 		o.gcWait = o.target.overall / 2
