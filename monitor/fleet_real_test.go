@@ -28,25 +28,11 @@ import (
 	"github.com/clrdiag/clrdiag/transport"
 )
 
-// isolateAWS keeps the AWS SDK's default chain away from this machine's
-// own configuration and from the EC2 metadata address.
-func isolateAWS(t *testing.T) {
-	t.Helper()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none-config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none-credentials"),
-		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "",
-		"AWS_DEFAULT_REGION": "", "AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 // s3Bucket starts the real S3 server with a bucket, and returns a client
 // to read objects back with.
 func s3Bucket(t *testing.T, bucket string) (*realcomp.S3Server, *egress.S3) {
 	t.Helper()
-	isolateAWS(t)
+	realcomp.IsolateAWS(t)
 	srv := realcomp.StartS3(t)
 	p, err := egress.NewS3(context.Background(), egress.S3Config{Bucket: bucket, Region: srv.Region, Endpoint: srv.Endpoint,
 		UsePathStyle: true, AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, DisableInstanceMetadata: true})
