@@ -58,6 +58,11 @@ var failCmds = []failCmd{
 	}},
 }
 
+// failRuntime is the runtime the fakes of the matrix play: the newest one
+// ipctest knows, so that a command added for the newest runtime meets the
+// same classes as every other.
+var failRuntime = ipctest.Runtimes()[len(ipctest.Runtimes())-1]
+
 // staleSocket leaves a socket file nobody listens on.
 func staleSocket(t *testing.T) string {
 	t.Helper()
@@ -135,13 +140,13 @@ func TestFailureClasses(t *testing.T) {
 			want:  func(failCmd) int { return exitNotFound }},
 		{name: "runtime refuses",
 			setup: func(t *testing.T, c failCmd) string {
-				_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultError)})
+				_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultError)})
 				return port
 			},
 			want: func(failCmd) int { return exitRuntime }},
 		{name: "runtime never answers",
 			setup: func(t *testing.T, c failCmd) string {
-				_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultNeverAnswer)})
+				_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultNeverAnswer)})
 				return port
 			},
 			extra: nil, // the timeout flag, added below
@@ -153,13 +158,13 @@ func TestFailureClasses(t *testing.T) {
 		{name: "damaged stream",
 			applies: func(c failCmd) bool { return c.session },
 			setup: func(t *testing.T, c failCmd) string {
-				_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Tracing: garbageSession})
+				_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Tracing: garbageSession})
 				return port
 			},
 			want: func(failCmd) int { return exitDamaged }},
 		{name: "target gone",
 			setup: func(t *testing.T, c failCmd) string {
-				cfg := ipctest.Config{Runtime: ipctest.NET8, Tracing: exitingSession}
+				cfg := ipctest.Config{Runtime: failRuntime, Tracing: exitingSession}
 				if !c.session {
 					cfg.Fault = faultAll(ipctest.FaultCloseEarly)
 				}
@@ -170,7 +175,7 @@ func TestFailureClasses(t *testing.T) {
 		{name: "output directory missing",
 			applies: func(c failCmd) bool { return c.writes },
 			setup: func(t *testing.T, c failCmd) string {
-				srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultNeverAnswer)})
+				srv, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultNeverAnswer)})
 				t.Cleanup(func() {
 					if n := len(srv.Requests()); n != 0 {
 						t.Errorf("the target was sent %d requests before the output path was checked", n)
@@ -239,7 +244,7 @@ func timeoutFlag(c failCmd, d string) []string {
 func TestFailureClassInterrupted(t *testing.T) {
 	for _, c := range failCmds {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultNeverAnswer)})
+			srv, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultNeverAnswer)})
 			r := startCLI(c.args(port, filepath.Join(t.TempDir(), "out"))...)
 			deadline := time.Now().Add(20 * time.Second)
 			for len(srv.Requests()) == 0 {
@@ -273,7 +278,7 @@ func TestFailureClassStdoutFull(t *testing.T) {
 			continue // those two print as events arrive: their own tests
 		}
 		t.Run(c.name, func(t *testing.T) {
-			_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Environment: []string{"A=1"}})
+			_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Environment: []string{"A=1"}})
 			if c.session {
 				t.Skip("needs a session the fake plays: see TestFakeStack")
 			}
@@ -301,7 +306,7 @@ func TestFailureClassStoppedTarget(t *testing.T) {
 	for hostProc.state(pid) != 'T' {
 		time.Sleep(5 * time.Millisecond)
 	}
-	srv, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: pid, Dir: dir})
+	srv, _ := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, PID: pid, Dir: dir})
 	for _, c := range failCmds {
 		if !c.session {
 			continue
