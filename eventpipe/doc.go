@@ -42,14 +42,20 @@
 // the session and make Drain fail; the DrainResult says why the collection
 // ended (StopReason) and how the stream ended (RundownState).
 //
+// DrainResult.Warnings turns the result into what a person should be told
+// (a rundown cut short, a stop not acknowledged, a target that went away),
+// as typed DrainWarnings with a sentence each.
+//
 // A Spool is an io.Writer for Drain that readers can follow while it is
 // written (a decoder counting events, a printer); NewTempSpool makes one on
 // a temporary file that nothing can leave behind, optionally a ring.
+// Session.DrainDecode runs a session while a Consumer decodes the same
+// stream (through a Spool, or a pipe at the consumer's pace): the consumer
+// can end the collection (StopEvent at a stopping event), and damage it
+// finds abandons the session at once.
 //
 // All functions are safe for concurrent use; no package state is mutable.
 //
 // Stability: part of the public API (README: Stability): changed with care,
-// the release notes say how. Session orchestration that the CLI does today
-// (drain warnings, a session that runs while a consumer decodes it) will
-// move here.
+// the release notes say how.
 package eventpipe

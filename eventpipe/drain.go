@@ -295,6 +295,15 @@ type DrainResult struct {
 	// Deadline is true when MaxTime (or CollectTimeout) cut the Drain
 	// short.
 	Deadline bool
+	// DecodeErr is what the consumer of DrainDecode returned (nil after
+	// Drain, and when the consumer read the stream to its end).
+	DecodeErr error
+
+	// The bounds the Drain ran with and whether the session asked for a
+	// rundown, for Warnings.
+	rundownTimeout  time.Duration
+	maxRundownBytes int64
+	noRundown       bool
 }
 
 // Drain copies the session's stream to w until the collection ends, then
@@ -536,6 +545,8 @@ func (d *drain) finish(closed bool) (DrainResult, error) {
 	d.s.Close()
 	<-d.cp.done
 	d.res.Bytes = d.cp.written.Load()
+	d.res.rundownTimeout, d.res.maxRundownBytes = d.cfg.RundownTimeout, d.cfg.MaxRundownBytes
+	d.res.noRundown = d.s.Config.NoRundown
 	if !closed && d.cp.readErr != nil {
 		d.res.StreamErr = d.cp.readErr
 	}
