@@ -15,7 +15,6 @@ import (
 
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
-	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/weighted"
 )
@@ -161,25 +160,16 @@ func liveProfile(ctx context.Context, c eventpipe.Tracer, d time.Duration, m pro
 	defer sess.Close()
 	warnings := append([]string(nil), sess.Warnings...)
 
-	// The stream is decoded as it arrives. A decoder that stops (a damaged
-	// stream) closes the pipe, which makes Drain stop the session; Drain's
-	// error (the cap) is the decoder's last read.
-	pr, pw := io.Pipe()
-	type built struct {
-		p   *profile.Profile
-		err error
-	}
-	done := make(chan built, 1)
-	go func() {
-		p, err := profile.Read(bufio.NewReaderSize(pr, 1<<16), cfg)
-		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
-		done <- built{p, err}
-	}()
-	// Drain stops the session after d and waits for the rundown, which
-	// names the methods of the stacks.
-	res, derr := sess.Drain(ctx, pw, eventpipe.DrainConfig{Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: maxBytes})
-	pw.CloseWithError(derr)
-	b := <-done
+	// The stream is decoded as it arrives; damage stops the session at
+	// once. Drain stops the session after d and waits for the rundown,
+	// which names the methods of the stacks.
+	var prof *profile.Profile
+	res, derr := sess.DrainDecode(ctx, nil, eventpipe.DrainConfig{Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: maxBytes},
+		func(r io.Reader, _ func(eventpipe.StopReason)) error {
+			var err error
+			prof, err = profile.Read(bufio.NewReaderSize(r, 1<<16), cfg)
+			return err
+		})
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -192,29 +182,19 @@ func liveProfile(ctx context.Context, c eventpipe.Tracer, d time.Duration, m pro
 			why = res.StreamErr.Error()
 		}
 		return nil, nil, fmt.Errorf("%w: the runtime ended the session before sending anything (%s)", errNoProfile, why)
-	case b.p == nil:
-		return nil, nil, fmt.Errorf("%w: the session stream does not decode: %w", errNoProfile, b.err)
+	case prof == nil:
+		return nil, nil, fmt.Errorf("%w: the session stream does not decode: %w", errNoProfile, res.DecodeErr)
 	}
-	var fe *nettrace.FormatError
 	switch {
 	case errors.Is(derr, eventpipe.ErrMaxBytes):
 		warnings = append(warnings, fmt.Sprintf("the session reached the server's cap of %d bytes: the profile covers what came before", maxBytes))
-	case errors.As(b.err, &fe):
-		warnings = append(warnings, fmt.Sprintf("the session stream is damaged (%v): the profile covers the events before it", b.err))
 	case derr != nil:
 		warnings = append(warnings, "the session ended with an error: "+derr.Error())
 	}
-	if res.Reason == eventpipe.StopEnded {
-		warnings = append(warnings, "the process ended the session before the duration (it exited?): the profile covers what it sent")
+	for _, wn := range res.Warnings() {
+		warnings = append(warnings, wn.String())
 	}
-	switch res.Rundown {
-	case eventpipe.RundownComplete:
-	case eventpipe.RundownMissing:
-		warnings = append(warnings, "no rundown: methods jitted before the session may stay addresses")
-	default:
-		warnings = append(warnings, "rundown "+res.Rundown.String()+": methods jitted before the session may stay addresses")
-	}
-	return b.p, warnings, nil
+	return prof, warnings, nil
 }
 
 // headerSafe keeps a header value on one line of printable ASCII.

@@ -103,7 +103,7 @@ func finish(ctx context.Context, r *Run, f *os.File, path, kind, ctype string, e
 type collectTrace struct {
 	cfg      eventpipe.Config
 	duration time.Duration
-	stopping *eventFilter
+	stopping *eventpipe.EventFilter
 }
 
 // eventFilter matches an event by provider, name or id, and payload.
@@ -258,7 +258,7 @@ func newCollectTrace(s *Settings) (Action, error) {
 		if len(provs) == 0 {
 			s.Errorf("StoppingEvent", "a stopping event needs Providers (not Profile), as in dotnet-monitor")
 		}
-		a.stopping = &eventFilter{provider: st.String("ProviderName", true), name: st.String("EventName", true), id: -1, payload: st.Map("PayloadFilter")}
+		a.stopping = &eventpipe.EventFilter{Provider: st.String("ProviderName", true), Event: st.String("EventName", true), Payload: st.Map("PayloadFilter")}
 		st.Done()
 	}
 	merged, err := eventpipe.MergeProviders(providers)
@@ -291,27 +291,13 @@ func (a *collectTrace) collect(ctx context.Context, r *Run, w io.Writer) error {
 		r.Logger.Warn("trace session", "warning", warn)
 	}
 	dc := eventpipe.DrainConfig{Duration: a.duration}
-	var watch func()
+	var res eventpipe.DrainResult
 	if a.stopping != nil {
-		stop := make(chan eventpipe.StopReason, 1)
-		dc.Stop = stop
-		pr, pw := io.Pipe()
-		w = io.MultiWriter(w, pw)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			watchFor(pr, a.stopping.matches, func() {
-				select {
-				case stop <- eventpipe.StopEvent:
-				default:
-				}
-			})
-		}()
-		watch = func() { pw.Close(); <-done }
-	}
-	res, err := sess.Drain(ctx, w, dc)
-	if watch != nil {
-		watch()
+		// The stream is decoded as it is written (at the decoder's pace)
+		// and the collection stops at the stopping event.
+		res, err = sess.DrainDecode(ctx, w, dc, a.stopping.StopAt())
+	} else {
+		res, err = sess.Drain(ctx, w, dc)
 	}
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
@@ -321,26 +307,6 @@ func (a *collectTrace) collect(ctx context.Context, r *Run, w io.Writer) error {
 	}
 	r.Logger.Debug("trace collected", "bytes", res.Bytes, "reason", res.Reason.String(), "rundown", res.Rundown.String())
 	return nil
-}
-
-// watchFor reads a nettrace stream and calls hit at the first event that
-// matches; it reads on to the end so the writer never blocks.
-func watchFor(r io.Reader, match func(*nettrace.Event) bool, hit func()) {
-	defer func() { _, _ = io.Copy(io.Discard, r) }()
-	nr, err := nettrace.NewReader(r)
-	if err != nil {
-		return
-	}
-	var ev nettrace.Event
-	for {
-		if err := nr.ReadEvent(&ev); err != nil {
-			return
-		}
-		if match(&ev) {
-			hit()
-			return
-		}
-	}
 }
 
 // ---- CollectDump

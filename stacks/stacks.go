@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
@@ -287,34 +288,15 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 	// The profile is built as the stream arrives, so that damage stops
 	// the session at once (a runtime sending garbage would otherwise be
 	// spooled up to MaxBytes and then yield no samples).
-	stop := make(chan eventpipe.StopReason, 1)
-	type built struct {
-		p   *profile.Profile
-		err error
-	}
-	reading := make(chan built, 1)
-	reader := spool.NewReader()
-	defer reader.Close()
-	go func() {
-		p, err := profile.Read(bufio.NewReaderSize(reader, 1<<20), profile.Config{})
-		var fe *nettrace.FormatError
-		if errors.As(err, &fe) && !fe.Truncated() {
-			select {
-			case stop <- eventpipe.StopDamaged:
-			default:
-			}
-		}
-		reading <- built{p, err}
-	}()
-
+	var p *profile.Profile
 	var stopStart time.Time
 	slowNoted := c.SlowRundown < 0
 	maxBytes := c.MaxBytes
 	if maxBytes < 0 {
 		maxBytes = 0
 	}
-	res, err := sess.Drain(ctx, spool, eventpipe.DrainConfig{
-		Duration: d, Stop: stop, StopTimeout: c.StopTimeout, RundownTimeout: c.RundownTimeout, MaxBytes: maxBytes,
+	res, err := sess.DrainDecode(ctx, spool, eventpipe.DrainConfig{
+		Duration: d, StopTimeout: c.StopTimeout, RundownTimeout: c.RundownTimeout, MaxBytes: maxBytes,
 		MaxRundownBytes:  c.MaxRundownBytes,
 		ProgressInterval: min(max(c.SlowRundown/4, 10*time.Millisecond), time.Second),
 		Progress: func(p eventpipe.DrainProgress) {
@@ -329,12 +311,13 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 				c.note(Note{Kind: NoteSlowRundown, Duration: c.SlowRundown})
 			}
 		},
+	}, func(r io.Reader, _ func(eventpipe.StopReason)) error {
+		var err error
+		p, err = profile.Read(bufio.NewReaderSize(r, 1<<20), profile.Config{})
+		return err
 	})
-	spool.Finish(nil)
-	b := <-reading
-	p, perr := b.p, b.err
-	var fe *nettrace.FormatError
-	if errors.As(perr, &fe) && !fe.Truncated() {
+	perr := res.DecodeErr
+	if eventpipe.IsDamage(perr) {
 		// The real cause, whatever else went wrong after it.
 		return nil, &Error{Op: fmt.Sprintf("decode the session stream (the session was stopped at the damage, after %d bytes)", res.Bytes), Err: perr}
 	}
@@ -359,25 +342,25 @@ func (c *Config) session(ctx context.Context, t eventpipe.Tracer, d time.Duratio
 		}
 		return nil, ErrEndedEarly
 	}
-	switch res.Rundown {
-	case eventpipe.RundownUnacknowledged:
-		return nil, &Error{Op: "stop the session", Err: res.StopErr}
-	case eventpipe.RundownAbandoned:
+	if res.Rundown == eventpipe.RundownAbandoned {
 		return nil, &Error{Op: "wait for the rundown", Err: ctx.Err()}
-	case eventpipe.RundownTimedOut:
-		c.note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
-		cause = fmt.Sprintf("the rundown did not end within %v", c.RundownTimeout)
-	case eventpipe.RundownTooLarge:
-		lim := c.MaxRundownBytes
-		if lim <= 0 {
-			lim = eventpipe.DefaultMaxRundownBytes
+	}
+	for _, w := range res.Warnings() {
+		switch w.Kind {
+		case eventpipe.WarnStopUnacknowledged:
+			return nil, &Error{Op: "stop the session", Err: w.Err}
+		case eventpipe.WarnRundownTimedOut, eventpipe.WarnDeadline:
+			c.note(Note{Kind: NoteRundownTimeout, Duration: c.RundownTimeout})
+			cause = w.String()
+		case eventpipe.WarnRundownTooLarge:
+			c.note(Note{Kind: NoteRundownTooLarge, Err: fmt.Errorf("the runtime sent more than %d bytes after the stop", w.Bytes)})
+			cause = w.String()
+		case eventpipe.WarnStreamError:
+			c.note(Note{Kind: NoteStreamError, Err: w.Err})
 		}
-		c.note(Note{Kind: NoteRundownTooLarge, Err: fmt.Errorf("the runtime sent more than %d bytes after the stop", lim)})
-		cause = fmt.Sprintf("the runtime kept sending after the stop, past %d bytes", lim)
-	case eventpipe.RundownCut:
-		c.note(Note{Kind: NoteStreamError, Err: res.StreamErr})
 	}
 
+	var fe *nettrace.FormatError
 	switch {
 	case perr == nil:
 	case p != nil && errors.As(perr, &fe):

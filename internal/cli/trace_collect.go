@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/nettrace"
@@ -167,18 +165,10 @@ func printPlan(w io.Writer, plan *eventpipe.Plan) {
 	fmt.Fprintln(w)
 }
 
-// stopEvent is the --stopping-event-* condition.
-type stopEvent struct {
-	provider string
-	event    string
-	filter   [][2]string
-	known    map[*nettrace.Metadata]bool // provider and name match, per metadata
-	// ptrSize is the trace's pointer size, for decoding the payload of the
-	// runtime's own events (0: 8).
-	ptrSize int
-}
-
-func parseStopEvent(provider, event, payload string) (*stopEvent, error) {
+// parseStopEvent reads the --stopping-event-* flags (nil when they are not
+// given). Payload values are compared with the fields as trace events
+// decodes them (an ILogger level by name or number).
+func parseStopEvent(provider, event, payload string) (*eventpipe.EventFilter, error) {
 	if provider == "" {
 		if event != "" || payload != "" {
 			return nil, errors.New("--stopping-event-event-name and --stopping-event-payload-filter need --stopping-event-provider-name")
@@ -188,59 +178,11 @@ func parseStopEvent(provider, event, payload string) (*stopEvent, error) {
 	if payload != "" && event == "" {
 		return nil, errors.New("--stopping-event-payload-filter needs --stopping-event-event-name")
 	}
-	s := &stopEvent{provider: provider, event: event}
-	for _, kv := range strings.Split(payload, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, ":")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--stopping-event-payload-filter %q: use name:value,name:value", payload)
-		}
-		s.filter = append(s.filter, [2]string{k, v})
-	}
-	return s, nil
-}
-
-// matches reports whether ev is the stopping event. Event names are
-// matched by clrevents.MatchEventName (case-insensitive; the metadata name or
-// its Task part, the runtime's own events by their manifest name, versioned
-// symbol or TraceEvent Task/Opcode name; a number matches the event id),
-// once per metadata record.
-func (s *stopEvent) matches(ev *nettrace.Event) bool {
-	md := ev.Metadata
-	if md == nil {
-		return false
-	}
-	ok, seen := s.known[md]
-	if !seen {
-		ok = strings.EqualFold(md.ProviderName, s.provider) &&
-			(s.event == "" || clrevents.MatchEventName(md.ProviderName, md.EventID, md.EventName, s.event))
-		if s.known == nil {
-			s.known = map[*nettrace.Metadata]bool{}
-		}
-		s.known[md] = ok
-	}
-	if !ok {
-		return false
-	}
-	if len(s.filter) == 0 {
-		return true
-	}
-	fields, err := eventFields(ev, cmp.Or(s.ptrSize, 8))
+	filter, err := eventpipe.ParsePayload(payload)
 	if err != nil {
-		return false
+		return nil, fmt.Errorf("--stopping-event-payload-filter %w", err)
 	}
-	for _, kv := range s.filter {
-		v, ok := fields.Get(kv[0])
-		if lv, isLevel := v.(logLevel); isLevel && kv[1] == strconv.Itoa(int(lv)) {
-			continue // an ILogger level matches by number as well as by name
-		}
-		if !ok || fmt.Sprint(v) != kv[1] {
-			return false
-		}
-	}
-	return true
+	return &eventpipe.EventFilter{Provider: provider, Event: event, Payload: filter, Fields: eventFields}, nil
 }
 
 // progress is what the decoder has seen of a session so far.
@@ -407,7 +349,7 @@ type collector struct {
 	t              *target
 	cfg            eventpipe.Config
 	duration       time.Duration
-	stop           *stopEvent
+	stop           *eventpipe.EventFilter
 	quiet          bool
 	stopTimeout    time.Duration
 	rundownTimeout time.Duration
@@ -443,24 +385,13 @@ func (c *collector) run(ctx context.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	sess, err := c.t.startSession(ctx, c.cfg)
+	sess, f, err := c.start(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	for _, w := range sess.Warnings {
-		fmt.Fprintf(c.e.stderr, "warning: %s\n", w)
-	}
-	f, err := safefile.Create(path, safefile.Options{Overwrite: c.force, Private: true})
-	if err != nil {
-		_ = sess.Stop(context.Background())
-		return &ExitError{Code: exitIO, Err: fmt.Errorf("create the trace file: %w", err)}
-	}
 	defer f.Close()
 	spool := eventpipe.NewSpool(f)
-	if err := c.t.started(ctx); err != nil {
-		fmt.Fprintf(c.e.stderr, "warning: resuming the runtime: %v\n", err)
-	}
 
 	stop := make(chan eventpipe.StopReason, 8)
 	request := func(r eventpipe.StopReason) {
@@ -469,22 +400,61 @@ func (c *collector) run(ctx context.Context) error {
 		default:
 		}
 	}
-	// Decode the same bytes from the file to count events, detect drops
-	// and damage, and watch for the stopping event; this never slows the
-	// copy.
-	var prog progress
-	decodeDone := make(chan struct{})
-	var decodeErr error
-	var stats nettrace.Stats
-	go func() {
-		defer close(decodeDone)
-		stats, decodeErr = c.decode(spool.NewReader(), &prog, request)
-	}()
-
 	dctx, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	defer abandon()
-	watchDone := make(chan struct{})
-	defer close(watchDone)
+	defer c.watchStops(ctx, sigs, request, abandon)()
+
+	c.say("Process        : %d\nOutput file    : %s\nSession        : 0x%X (CollectTracing%d)\n\n", c.t.PID, path, sess.ID, sess.Version)
+	if c.duration > 0 {
+		c.say("Collecting for %v. Press Ctrl-C to stop early.\n", c.duration)
+	} else {
+		c.say("Press <Enter> or <Ctrl-C> to stop the trace.\n")
+	}
+	var prog progress
+	stopStatus := c.statusLine(time.Now(), spool, &prog).run()
+	dcfg := c.drainConfig(stopStatus)
+	dcfg.Stop = stop
+	// The decoder follows the same bytes from the file to count events,
+	// detect drops and damage, and watch for the stopping event; this
+	// never slows the copy.
+	var stats nettrace.Stats
+	res, drainErr := sess.DrainDecode(dctx, spool, dcfg, func(r io.Reader, stop func(eventpipe.StopReason)) error {
+		var err error
+		stats, err = c.decode(r, &prog, stop)
+		return err
+	})
+	stopStatus()
+	c.reportDrain(res, drainErr)
+	return c.finish(f, path, res, drainErr, stats)
+}
+
+// start starts the session, creates the trace file and resumes a runtime
+// that waits for the session.
+func (c *collector) start(ctx context.Context, path string) (*eventpipe.Session, *os.File, error) {
+	sess, err := c.t.startSession(ctx, c.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range sess.Warnings {
+		fmt.Fprintf(c.e.stderr, "warning: %s\n", w)
+	}
+	f, err := safefile.Create(path, safefile.Options{Overwrite: c.force, Private: true})
+	if err != nil {
+		_ = sess.Stop(context.Background())
+		sess.Close()
+		return nil, nil, &ExitError{Code: exitIO, Err: fmt.Errorf("create the trace file: %w", err)}
+	}
+	if err := c.t.started(ctx); err != nil {
+		fmt.Fprintf(c.e.stderr, "warning: resuming the runtime: %v\n", err)
+	}
+	return sess, f, nil
+}
+
+// watchStops turns interrupts, Enter and the target's exit into stop
+// requests; a second interrupt abandons the session. The returned func
+// ends the watch.
+func (c *collector) watchStops(ctx context.Context, sigs <-chan os.Signal, request func(eventpipe.StopReason), abandon func()) func() {
+	done := make(chan struct{})
 	enter, exited, ctxDone := c.enterPressed(), c.exited(), ctx.Done()
 	go func() {
 		interrupts := 0
@@ -508,23 +478,20 @@ func (c *collector) run(ctx context.Context) error {
 			case <-exited:
 				exited = nil
 				request(eventpipe.StopTargetExit)
-			case <-watchDone:
+			case <-done:
 				return
 			}
 		}
 	}()
+	return func() { close(done) }
+}
 
-	start := time.Now()
-	c.say("Process        : %d\nOutput file    : %s\nSession        : 0x%X (CollectTracing%d)\n\n", c.t.PID, path, sess.ID, sess.Version)
-	if c.duration > 0 {
-		c.say("Collecting for %v. Press Ctrl-C to stop early.\n", c.duration)
-	} else {
-		c.say("Press <Enter> or <Ctrl-C> to stop the trace.\n")
-	}
-	stopStatus := c.statusLine(start, spool, &prog).run()
+// drainConfig is the session's bounds, with progress messages once the
+// stop is asked for (stopStatus ends the status line first).
+func (c *collector) drainConfig(stopStatus func()) eventpipe.DrainConfig {
 	lastPhase := eventpipe.PhaseCollecting
-	res, drainErr := sess.Drain(dctx, spool, eventpipe.DrainConfig{
-		Duration: c.duration, Stop: stop, StopTimeout: c.stopTimeout, RundownTimeout: c.rundownTimeout,
+	return eventpipe.DrainConfig{
+		Duration: c.duration, StopTimeout: c.stopTimeout, RundownTimeout: c.rundownTimeout,
 		MaxBytes: c.maxSize, MaxRundownBytes: c.rundownMax, ProgressInterval: 2 * time.Second,
 		Progress: func(p eventpipe.DrainProgress) {
 			switch {
@@ -536,92 +503,41 @@ func (c *collector) run(ctx context.Context) error {
 			}
 			lastPhase = p.Phase
 		},
-	})
-	stopStatus()
-	spool.Finish(nil)
-	<-decodeDone
-	c.reportDrain(res, drainErr)
+	}
+}
 
+// finish checks the trace file once the session is over: it removes a
+// file that is no trace, repairs one that stopped early, sums it up and
+// returns the command's result.
+func (c *collector) finish(f *os.File, path string, res eventpipe.DrainResult, drainErr error, stats nettrace.Stats) error {
 	if errors.Is(drainErr, eventpipe.ErrNotNettrace) {
 		f.Close()
 		os.Remove(path)
 		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%w; the session was stopped and no file was kept. Is the endpoint a .NET runtime?", drainErr)}
 	}
-	// Damage the decoder found as the stream arrived (it asked for the
-	// stop at once): the file keeps the complete blocks before it.
+	// Damage the decoder found as the stream arrived (the session was
+	// stopped at once): the file keeps the complete blocks before it.
 	var damage *nettrace.FormatError
-	if errors.As(decodeErr, &damage) && damage.Truncated() {
+	if !eventpipe.IsDamage(res.DecodeErr) || !errors.As(res.DecodeErr, &damage) {
 		damage = nil
 	}
-
-	// Make the file end cleanly after its last complete block when the
-	// stream stopped early, was damaged, or the output failed or hit its
-	// cap.
 	cut := ""
 	if damage != nil || !stats.Complete || drainErr != nil {
-		limit := int64(-1)
-		if damage != nil {
-			limit = damage.Offset
-		}
-		n, rerr := repairTrace(f, limit)
-		switch {
-		case rerr != nil && n <= 0:
-			fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
-		case rerr != nil:
-			cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated, but: %v", humanBytes(n), rerr)
-		case n >= 0:
-			cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated: it is a valid trace", humanBytes(n))
-		}
-		if n > 0 {
-			// Count what the file holds now (the decoder may have read
-			// a block that the cut left out).
-			if st, err := fileStats(f); err == nil {
-				stats.Events, stats.DroppedEvents = st.Events, st.DroppedEvents
-			}
-		}
-		if cut != "" && drainErr == nil && damage == nil {
-			c.say("The stream ended early; %s.\n", cut)
-		}
+		cut = c.repair(f, damage, drainErr, &stats)
 	}
 	if err := f.Sync(); err != nil && drainErr == nil {
 		return ioError(fmt.Errorf("flush the trace file: %w", unwrapPath(err)))
 	}
-
 	// A trace without a single event is no trace: say why, keep no file.
 	if stats.Events == 0 && drainErr == nil && damage == nil {
-		var empty *ExitError
-		switch {
-		case res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit:
-			empty = &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any event (it exited or was killed); no trace file was kept")}
-		case !c.cfg.NoRundown && res.Rundown == eventpipe.RundownComplete:
-			empty = &ExitError{Code: exitRuntime, Err: errors.New("the runtime sent no event, not even the rundown the session asked for; no trace file was kept")}
-		}
-		if empty != nil {
+		if empty := c.emptyTrace(res); empty != nil {
 			f.Close()
 			os.Remove(path)
 			return empty
 		}
 	}
-
-	size := int64(0)
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
-	}
 	if !c.quiet {
-		fmt.Fprintf(c.e.stderr, "\nTrace written to %s\n", path)
-		fmt.Fprintf(c.e.stderr, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, c.rundownState(res))
-		if decodeErr != nil && !errors.Is(decodeErr, io.EOF) && stats.Complete && damage == nil {
-			fmt.Fprintf(c.e.stderr, "  note: decoding while collecting stopped early: %v\n", decodeErr)
-		}
-		if res.StreamErr != nil {
-			fmt.Fprintf(c.e.stderr, "  note: the session stream ended with: %v\n", res.StreamErr)
-		}
-		if res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit {
-			fmt.Fprintln(c.e.stderr, "  the target ended the session (it exited or was killed); the file holds everything it sent")
-		}
-		if stats.Events == 0 {
-			fmt.Fprintln(c.e.stderr, "  note: the trace holds no event: the providers wrote nothing during the session")
-		}
+		c.summary(f, path, res, stats, damage)
 	}
 	var oe *eventpipe.OutputError
 	switch {
@@ -638,20 +554,94 @@ func (c *collector) run(ctx context.Context) error {
 	return childResult(c.t, nil)
 }
 
+// repair makes the file end cleanly after its last complete block (before
+// the damage, if any) when the stream stopped early, was damaged, or the
+// output failed or hit its cap; it recounts the events the file keeps and
+// returns what it did, for the messages.
+func (c *collector) repair(f *os.File, damage *nettrace.FormatError, drainErr error, stats *nettrace.Stats) string {
+	limit := int64(-1)
+	if damage != nil {
+		limit = damage.Offset
+	}
+	cut := ""
+	n, rerr := repairTrace(f, limit)
+	switch {
+	case rerr != nil && n <= 0:
+		fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
+	case rerr != nil:
+		cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated, but: %v", humanBytes(n), rerr)
+	case n >= 0:
+		cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated: it is a valid trace", humanBytes(n))
+	}
+	if n > 0 {
+		// Count what the file holds now (the decoder may have read a
+		// block that the cut left out).
+		if st, err := fileStats(f); err == nil {
+			stats.Events, stats.DroppedEvents = st.Events, st.DroppedEvents
+		}
+	}
+	if cut != "" && drainErr == nil && damage == nil {
+		c.say("The stream ended early; %s.\n", cut)
+	}
+	return cut
+}
+
+// emptyTrace is the error of a session that gave no event, nil when an
+// empty trace is what the providers wrote.
+func (c *collector) emptyTrace(res eventpipe.DrainResult) error {
+	switch {
+	case res.Reason == eventpipe.StopEnded || res.Reason == eventpipe.StopTargetExit:
+		return &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any event (it exited or was killed); no trace file was kept")}
+	case !c.cfg.NoRundown && res.Rundown == eventpipe.RundownComplete:
+		return &ExitError{Code: exitRuntime, Err: errors.New("the runtime sent no event, not even the rundown the session asked for; no trace file was kept")}
+	}
+	return nil
+}
+
+// summary prints where the trace is, what it holds and how the session
+// ended.
+func (c *collector) summary(f *os.File, path string, res eventpipe.DrainResult, stats nettrace.Stats, damage *nettrace.FormatError) {
+	w := c.e.stderr
+	size := int64(0)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	fmt.Fprintf(w, "\nTrace written to %s\n", path)
+	fmt.Fprintf(w, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, c.rundownState(res))
+	if err := res.DecodeErr; err != nil && !errors.Is(err, io.EOF) && stats.Complete && damage == nil {
+		fmt.Fprintf(w, "  note: decoding while collecting stopped early: %v\n", err)
+	}
+	for _, warn := range res.Warnings() {
+		switch warn.Kind {
+		case eventpipe.WarnStreamError:
+			fmt.Fprintf(w, "  note: %s\n", warn)
+		case eventpipe.WarnEndedEarly:
+			fmt.Fprintf(w, "  %s\n", warn)
+		}
+	}
+	if stats.Events == 0 {
+		fmt.Fprintln(w, "  note: the trace holds no event: the providers wrote nothing during the session")
+	}
+}
+
+// collectHints are the flags that set the bound behind a drain warning.
+var collectHints = map[eventpipe.WarningKind]string{
+	eventpipe.WarnDeadline:           " (duration + --stop-timeout + --rundown-timeout)",
+	eventpipe.WarnStopUnacknowledged: " (--stop-timeout)",
+	eventpipe.WarnRundownTimedOut:    " (--rundown-timeout: raise it if the application is large)",
+	eventpipe.WarnRundownTooLarge:    " (--rundown-max-size)",
+}
+
 // reportDrain warns about a collection that ended without its rundown (the
 // failures of the output are the command's error).
 func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
 	w := c.e.stderr
-	switch {
-	case err != nil:
-	case res.Deadline:
-		fmt.Fprintf(w, "warning: the session did not end within its time limit (duration + --stop-timeout + --rundown-timeout); closing it. The file keeps everything received.\n")
-	case res.Rundown == eventpipe.RundownUnacknowledged:
-		fmt.Fprintf(w, "warning: the runtime did not acknowledge the stop: %v\nClosing the session; the file keeps everything received so far.\n", res.StopErr)
-	case res.Rundown == eventpipe.RundownTimedOut:
-		fmt.Fprintf(w, "warning: no end of the rundown after %v (--rundown-timeout); closing the session. Stacks may not be symbolized; raise --rundown-timeout if the application is large.\n", c.rundownTimeout)
-	case res.Rundown == eventpipe.RundownTooLarge:
-		fmt.Fprintf(w, "warning: the runtime sent more than %s after the stop (--rundown-max-size) and kept sending; closing the session. The file keeps what arrived up to that size; stacks may not be symbolized.\n", humanBytes(c.rundownMax))
+	if err == nil {
+		for _, warn := range res.Warnings() {
+			if hint, ok := collectHints[warn.Kind]; ok {
+				fmt.Fprintf(w, "warning: %s%s\n", warn, hint)
+			}
+		}
 	}
 	if res.Rundown == eventpipe.RundownUnacknowledged || res.Rundown == eventpipe.RundownTimedOut || res.Rundown == eventpipe.RundownAbandoned {
 		if err := checkRunning(c.t.PID, hostProc); err != nil {
@@ -688,7 +678,7 @@ func (c *collector) rundownState(res eventpipe.DrainResult) string {
 }
 
 // decode follows the spooled stream and counts what it holds. It asks for
-// a stop when it sees the stopping event or damage.
+// a stop when it sees the stopping event (DrainDecode stops at damage).
 func (c *collector) decode(r io.Reader, prog *progress, request func(eventpipe.StopReason)) (nettrace.Stats, error) {
 	rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<20))
 	if err != nil {
@@ -696,23 +686,16 @@ func (c *collector) decode(r io.Reader, prog *progress, request func(eventpipe.S
 	}
 	var ev nettrace.Event
 	seen := false
-	if c.stop != nil {
-		c.stop.ptrSize = rd.Header().PointerSize
-	}
+	ptrSize := rd.Header().PointerSize
 	for {
-		err := rd.ReadEvent(&ev)
-		if err != nil {
-			var fe *nettrace.FormatError
-			if errors.As(err, &fe) && !fe.Truncated() {
-				request(eventpipe.StopDamaged)
-			}
+		if err := rd.ReadEvent(&ev); err != nil {
 			return rd.Stats(), err
 		}
 		prog.events.Add(1)
 		if st := rd.Stats(); st.DroppedEvents != prog.dropped.Load() {
 			prog.dropped.Store(st.DroppedEvents)
 		}
-		if c.stop != nil && !seen && c.stop.matches(&ev) {
+		if c.stop != nil && !seen && c.stop.Match(&ev, ptrSize) {
 			seen = true
 			request(eventpipe.StopEvent)
 		}

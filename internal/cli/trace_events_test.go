@@ -268,13 +268,12 @@ func TestStopEventMatchesRuntimeEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.ptrSize = rd.Header().PointerSize
 		n := 0
 		for ev, err := range rd.All() {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.matches(ev) {
+			if s.Match(ev, rd.Header().PointerSize) {
 				n++
 			}
 		}
@@ -424,7 +423,7 @@ func TestTraceEventsLoggingLevel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.matches(ev) {
+			if s.Match(ev, rd.Header().PointerSize) {
 				n++
 			}
 		}
