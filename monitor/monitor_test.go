@@ -148,6 +148,10 @@ func TestProcessRoutes(t *testing.T) {
 		{"GET", "/processes/801/trace?duration=forever", 400, "bad duration"},
 		{"GET", "/processes/801/trace?duration=100h", 400, "out of range"},
 		{"GET", "/processes/801/trace?providers=:::", 400, ""},
+		{"GET", "/processes/801/trace?providers=A&stoppingEventProviderName=B", 400, "provider B is not enabled"},
+		{"GET", "/processes/801/trace?providers=A&stoppingEventEventName=E", 400, "need stoppingEventProviderName"},
+		{"GET", "/processes/801/trace?providers=A&stoppingEventProviderName=A&stoppingEventPayloadFilter=x:1", 400, "needs stoppingEventEventName"},
+		{"GET", "/processes/801/trace?providers=A&stoppingEventProviderName=A&stoppingEventEventName=E&stoppingEventPayloadFilter=x", 400, "use name:value"},
 	} {
 		code, body := do(t, hs, tc.method, tc.path)
 		if code != tc.code || !strings.Contains(string(body), tc.want) {

@@ -64,6 +64,9 @@ var (
 	pathOperation             = Param{"id", "path", "an operation id (see GET /operations)"}
 	pathProcess               = Param{"process", "path", "a pid, or the name of one process (stable across restarts)"}
 	querySeconds              = Param{"seconds", "query", "how long to profile, in seconds (default 30): the ?seconds= scrapers add for delta profiles"}
+	queryStopProvider         = Param{"stoppingEventProviderName", "query", "stop the trace (before duration=) at the first event of this provider, which providers= or profile= must enable; the rundown follows as after any stop"}
+	queryStopEvent            = Param{"stoppingEventEventName", "query", "the stopping event's name or id"}
+	queryStopPayload          = Param{"stoppingEventPayloadFilter", "query", "payload values the stopping event must have: name:value,name:value"}
 )
 
 // routeTable returns every route, in the order GET / lists them (a
@@ -81,7 +84,7 @@ func routeTable() []Route {
 		{Method: "POST", Path: "/processes/{pid}/dump", Summary: "write a dump into the monitor's --dump-dir; answers its path (JSON)", Params: []Param{pathPID, queryDumpType},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.dump) }},
 		{Method: "GET", Path: "/processes/{pid}/trace", Summary: "an EventPipe trace, streamed as a .nettrace file while it is collected",
-			Params:  []Param{pathPID, queryDuration, queryProfile, queryProvider},
+			Params:  []Param{pathPID, queryDuration, queryProfile, queryProvider, queryStopProvider, queryStopEvent, queryStopPayload},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcess(s.trace) }},
 		{Method: "GET", Path: "/processes/{pid}/counters", Summary: "the counter samples of the /metrics collector over a duration (JSON array: the runtime's names, rates per second)", Params: []Param{pathPID, queryDuration},
 			handler: func(s *Server) http.HandlerFunc { return s.withProcessTurn(s.counters, false) }},
@@ -134,7 +137,7 @@ func routeTable() []Route {
 			Params: []Param{queryPID, queryName, queryDumpType}, DotnetMonitor: true,
 			Note:    "the dump is written by the target into the monitor's --dump-dir and kept there; egressProvider= is not accepted; when the monitor cannot read the file (a target in another container), the answer is its path as JSON",
 			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.dumpDM, nil) }},
-		{Method: "GET", Path: "/trace", Summary: "as GET /processes/{pid}/trace", Params: []Param{queryPID, queryName, queryDuration, queryProfile, queryProvider}, DotnetMonitor: true,
+		{Method: "GET", Path: "/trace", Summary: "as GET /processes/{pid}/trace", Params: []Param{queryPID, queryName, queryDuration, queryProfile, queryProvider, queryStopProvider, queryStopEvent, queryStopPayload}, DotnetMonitor: true,
 			Note:    "profile= takes clrdiag's profiles and dotnet-monitor's Cpu and GcCollect (Http, Logs and Metrics are refused); POST /trace with a provider configuration and egressProvider= are not accepted",
 			handler: func(s *Server) http.HandlerFunc { return s.byQuery(s.trace, dmTraceProfile) }},
 		{Method: "GET", Path: "/livemetrics", Summary: "as GET /processes/{pid}/counters", Params: []Param{queryPID, queryName, queryDuration}, DotnetMonitor: true,

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -615,6 +616,11 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *dia
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	stopAt, err := stoppingEvent(q, plan)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	ctx := r.Context()
 	sess, err := eventpipe.Start(ctx, c, plan.Config())
 	if err != nil {
@@ -628,14 +634,46 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, p Process, c *dia
 	w.WriteHeader(http.StatusOK)
 
 	// The client going away ends ctx: the session is then abandoned.
-	res, err := sess.Drain(ctx, flushWriter{w, s.cfg.StreamStallTimeout}, eventpipe.DrainConfig{
-		Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: s.maxTraceBytes(),
-	})
+	out := flushWriter{w, s.cfg.StreamStallTimeout}
+	dc := eventpipe.DrainConfig{Duration: d, RundownTimeout: DefaultRundownTimeout, MaxBytes: s.maxTraceBytes()}
+	var res eventpipe.DrainResult
+	if stopAt != nil {
+		// The stream is decoded as it is sent, at the decoder's pace.
+		res, err = sess.DrainDecode(ctx, out, dc, stopAt.StopAt())
+	} else {
+		res, err = sess.Drain(ctx, out, dc)
+	}
 	end := res.Reason.String() + "; rundown " + res.Rundown.String()
 	if err != nil {
 		end += "; " + err.Error()
 	}
 	w.Header().Set(traceEndTrailer, end)
+}
+
+// stoppingEvent reads the stoppingEvent* parameters of a trace (nil when
+// there are none): the provider must be one the plan enables.
+func stoppingEvent(q url.Values, plan *eventpipe.Plan) (*eventpipe.EventFilter, error) {
+	prov, name, payload := q.Get("stoppingEventProviderName"), q.Get("stoppingEventEventName"), q.Get("stoppingEventPayloadFilter")
+	switch {
+	case prov == "" && (name != "" || payload != ""):
+		return nil, errors.New("stoppingEventEventName and stoppingEventPayloadFilter need stoppingEventProviderName")
+	case prov == "":
+		return nil, nil
+	case payload != "" && name == "":
+		return nil, errors.New("stoppingEventPayloadFilter needs stoppingEventEventName")
+	}
+	enabled := false
+	for _, p := range plan.Providers {
+		enabled = enabled || strings.EqualFold(p.Name, prov)
+	}
+	if !enabled {
+		return nil, fmt.Errorf("the stopping event's provider %s is not enabled: add it to providers=", prov)
+	}
+	filter, err := eventpipe.ParsePayload(payload)
+	if err != nil {
+		return nil, fmt.Errorf("stoppingEventPayloadFilter %w", err)
+	}
+	return &eventpipe.EventFilter{Provider: prov, Event: name, Payload: filter}, nil
 }
 
 // maxTraceBytes is the byte cap of a trace response (0: none).
