@@ -41,6 +41,6 @@
 // written by the JSON exporter as dotnet-counters writes them.
 //
 // Stability: part of the public API (README: Stability): changed with care,
-// the release notes say how. The terminal view (View) will move into the
-// CLI.
+// the release notes say how. The terminal view of clrdiag counters monitor
+// is not here: it belongs to the CLI (internal/counterview).
 package counters

@@ -27,24 +27,7 @@ type Exporter interface {
 // Sample.Shown), one per quantile for histograms, as dotnet-counters does
 // (tag Percentile=50 etc.). The tags are written "k=v,k=v".
 func rows(s *Sample, emit func(tags string, value float64) error) error {
-	return eachRow(s, func(tags []Tag, v float64) error { return emit(FormatTags(tags), v) })
-}
-
-// eachRow is rows with the tags as a list.
-func eachRow(s *Sample, emit func(tags []Tag, value float64) error) error {
-	if s.Kind != KindHistogram {
-		if s.NoValue {
-			return nil
-		}
-		return emit(s.Tags, s.Shown())
-	}
-	for _, q := range s.Quantiles {
-		tags := append(s.Tags[:len(s.Tags):len(s.Tags)], Tag{Key: "Percentile", Value: strconv.FormatFloat(q.Quantile*100, 'f', -1, 64)})
-		if err := emit(tags, q.Value); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.EachRow(func(tags []Tag, v float64) error { return emit(FormatTags(tags), v) })
 }
 
 // Time forms of the files, as dotnet-counters 10 writes them.

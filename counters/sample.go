@@ -203,3 +203,24 @@ func ParseQuantiles(s string) []Quantile {
 	}
 	return qs
 }
+
+// EachRow calls emit for each row the sample gives in a table or a file:
+// none for a sample without a value, one for a plain counter (a rate per
+// second for a rate, see Shown), one per quantile for a histogram, with a
+// tag Percentile=50 etc. added, as dotnet-counters shows them. It stops at
+// emit's first error.
+func (s *Sample) EachRow(emit func(tags []Tag, value float64) error) error {
+	if s.Kind != KindHistogram {
+		if s.NoValue {
+			return nil
+		}
+		return emit(s.Tags, s.Shown())
+	}
+	for _, q := range s.Quantiles {
+		tags := append(s.Tags[:len(s.Tags):len(s.Tags)], Tag{Key: "Percentile", Value: strconv.FormatFloat(q.Quantile*100, 'f', -1, 64)})
+		if err := emit(tags, q.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}

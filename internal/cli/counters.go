@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/internal/counterview"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/spf13/cobra"
@@ -293,7 +294,7 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 			}
 			defer t.close()
 			cfg.NewID = tf.g.idSource() // the same ids under --record-ipc and --replay-ipc
-			v := &counters.View{
+			v := &counterview.View{
 				Terminal:    isTerminal(e.stdout),
 				Title:       "Press Ctrl-C to quit. Process " + processLabel(t),
 				ShowDeltas:  showDeltas,
@@ -343,7 +344,7 @@ func newCountersMonitorCmd(e *env) *cobra.Command {
 // into the view, rendering every refresh. With keys (a raw terminal) p
 // pauses the display, r resumes it and q or Ctrl-C ends the session like
 // an interrupt; out and errOut are where the view and warnings go.
-func monitor(ctx context.Context, out, errOut io.Writer, v *counters.View, refresh time.Duration, keys io.Reader, run func(context.Context, func(counters.Update) error) error) error {
+func monitor(ctx context.Context, out, errOut io.Writer, v *counterview.View, refresh time.Duration, keys io.Reader, run func(context.Context, func(counters.Update) error) error) error {
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
 	m := newMonitorView(v, out)

@@ -9,7 +9,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/internal/counterview"
 	"golang.org/x/term"
 )
 
@@ -74,7 +74,7 @@ func readKeys(ctx context.Context, r io.Reader, on func(monitorKey) bool) error 
 // followed by the latest warning.
 type monitorView struct {
 	mu      sync.Mutex
-	v       *counters.View
+	v       *counterview.View
 	w       io.Writer
 	state   string
 	warning string
@@ -82,7 +82,7 @@ type monitorView struct {
 	err     error // first write error
 }
 
-func newMonitorView(v *counters.View, w io.Writer) *monitorView {
+func newMonitorView(v *counterview.View, w io.Writer) *monitorView {
 	return &monitorView{v: v, w: w, state: "Running"}
 }
 

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/clrdiag/clrdiag/counters"
+	"github.com/clrdiag/clrdiag/internal/counterview"
 )
 
 func TestCountersKeysPauseResumeQuit(t *testing.T) {
 	var out bytes.Buffer
-	v := &counters.View{Terminal: true, Title: keysTitle}
+	v := &counterview.View{Terminal: true, Title: keysTitle}
 	m := newMonitorView(v, &out)
 	var seen []string
 	// One byte per Read, as a person types; x is ignored, the second p is
@@ -48,7 +48,7 @@ func TestCountersKeysPauseResumeQuit(t *testing.T) {
 
 func TestCountersKeysWarningKeepsState(t *testing.T) {
 	var out bytes.Buffer
-	v := &counters.View{Terminal: true}
+	v := &counterview.View{Terminal: true}
 	m := newMonitorView(v, &out)
 	m.key(keyPause)
 	m.warning = "histogram limit: reached"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/counterview"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
@@ -135,7 +136,7 @@ func TestCountersMonitorKeys(t *testing.T) {
 		typist.Write([]byte("q"))
 	}()
 	var out, errOut bytes.Buffer
-	v := &counters.View{Terminal: true, Title: keysTitle}
+	v := &counterview.View{Terminal: true, Title: keysTitle}
 	if err := monitor(ctx, &out, &errOut, v, 100*time.Millisecond, keys, sess.Run); err != nil {
 		t.Fatalf("monitor: %v", err)
 	}

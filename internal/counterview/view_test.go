@@ -1,10 +1,12 @@
-package counters
+package counterview
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/counters"
 )
 
 // screen applies the escape sequences View uses to a grid of lines, so the
@@ -68,9 +70,9 @@ func TestViewTerminalRefreshes(t *testing.T) {
 		t.Fatalf("empty view:\n%s", strings.Join(first, "\n"))
 	}
 	for i := 1; i <= 3; i++ {
-		v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: float64(i * 10)})
-		v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "working-set", DisplayName: "Working Set", Unit: "MB", Value: 1234.5678})
-		v.Update(&Sample{Time: t0, Provider: "Shop", Name: "req", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, 1}, {0.99, 2e9}}})
+		v.Update(&counters.Sample{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: float64(i * 10)})
+		v.Update(&counters.Sample{Time: t0, Provider: "System.Runtime", Name: "working-set", DisplayName: "Working Set", Unit: "MB", Value: 1234.5678})
+		v.Update(&counters.Sample{Time: t0, Provider: "Shop", Name: "req", Unit: "ms", Kind: counters.KindHistogram, Quantiles: []counters.Quantile{{Quantile: 0.5, Value: 1}, {Quantile: 0.99, Value: 2e9}}})
 		if err := v.Render(&out); err != nil {
 			t.Fatal(err)
 		}
@@ -106,10 +108,10 @@ func TestViewPlainLines(t *testing.T) {
 	v := &View{}
 	var out bytes.Buffer
 	ts := time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC)
-	v.Update(&Sample{Time: ts, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: 5})
+	v.Update(&counters.Sample{Time: ts, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: 5})
 	v.Render(&out)
 	v.Render(&out) // nothing changed: nothing printed
-	v.Update(&Sample{Time: ts, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: 7})
+	v.Update(&counters.Sample{Time: ts, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: 7})
 	v.Render(&out)
 	want := "12:00:01  System.Runtime  CPU Usage (%)  5\n12:00:01  System.Runtime  CPU Usage (%)  7\n"
 	if out.String() != want {
@@ -126,10 +128,10 @@ func TestViewTerminalDeltas(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	cpu := []float64{10, 30, 25}
 	for i, c := range cpu {
-		v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: c})
-		v.Update(&Sample{Time: t0, Provider: "Shop", Name: "req", Unit: "ms", Kind: KindHistogram, Quantiles: []Quantile{{0.5, float64(i)}, {0.99, 2e9 * float64(i+1)}}})
+		v.Update(&counters.Sample{Time: t0, Provider: "System.Runtime", Name: "cpu-usage", DisplayName: "CPU Usage", Unit: "%", Value: c})
+		v.Update(&counters.Sample{Time: t0, Provider: "Shop", Name: "req", Unit: "ms", Kind: counters.KindHistogram, Quantiles: []counters.Quantile{{Quantile: 0.5, Value: float64(i)}, {Quantile: 0.99, Value: 2e9 * float64(i+1)}}})
 		if i == 2 {
-			v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "late", Value: 7})
+			v.Update(&counters.Sample{Time: t0, Provider: "System.Runtime", Name: "late", Value: 7})
 		}
 		if err := v.Render(&out); err != nil {
 			t.Fatal(err)
@@ -169,7 +171,7 @@ func TestViewPlainDeltas(t *testing.T) {
 	var out bytes.Buffer
 	ts := time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC)
 	for _, x := range []float64{5, 7, 6.5} {
-		v.Update(&Sample{Time: ts, Provider: "P", Name: "c", Value: x})
+		v.Update(&counters.Sample{Time: ts, Provider: "P", Name: "c", Value: x})
 		v.Render(&out)
 	}
 	want := "12:00:01  P  c  5\n12:00:01  P  c  7  delta 2\n12:00:01  P  c  6.5  delta -0.5\n"
@@ -184,8 +186,8 @@ func TestViewEscapesTargetText(t *testing.T) {
 	const evil = "\x1b[2J\x1b]0;x\x07\u009b1m\u202e"
 	for _, terminal := range []bool{true, false} {
 		v := &View{Terminal: terminal}
-		v.Update(&Sample{Time: time.Unix(0, 0), Provider: "P" + evil, Name: "n" + evil, DisplayName: "D" + evil, Unit: "u" + evil,
-			Tags: []Tag{{Key: "k" + evil, Value: "v" + evil}}, Value: 1})
+		v.Update(&counters.Sample{Time: time.Unix(0, 0), Provider: "P" + evil, Name: "n" + evil, DisplayName: "D" + evil, Unit: "u" + evil,
+			Tags: []counters.Tag{{Key: "k" + evil, Value: "v" + evil}}, Value: 1})
 		var b bytes.Buffer
 		if err := v.Render(&b); err != nil {
 			t.Fatal(err)
@@ -210,17 +212,17 @@ func TestViewEscapesTargetText(t *testing.T) {
 func TestViewTagColumns(t *testing.T) {
 	v := &View{Terminal: true, NameWidth: 60}
 	t0 := time.Unix(0, 0)
-	for _, tags := range [][]Tag{
-		{{"http.request.method", "GET"}, {"http.response.status_code", "200"}, {"http.route", "/items/{id}"}, {"url.scheme", "http"}},
-		{{"http.request.method", "POST"}, {"http.response.status_code", "500"}, {"http.route", "/throw"}, {"url.scheme", "http"}},
+	for _, tags := range [][]counters.Tag{
+		{{Key: "http.request.method", Value: "GET"}, {Key: "http.response.status_code", Value: "200"}, {Key: "http.route", Value: "/items/{id}"}, {Key: "url.scheme", Value: "http"}},
+		{{Key: "http.request.method", Value: "POST"}, {Key: "http.response.status_code", Value: "500"}, {Key: "http.route", Value: "/throw"}, {Key: "url.scheme", Value: "http"}},
 	} {
-		v.Update(&Sample{Time: t0, Provider: "Microsoft.AspNetCore.Hosting", Name: "http.server.request.duration", Unit: "s", Kind: KindHistogram,
-			Tags: tags, Quantiles: []Quantile{{0.5, 0.001}, {0.99, 0.25}}})
+		v.Update(&counters.Sample{Time: t0, Provider: "Microsoft.AspNetCore.Hosting", Name: "http.server.request.duration", Unit: "s", Kind: counters.KindHistogram,
+			Tags: tags, Quantiles: []counters.Quantile{{Quantile: 0.5, Value: 0.001}, {Quantile: 0.99, Value: 0.25}}})
 	}
-	v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "dotnet.gc.collections", Unit: "{collection}", Kind: KindRate, Value: 4, Elapsed: 2 * time.Second,
-		Tags: []Tag{{"gc.heap.generation", "gen0"}}})
-	v.Update(&Sample{Time: t0, Provider: "System.Runtime", Name: "dotnet.gc.collections", Unit: "{collection}", Kind: KindRate, Value: 1, Elapsed: 2 * time.Second,
-		Tags: []Tag{{"gc.heap.generation", "gen1"}}})
+	v.Update(&counters.Sample{Time: t0, Provider: "System.Runtime", Name: "dotnet.gc.collections", Unit: "{collection}", Kind: counters.KindRate, Value: 4, Elapsed: 2 * time.Second,
+		Tags: []counters.Tag{{Key: "gc.heap.generation", Value: "gen0"}}})
+	v.Update(&counters.Sample{Time: t0, Provider: "System.Runtime", Name: "dotnet.gc.collections", Unit: "{collection}", Kind: counters.KindRate, Value: 1, Elapsed: 2 * time.Second,
+		Tags: []counters.Tag{{Key: "gc.heap.generation", Value: "gen1"}}})
 	var out bytes.Buffer
 	if err := v.Render(&out); err != nil {
 		t.Fatal(err)

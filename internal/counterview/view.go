@@ -1,4 +1,4 @@
-package counters
+package counterview
 
 import (
 	"bytes"
@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clrdiag/clrdiag/counters"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 )
 
 // View keeps the latest value of every counter and renders them as a table
 // grouped by provider, the way dotnet-counters monitor shows them. Rates are
-// shown per second (Sample.Shown); a counter with tags gets a row of its
+// shown per second (counters.Sample.Shown); a counter with tags gets a row of its
 // tag names and a row per tag combination with the tag values in columns,
 // as dotnet-counters 8+ shows them (route, status code and percentile stay
 // readable in a narrow terminal).
@@ -57,7 +58,7 @@ type viewCounter struct {
 type viewRow struct {
 	provider string
 	label    string
-	tags     []Tag
+	tags     []counters.Tag
 	tagText  string
 	value    float64
 	// prev is the value before value, when hasPrev.
@@ -76,7 +77,7 @@ func (r *viewRow) delta(v *View) string {
 }
 
 // Update records a sample.
-func (v *View) Update(s *Sample) {
+func (v *View) Update(s *counters.Sample) {
 	if v.counters == nil {
 		v.counters = map[string]map[string]*viewCounter{}
 	}
@@ -96,12 +97,12 @@ func (v *View) Update(s *Sample) {
 		p[s.Name] = c
 	}
 	c.label = label
-	_ = eachRow(s, func(tags []Tag, val float64) error {
-		safe := make([]Tag, len(tags))
+	_ = s.EachRow(func(tags []counters.Tag, val float64) error {
+		safe := make([]counters.Tag, len(tags))
 		for i, t := range tags {
-			safe[i] = Tag{Key: termsafe.String(t.Key), Value: termsafe.String(t.Value)}
+			safe[i] = counters.Tag{Key: termsafe.String(t.Key), Value: termsafe.String(t.Value)}
 		}
-		key := FormatTags(safe)
+		key := counters.FormatTags(safe)
 		r := c.rows[key]
 		if r == nil {
 			r = &viewRow{provider: provider, tags: safe, tagText: key, value: val}
