@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/clrdiag/clrdiag/clrevents"
@@ -32,9 +31,9 @@ type EventFilter struct {
 	// as fmt.Sprint writes it; an integer field whose type names its
 	// values (a log level) matches by number too.
 	Payload map[string]string
-	// Fields decodes an event's payload for Payload; nil decodes the
-	// fields of self-describing events and the runtime's events known to
-	// package clrevents (ptrSize is the trace's pointer size).
+	// Fields decodes an event's payload for Payload; nil means
+	// clrevents.Fields (self-describing events and the runtime's events
+	// known to package clrevents).
 	Fields func(ev *nettrace.Event, ptrSize int) (nettrace.Object, error)
 
 	known map[*nettrace.Metadata]bool
@@ -64,7 +63,7 @@ func (f *EventFilter) Match(ev *nettrace.Event, ptrSize int) bool {
 	}
 	decode := f.Fields
 	if decode == nil {
-		decode = defaultFields
+		decode = clrevents.Fields
 	}
 	fields, err := decode(ev, ptrSize)
 	if err != nil {
@@ -119,37 +118,6 @@ func valueIs(v any, want string) bool {
 		return fmt.Sprintf("%d", v) == want // a named integer by number
 	}
 	return false
-}
-
-// defaultFields decodes a self-describing event's fields, or a runtime
-// event's with the clrevents table; other events have none.
-func defaultFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
-	md := ev.Metadata
-	if len(md.Fields) > 0 {
-		return ev.Fields()
-	}
-	if md.EventID > 0xFFFF {
-		return nil, nil
-	}
-	if info, ok := clrevents.Lookup(md.ProviderName, uint16(md.EventID)); !ok || !info.HasLayout() {
-		return nil, nil
-	}
-	version := md.Version
-	if ev.Labels != nil && ev.Labels.Version != nil {
-		version = uint32(*ev.Labels.Version)
-	}
-	fs, err := clrevents.DecodeFields(md.ProviderName, uint16(md.EventID), uint8(min(version, 255)), ptrSize, ev.Payload)
-	if err != nil {
-		return nil, err
-	}
-	obj := make(nettrace.Object, len(fs))
-	for i, fv := range fs {
-		obj[i] = nettrace.NamedValue{Name: fv.Name, Value: fv.Value}
-		if u, ok := fv.Value.(uint64); ok && fv.IsHex() {
-			obj[i].Value = "0x" + strconv.FormatUint(u, 16) // as trace events prints it
-		}
-	}
-	return obj, nil
 }
 
 // StopAt is a Consumer for Session.DrainDecode that decodes the stream

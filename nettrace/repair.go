@@ -1,7 +1,9 @@
 package nettrace
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -49,4 +51,69 @@ func EndOfStreamFor(h Header) []byte {
 		return []byte{0, 0, 0, v6EndOfStream}
 	}
 	return EndOfStream()
+}
+
+// File is what RepairFile needs of a trace file; *os.File has it.
+type File interface {
+	io.ReadSeeker
+	io.WriterAt
+	Truncate(size int64) error
+}
+
+// RepairFile makes a trace file whose stream stopped early (or is damaged
+// after some point) end cleanly: it cuts the file after the last complete
+// block (CompleteLength) and appends the end-of-stream marker of a
+// NetTrace V4 stream, what the runtime's sessions send. It returns the new
+// length, or -1 when the file needed nothing; with damage, the error
+// describes it and the file is still cut and terminated (a positive
+// length). It leaves the file's offset at its end.
+//
+// limit, when not negative, is where damage that CompleteLength cannot see
+// begins (an event a decoder refused): only the blocks that end before it
+// are kept.
+func RepairFile(f File, limit int64) (int64, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	n, complete, damage := CompleteLength(bufio.NewReaderSize(r, 1<<20))
+	if damage != nil && n == 0 {
+		return 0, damage
+	}
+	if complete {
+		return -1, nil
+	}
+	if err := f.Truncate(n); err != nil {
+		return 0, err
+	}
+	end := EndOfStream()
+	if _, err := f.WriteAt(end, n); err != nil {
+		return n, fmt.Errorf("the end-of-stream marker could not be written (%w); readers will report the file as cut after its last complete block", err)
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return 0, err
+	}
+	return n + int64(len(end)), damage
+}
+
+// ReadStats decodes a whole trace and returns its Stats: what a file
+// holds. A trace that does not end cleanly gives the stats up to the
+// error, and the error.
+func ReadStats(r io.Reader) (Stats, error) {
+	rd, err := NewReader(bufio.NewReaderSize(r, 1<<20))
+	if err != nil {
+		return Stats{}, err
+	}
+	var ev Event
+	for {
+		if err := rd.ReadEvent(&ev); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return rd.Stats(), err
+		}
+	}
 }

@@ -126,3 +126,53 @@ func TestNetPerfV3TruncatedEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// RepairFile cuts a file that stopped inside a block after its last whole
+// block and terminates it; ReadStats then counts what it keeps. A whole
+// file is left alone (-1).
+func TestRepairFileAndReadStats(t *testing.T) {
+	cfg := writerConfigs()["v4"]
+	cfg.MaxEventBlockSize = 300
+	data, _, _ := buildTraceN(t, cfg, 60)
+	path := t.TempDir() + "/t.nettrace"
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, err := RepairFile(f, -1); n != -1 || err != nil {
+		t.Fatalf("whole file: %d %v, want -1 nil", n, err)
+	}
+	whole, err := ReadStats(bytes.NewReader(data))
+	if err != nil || whole.Events < 60 || !whole.Complete {
+		t.Fatalf("whole: %+v %v", whole, err)
+	}
+	cut := len(data) - 40 // inside the last block
+	if err := f.Truncate(int64(cut)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadStats(io.NewSectionReader(f, 0, int64(cut))); err == nil {
+		t.Fatal("a cut file reads cleanly")
+	}
+	n, err := RepairFile(f, -1)
+	if err != nil || n <= 0 || n >= int64(cut) {
+		t.Fatalf("cut file: %d %v", n, err)
+	}
+	if pos, _ := f.Seek(0, io.SeekCurrent); pos != n {
+		t.Errorf("offset %d after the repair, want the end %d", pos, n)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ReadStats(f)
+	if err != nil || st.Events == 0 || st.Events >= whole.Events || !st.Complete {
+		t.Errorf("repaired: %+v %v", st, err)
+	}
+	// A limit before the first block keeps nothing: no block to cut to.
+	if n, err := RepairFile(f, 10); err == nil && n > 0 {
+		t.Errorf("limit 10: %d %v", n, err)
+	}
+}

@@ -191,21 +191,28 @@ type progress struct {
 	dropped atomic.Uint64
 }
 
+// collectFlags are trace collect's flags.
+type collectFlags struct {
+	force                     bool
+	sf                        sessionFlags
+	output                    string
+	quiet                     bool
+	stopProv, stopEv, stopPay string
+	stopTimeout               time.Duration
+	rundownTimeout            time.Duration
+	maxSize                   string
+	rundownMax                string
+	format                    string
+	pf                        profileFlags
+
+	// Set by collector: the session's plan and the --format conversion.
+	plan *eventpipe.Plan
+	conv weighted.Format
+}
+
 func newTraceCollectCmd(e *env) *cobra.Command {
-	var force bool
-	tf := e.sessionTargetFlags(&force)
-	var (
-		sf                        sessionFlags
-		output                    string
-		quiet                     bool
-		stopProv, stopEv, stopPay string
-		stopTimeout               time.Duration
-		rundownTimeout            time.Duration
-		maxSize                   string
-		rundownMax                string
-		format                    string
-		pf                        profileFlags
-	)
+	var f collectFlags
+	tf := e.sessionTargetFlags(&f.force)
 	cmd := &cobra.Command{
 		Use:   "collect",
 		Short: "Collect an EventPipe trace from a running process into a .nettrace file",
@@ -230,104 +237,119 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 			"--clrevents or --providers configure the runtime's events, enables the events it needs):\n" +
 			sampleHelp(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pf.sample != "" || len(pf.threads) > 0 || pf.managedOnly {
-				if f := strings.ToLower(format); f == "" || f == "nettrace" {
-					return usageErrorf("--sample, --thread and --managed-only shape the --format conversion; give --format too (e.g. --format speedscope)")
-				}
-				measure, err := pf.measure()
-				if err != nil {
-					return err
-				}
-				sf.addMeasure(pf.measureInfo(measure))
-			}
-			plan, cfg, duration, err := sf.plan()
+			c, err := f.collector(e)
 			if err != nil {
 				return err
 			}
-			maxBytes, err := parseSize(maxSize)
-			if err != nil {
-				return usageErrorf("--max-size: %w", err)
-			}
-			rundownBytes, err := parseSize(rundownMax)
-			if err != nil || rundownBytes <= 0 {
-				return usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB", rundownMax)
-			}
-			stop, err := parseStopEvent(stopProv, stopEv, stopPay)
-			if err != nil {
-				return usageError(err)
-			}
-			if format = strings.ToLower(format); format == "nettrace" {
-				format = ""
-			}
-			var conv weighted.Format
-			if format != "" {
-				if conv, err = weighted.LookupFormat(format); err != nil {
-					return usageErrorf("--format: %w (or nettrace, the default)", err)
-				}
-			}
-			if output == "-" {
-				return usageErrorf("-o -: a trace is written to a file (use 'clrdiag trace stream' for standard output)")
-			}
-			out, err := planOutput(output, force)
+			out, err := planOutput(f.output, f.force)
 			if err != nil {
 				return err
 			}
-			if out.named() && format != "" {
-				if err := checkOutput(convertedName(output, conv), force); err != nil {
+			if out.named() && f.format != "" {
+				if err := checkOutput(convertedName(f.output, f.conv), f.force); err != nil {
 					return ioError(err)
 				}
 			}
 			ctx := cmd.Context()
-			t, err := tf.resolve(ctx)
-			if err != nil {
+			if c.t, err = tf.resolve(ctx); err != nil {
 				return err
 			}
-			defer t.close()
-			if output, err = out.name(defaultTraceName(ctx, t)); err != nil {
+			defer c.t.close()
+			if c.output, err = out.name(defaultTraceName(ctx, c.t)); err != nil {
 				return err
 			}
-			if format != "" {
-				if err := checkOutput(convertedName(output, conv), force); err != nil {
-					return ioError(err)
-				}
-			}
-			c := &collector{
-				e: e, t: t, cfg: cfg, duration: duration, stop: stop, quiet: quiet,
-				stopTimeout: stopTimeout, rundownTimeout: rundownTimeout, rundownMax: rundownBytes, maxSize: maxBytes, output: output, force: force,
-			}
-			if !quiet {
-				printPlan(e.stderr, plan)
-			}
-			if err := c.run(ctx); err != nil || format == "" {
-				return err
-			}
-			summary, err := convertTrace(e, output, convertedName(output, conv), conv, &pf, force)
-			if err != nil {
-				return fmt.Errorf("convert the trace to %s (the .nettrace file is kept): %w", format, err)
-			}
-			if !quiet {
-				fmt.Fprintf(e.stderr, "Converted: %s\n", summary)
-			}
-			return nil
+			return f.collect(ctx, c)
 		},
 	}
 	tf.register(cmd)
 	tf.registerLaunch(cmd)
-	sf.register(cmd)
+	f.sf.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVarP(&output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
-	fl.BoolVar(&quiet, "quiet", false, "print nothing but errors (for scripts)")
-	cmd.Flags().BoolVar(&force, "force", false, forceSessionUsage)
-	fl.StringVar(&format, "format", "nettrace", "also convert the trace when done: "+strings.Join(weighted.FormatNames(), ", ")+" (the .nettrace file is kept)")
-	pf.register(cmd)
-	fl.StringVar(&stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
-	fl.StringVar(&stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
-	fl.StringVar(&stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")
-	fl.DurationVar(&stopTimeout, "stop-timeout", eventpipe.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
-	fl.StringVar(&maxSize, "max-size", "", "stop when the trace file reaches this size, e.g. 500MB or 2GB (default unlimited)")
-	fl.DurationVar(&rundownTimeout, "rundown-timeout", eventpipe.DefaultRundownTimeout, "how long to wait for the rundown after the stop before closing the session")
-	fl.StringVar(&rundownMax, "rundown-max-size", "256MB", "how much the runtime may send after the stop (the rundown) before the session is closed")
+	fl.StringVarP(&f.output, "output", "o", "", "output file (default <name>_<yyyyMMdd>_<HHmmss>.nettrace)")
+	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but errors (for scripts)")
+	cmd.Flags().BoolVar(&f.force, "force", false, forceSessionUsage)
+	fl.StringVar(&f.format, "format", "nettrace", "also convert the trace when done: "+strings.Join(weighted.FormatNames(), ", ")+" (the .nettrace file is kept)")
+	f.pf.register(cmd)
+	fl.StringVar(&f.stopProv, "stopping-event-provider-name", "", "stop when this provider writes the stopping event")
+	fl.StringVar(&f.stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
+	fl.StringVar(&f.stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", eventpipe.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
+	fl.StringVar(&f.maxSize, "max-size", "", "stop when the trace file reaches this size, e.g. 500MB or 2GB (default unlimited)")
+	fl.DurationVar(&f.rundownTimeout, "rundown-timeout", eventpipe.DefaultRundownTimeout, "how long to wait for the rundown after the stop before closing the session")
+	fl.StringVar(&f.rundownMax, "rundown-max-size", "256MB", "how much the runtime may send after the stop (the rundown) before the session is closed")
 	return cmd
+}
+
+// collector checks the flags (before the target is touched) and returns
+// the collection they ask for, without its target and output name; it
+// sets f.plan and f.conv.
+func (f *collectFlags) collector(e *env) (*collector, error) {
+	if f.pf.sample != "" || len(f.pf.threads) > 0 || f.pf.managedOnly {
+		if format := strings.ToLower(f.format); format == "" || format == "nettrace" {
+			return nil, usageErrorf("--sample, --thread and --managed-only shape the --format conversion; give --format too (e.g. --format speedscope)")
+		}
+		measure, err := f.pf.measure()
+		if err != nil {
+			return nil, err
+		}
+		f.sf.addMeasure(f.pf.measureInfo(measure))
+	}
+	plan, cfg, duration, err := f.sf.plan()
+	if err != nil {
+		return nil, err
+	}
+	maxBytes, err := parseSize(f.maxSize)
+	if err != nil {
+		return nil, usageErrorf("--max-size: %w", err)
+	}
+	rundownBytes, err := parseSize(f.rundownMax)
+	if err != nil || rundownBytes <= 0 {
+		return nil, usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB", f.rundownMax)
+	}
+	stop, err := parseStopEvent(f.stopProv, f.stopEv, f.stopPay)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if f.format = strings.ToLower(f.format); f.format == "nettrace" {
+		f.format = ""
+	}
+	if f.format != "" {
+		if f.conv, err = weighted.LookupFormat(f.format); err != nil {
+			return nil, usageErrorf("--format: %w (or nettrace, the default)", err)
+		}
+	}
+	if f.output == "-" {
+		return nil, usageErrorf("-o -: a trace is written to a file (use 'clrdiag trace stream' for standard output)")
+	}
+	c := &collector{
+		e: e, cfg: cfg, duration: duration, stop: stop, quiet: f.quiet,
+		stopTimeout: f.stopTimeout, rundownTimeout: f.rundownTimeout, rundownMax: rundownBytes, maxSize: maxBytes, force: f.force,
+	}
+	f.plan = plan
+	return c, nil
+}
+
+// collect runs the collection c and the --format conversion.
+func (f *collectFlags) collect(ctx context.Context, c *collector) error {
+	if f.format != "" {
+		if err := checkOutput(convertedName(c.output, f.conv), f.force); err != nil {
+			return ioError(err)
+		}
+	}
+	if !f.quiet {
+		printPlan(c.e.stderr, f.plan)
+	}
+	if err := c.run(ctx); err != nil || f.format == "" {
+		return err
+	}
+	summary, err := convertTrace(c.e, c.output, convertedName(c.output, f.conv), f.conv, &f.pf, f.force)
+	if err != nil {
+		return fmt.Errorf("convert the trace to %s (the .nettrace file is kept): %w", f.format, err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(c.e.stderr, "Converted: %s\n", summary)
+	}
+	return nil
 }
 
 // defaultTraceName is <name>_<yyyyMMdd>_<HHmmss>.nettrace as dotnet-trace.
@@ -564,7 +586,7 @@ func (c *collector) repair(f *os.File, damage *nettrace.FormatError, drainErr er
 		limit = damage.Offset
 	}
 	cut := ""
-	n, rerr := repairTrace(f, limit)
+	n, rerr := nettrace.RepairFile(f, limit)
 	switch {
 	case rerr != nil && n <= 0:
 		fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
@@ -576,8 +598,10 @@ func (c *collector) repair(f *os.File, damage *nettrace.FormatError, drainErr er
 	if n > 0 {
 		// Count what the file holds now (the decoder may have read a
 		// block that the cut left out).
-		if st, err := fileStats(f); err == nil {
-			stats.Events, stats.DroppedEvents = st.Events, st.DroppedEvents
+		if _, err := f.Seek(0, io.SeekStart); err == nil {
+			if st, err := nettrace.ReadStats(f); err == nil {
+				stats.Events, stats.DroppedEvents = st.Events, st.DroppedEvents
+			}
 		}
 	}
 	if cut != "" && drainErr == nil && damage == nil {
@@ -646,26 +670,6 @@ func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
 	if res.Rundown == eventpipe.RundownUnacknowledged || res.Rundown == eventpipe.RundownTimedOut || res.Rundown == eventpipe.RundownAbandoned {
 		if err := checkRunning(c.t.PID, hostProc); err != nil {
 			fmt.Fprintf(w, "warning: %v; the session could not be ended while it is stopped: a .NET Core 3.1 runtime may crash when it continues.\n", err)
-		}
-	}
-}
-
-// fileStats decodes the trace file from its start and returns its stats.
-func fileStats(f *os.File) (nettrace.Stats, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nettrace.Stats{}, err
-	}
-	rd, err := nettrace.NewReader(bufio.NewReaderSize(f, 1<<20))
-	if err != nil {
-		return nettrace.Stats{}, err
-	}
-	var ev nettrace.Event
-	for {
-		if err := rd.ReadEvent(&ev); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return rd.Stats(), err
 		}
 	}
 }

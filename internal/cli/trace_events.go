@@ -343,7 +343,7 @@ func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *even
 			md := ev.Metadata
 			je := jsonEvent{
 				Timestamp: jsonTime{ev.Time().UTC()}, Provider: md.ProviderName, EventID: md.EventID, EventName: k.name,
-				Version: eventVersion(&ev), ThreadID: ev.ThreadID, CaptureThreadID: ev.CaptureThreadID, Sequence: ev.SequenceNumber,
+				Version: clrevents.EventVersion(&ev), ThreadID: ev.ThreadID, CaptureThreadID: ev.CaptureThreadID, Sequence: ev.SequenceNumber,
 				StackFrames: ev.StackLen(), PayloadSize: len(ev.Payload), Payload: payload,
 			}
 			if !ev.ActivityID.IsZero() {
@@ -379,25 +379,6 @@ func printEvents(ctx context.Context, out io.Writer, r *nettrace.Reader, f *even
 	}
 }
 
-// eventVersion is the event's payload version: the V6 label list's when it
-// overrides the metadata's.
-func eventVersion(ev *nettrace.Event) uint32 {
-	if ev.Labels != nil && ev.Labels.Version != nil {
-		return uint32(*ev.Labels.Version)
-	}
-	return ev.Metadata.Version
-}
-
-// hexValue is an address, id, token or flags field of a runtime event: it
-// prints as 0x..., and is a JSON string so that 64-bit values survive
-// JSON tools that read numbers as doubles.
-type hexValue uint64
-
-func (h hexValue) String() string { return "0x" + strconv.FormatUint(uint64(h), 16) }
-
-// MarshalText formats h as text (used by JSON encoding).
-func (h hexValue) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
-
 // loggingProvider is the EventSource of Microsoft.Extensions.Logging's
 // EventSourceLogger (ILogger messages in a trace).
 const loggingProvider = logs.Provider
@@ -429,22 +410,14 @@ func selfDescribingFields(ev *nettrace.Event) (nettrace.Object, error) {
 	return obj, nil
 }
 
-// eventFields decodes an event's payload: with the trace's field metadata
-// for self-describing events, with the clrevents table for the runtime's own
-// events. It returns nil for events whose layout nobody knows. ptrSize is
-// the trace's pointer size.
+// eventFields decodes an event's payload (clrevents.Fields), naming the
+// ILogger level of Microsoft-Extensions-Logging. ptrSize is the trace's
+// pointer size.
 func eventFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
-	md := ev.Metadata
-	if len(md.Fields) > 0 {
+	if len(ev.Metadata.Fields) > 0 {
 		return selfDescribingFields(ev)
 	}
-	if md.EventID > 0xFFFF {
-		return nil, nil
-	}
-	if info, ok := clrevents.Lookup(md.ProviderName, uint16(md.EventID)); !ok || !info.HasLayout() {
-		return nil, nil
-	}
-	return nativeFields(ev, ptrSize)
+	return clrevents.Fields(ev, ptrSize)
 }
 
 // eventPayload is eventFields with what the filter cached about the event.
@@ -455,50 +428,7 @@ func eventPayload(ev *nettrace.Event, k *eventKind, ptrSize int) (nettrace.Objec
 	if !k.native {
 		return nil, nil
 	}
-	return nativeFields(ev, ptrSize)
-}
-
-// nativeFields decodes a runtime event with the clrevents table.
-func nativeFields(ev *nettrace.Event, ptrSize int) (nettrace.Object, error) {
-	md := ev.Metadata
-	fs, err := clrevents.DecodeFields(md.ProviderName, uint16(md.EventID), uint8(min(eventVersion(ev), 255)), ptrSize, ev.Payload)
-	if err != nil {
-		return nil, err
-	}
-	return nativeObject(fs), nil
-}
-
-// nativeObject turns decoded runtime-event fields into an Object: hex
-// values, GUIDs and struct arrays in the types the printers know.
-func nativeObject(fs []clrevents.FieldValue) nettrace.Object {
-	obj := make(nettrace.Object, len(fs))
-	for i, fv := range fs {
-		v := fv.Value
-		switch x := v.(type) {
-		case uint64:
-			if fv.IsHex() {
-				v = hexValue(x)
-			}
-		case [16]byte:
-			v = nettrace.GUID(x)
-		case []uint64:
-			if fv.IsHex() {
-				a := make([]any, len(x))
-				for j, e := range x {
-					a[j] = hexValue(e)
-				}
-				v = a
-			}
-		case [][]clrevents.FieldValue:
-			a := make([]any, len(x))
-			for j, e := range x {
-				a[j] = nativeObject(e)
-			}
-			v = a
-		}
-		obj[i] = nettrace.NamedValue{Name: fv.Name, Value: v}
-	}
-	return obj
+	return clrevents.NativeFields(ev, ptrSize)
 }
 
 // maxRawText bounds the payload bytes shown in hexadecimal on a text line.
