@@ -648,12 +648,26 @@ func (c *collector) summary(f *os.File, path string, res eventpipe.DrainResult, 
 	}
 }
 
-// collectHints are the flags that set the bound behind a drain warning.
-var collectHints = map[eventpipe.WarningKind]string{
+// drainHints are the warnings of a DrainResult that a session command
+// prints, with the flags that set the bound behind them.
+var drainHints = map[eventpipe.WarningKind]string{
 	eventpipe.WarnDeadline:           " (duration + --stop-timeout + --rundown-timeout)",
 	eventpipe.WarnStopUnacknowledged: " (--stop-timeout)",
 	eventpipe.WarnRundownTimedOut:    " (--rundown-timeout: raise it if the application is large)",
 	eventpipe.WarnRundownTooLarge:    " (--rundown-max-size)",
+}
+
+// printDrainWarnings warns about a session that ended short of its stop
+// and rundown; with hints, naming the flag of the bound that passed.
+func printDrainWarnings(w io.Writer, res eventpipe.DrainResult, hints bool) {
+	for _, warn := range res.Warnings() {
+		if hint, ok := drainHints[warn.Kind]; ok {
+			if !hints {
+				hint = ""
+			}
+			fmt.Fprintf(w, "warning: %s%s\n", warn, hint)
+		}
+	}
 }
 
 // reportDrain warns about a collection that ended without its rundown (the
@@ -661,11 +675,7 @@ var collectHints = map[eventpipe.WarningKind]string{
 func (c *collector) reportDrain(res eventpipe.DrainResult, err error) {
 	w := c.e.stderr
 	if err == nil {
-		for _, warn := range res.Warnings() {
-			if hint, ok := collectHints[warn.Kind]; ok {
-				fmt.Fprintf(w, "warning: %s%s\n", warn, hint)
-			}
-		}
+		printDrainWarnings(w, res, true)
 	}
 	if res.Rundown == eventpipe.RundownUnacknowledged || res.Rundown == eventpipe.RundownTimedOut || res.Rundown == eventpipe.RundownAbandoned {
 		if err := checkRunning(c.t.PID, hostProc); err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -226,14 +225,8 @@ func (s *streamer) run(ctx context.Context) error {
 	case drainErr != nil && !errors.Is(drainErr, eventpipe.ErrSpoolClosed):
 		return &ExitError{Code: exitIO, Err: fmt.Errorf("the temporary spool file failed: %w", drainErr)}
 	}
-	switch res.Rundown {
-	case eventpipe.RundownUnacknowledged:
-		fmt.Fprintf(e.stderr, "warning: the runtime did not acknowledge the stop: %v\n", res.StopErr)
-	case eventpipe.RundownTimedOut:
-		fmt.Fprintf(e.stderr, "warning: the session did not end %v after the stop (--rundown-timeout); closed it\n", s.drain.RundownTimeout)
-	case eventpipe.RundownTooLarge:
-		fmt.Fprintf(e.stderr, "warning: the runtime sent more than %s after the stop and kept sending; closed the session\n", humanBytes(cmp.Or(s.drain.MaxRundownBytes, eventpipe.DefaultMaxRundownBytes)))
-	}
+	// Without hints: not every bound has a flag here.
+	printDrainWarnings(e.stderr, res, false)
 	if ended && printed && events == 0 && (printErr == nil || isTruncation(printErr)) {
 		return &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any event (it exited or was killed)")}
 	}
