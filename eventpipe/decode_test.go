@@ -195,7 +195,7 @@ func TestDrainResultWarnings(t *testing.T) {
 		{name: "deadline", style: runtimeStyle{before: 2, rundownHangs: true}, cfg: eventpipe.DrainConfig{Duration: 50 * time.Millisecond, MaxTime: 300 * time.Millisecond},
 			want: []eventpipe.WarningKind{eventpipe.WarnDeadline}, text: "time limit"},
 		{name: "rundown too large", style: runtimeStyle{before: 2, endless: true, fast: true}, cfg: eventpipe.DrainConfig{Duration: 50 * time.Millisecond, MaxRundownBytes: 4 << 20},
-			want: []eventpipe.WarningKind{eventpipe.WarnRundownTooLarge}, text: "more than 4 MB after the stop"},
+			want: []eventpipe.WarningKind{eventpipe.WarnRundownTooLarge}, text: "kept sending after the stop, past 4 MB"},
 		{name: "ended", style: runtimeStyle{before: 2}, gone: true,
 			want: []eventpipe.WarningKind{eventpipe.WarnRundownIncomplete, eventpipe.WarnEndedEarly}, text: "no rundown"},
 	}

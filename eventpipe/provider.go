@@ -372,3 +372,37 @@ func ClrKeywordNames() []string {
 	sort.Strings(known)
 	return known
 }
+
+// FilterEventIDs applies an event-id filter written as dotnet-trace's
+// --event-ids takes it to the provider it names among ps:
+// "Provider:1,2,3" enables only those event ids, "Provider:-1,2" all but
+// those. The provider must be in ps (names are case-insensitive).
+func FilterEventIDs(ps []Provider, spec string) error {
+	name, list, ok := strings.Cut(spec, ":")
+	if !ok || name == "" {
+		return fmt.Errorf("%q: use Provider:1,2,3 or Provider:-1,2", spec)
+	}
+	deny := strings.HasPrefix(list, "-")
+	list = strings.TrimPrefix(list, "-")
+	ids := []uint32{}
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		id, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q: %q is not an event id", spec, s)
+		}
+		ids = append(ids, uint32(id))
+	}
+	found := false
+	for i := range ps {
+		if strings.EqualFold(ps[i].Name, name) {
+			ps[i].EventIDs, ps[i].EventIDsDeny, found = ids, deny, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%q: provider %s is not enabled; add it with --providers", spec, name)
+	}
+	return nil
+}

@@ -219,3 +219,26 @@ func wireArgs(s string) []Arg {
 	}
 	return out
 }
+
+func TestFilterEventIDs(t *testing.T) {
+	ps := []Provider{{Name: "A"}, {Name: "B"}}
+	if err := FilterEventIDs(ps, "a:1, 2,3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := FilterEventIDs(ps, "B:-7"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ps[0].EventIDs, []uint32{1, 2, 3}) || ps[0].EventIDsDeny || !slices.Equal(ps[1].EventIDs, []uint32{7}) || !ps[1].EventIDsDeny {
+		t.Fatalf("%+v", ps)
+	}
+	for spec, want := range map[string]string{
+		"nocolon": "use Provider:1,2,3",
+		":1":      "use Provider:1,2,3",
+		"A:x":     `"x" is not an event id`,
+		"C:1":     "provider C is not enabled",
+	} {
+		if err := FilterEventIDs(ps, spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", spec, err, want)
+		}
+	}
+}

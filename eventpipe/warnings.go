@@ -65,7 +65,7 @@ func (w DrainWarning) String() string {
 	case WarnRundownTimedOut:
 		return fmt.Sprintf("no end of the rundown after %v; the session was closed and stacks may not be symbolized", w.Limit)
 	case WarnRundownTooLarge:
-		return fmt.Sprintf("the runtime sent more than %s after the stop and kept sending; the session was closed, keeping what arrived up to that size, and stacks may not be symbolized", sizeText(w.Bytes))
+		return fmt.Sprintf("the runtime kept sending after the stop, past %s; the session was closed, keeping what arrived up to that size, and stacks may not be symbolized", sizeText(w.Bytes))
 	case WarnRundownIncomplete:
 		if w.Rundown == RundownMissing {
 			return "no rundown: methods jitted before the session may stay addresses"

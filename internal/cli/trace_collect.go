@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,31 +84,8 @@ func (f *sessionFlags) addMeasure(m profile.MeasureInfo) {
 // applyEventIDs adds the --event-ids filters to the providers.
 func (f *sessionFlags) applyEventIDs(ps []eventpipe.Provider) error {
 	for _, spec := range f.eventIDs {
-		name, list, ok := strings.Cut(spec, ":")
-		if !ok || name == "" {
-			return fmt.Errorf("--event-ids %q: use Provider:1,2,3 or Provider:-1,2", spec)
-		}
-		deny := strings.HasPrefix(list, "-")
-		list = strings.TrimPrefix(list, "-")
-		ids := []uint32{}
-		for _, s := range strings.Split(list, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			id, err := strconv.ParseUint(s, 10, 32)
-			if err != nil {
-				return fmt.Errorf("--event-ids %q: %q is not an event id", spec, s)
-			}
-			ids = append(ids, uint32(id))
-		}
-		found := false
-		for i := range ps {
-			if strings.EqualFold(ps[i].Name, name) {
-				ps[i].EventIDs, ps[i].EventIDsDeny, found = ids, deny, true
-			}
-		}
-		if !found {
-			return fmt.Errorf("--event-ids %q: provider %s is not enabled; add it with --providers", spec, name)
+		if err := eventpipe.FilterEventIDs(ps, spec); err != nil {
+			return fmt.Errorf("--event-ids %w", err)
 		}
 	}
 	return nil
