@@ -22,7 +22,6 @@ import (
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/logs"
-	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/stacks"
 )
 
@@ -104,67 +103,6 @@ type collectTrace struct {
 	cfg      eventpipe.Config
 	duration time.Duration
 	stopping *eventpipe.EventFilter
-}
-
-// eventFilter matches an event by provider, name or id, and payload.
-type eventFilter struct {
-	provider string
-	name     string
-	id       int
-	payload  map[string]string
-}
-
-func (f *eventFilter) matches(ev *nettrace.Event) bool {
-	md := ev.Metadata
-	if md == nil || !strings.EqualFold(md.ProviderName, f.provider) {
-		return false
-	}
-	if f.name != "" && !strings.EqualFold(md.EventName, f.name) {
-		return false
-	}
-	if f.id >= 0 && int(md.EventID) != f.id {
-		return false
-	}
-	if len(f.payload) == 0 {
-		return true
-	}
-	o, err := ev.Fields()
-	if err != nil {
-		return false
-	}
-	for k, want := range f.payload {
-		v, ok := o.Get(k)
-		if !ok {
-			// field names are case-insensitive in the filter
-			for _, nv := range o {
-				if strings.EqualFold(nv.Name, k) {
-					v, ok = nv.Value, true
-					break
-				}
-			}
-		}
-		if !ok || formatValue(v) != want {
-			return false
-		}
-	}
-	return true
-}
-
-// formatValue writes a payload value as a filter compares it.
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case bool:
-		return strconv.FormatBool(x)
-	case fmt.Stringer:
-		return x.String()
-	}
-	return fmt.Sprint(v)
 }
 
 // traceProfiles maps dotnet-monitor's TraceProfile names to providers.

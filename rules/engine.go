@@ -171,6 +171,7 @@ type ruleState struct {
 	series   map[string]*seriesState // counter: by tag string
 	win      *window                 // aspnet, event
 	inflight map[string]time.Time    // AspNetRequestDuration: started requests
+	filter   *eventpipe.EventFilter  // event: which events count
 }
 
 type seriesState struct {
@@ -216,6 +217,7 @@ func (e *Engine) Add(p ProcessInfo, t Target) []string {
 			}
 		case r.Trigger.Event != nil:
 			rs.win = newWindow(r.Trigger.Event.Count, r.Trigger.Event.Window)
+			rs.filter = r.Trigger.Event.filter()
 		}
 		pr.rules = append(pr.rules, rs)
 		names = append(names, r.Name)
@@ -398,8 +400,7 @@ func (e *Engine) Event(pid int, ev *nettrace.Event) {
 		}
 		switch t := rs.rule.Trigger; {
 		case t.Event != nil:
-			f := eventFilter{provider: t.Event.Provider, name: t.Event.EventName, id: t.Event.EventID, payload: t.Event.PayloadFilter}
-			if f.matches(ev) && rs.win.add(eventTime(ev, e.opt.Now)) {
+			if rs.filter.Match(ev, 8) && (t.Event.EventID < 0 || int(ev.Metadata.EventID) == t.Event.EventID) && rs.win.add(eventTime(ev, e.opt.Now)) {
 				e.fire(pr, rs, e.opt.Now(), fmt.Sprintf("event %s/%s", ev.Metadata.ProviderName, ev.Metadata.EventName))
 			}
 		case t.AspNet != nil && req != nil:

@@ -414,3 +414,13 @@ func globRegexp(p string) *regexp.Regexp {
 	b.WriteString("$")
 	return regexp.MustCompile(b.String())
 }
+
+// filter is the trigger's provider, event name and payload values (the id,
+// when a name is given too, is checked besides).
+func (t *EventTrigger) filter() *eventpipe.EventFilter {
+	f := &eventpipe.EventFilter{Provider: t.Provider, Event: t.EventName, Payload: t.PayloadFilter}
+	if f.Event == "" && t.EventID >= 0 {
+		f.Event = strconv.Itoa(t.EventID)
+	}
+	return f
+}
