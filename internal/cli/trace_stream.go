@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 )
@@ -57,8 +58,8 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
-			ring, err := parseSize(spoolSize)
-			if err != nil || ring < 4<<20 {
+			ring, err := units.ParseBytes(spoolSize)
+			if err != nil || ring < 4_000_000 {
 				return usageErrorf("--spool-size %q: give at least 4MB", spoolSize)
 			}
 			ctx := cmd.Context()
@@ -232,7 +233,7 @@ func (s *streamer) run(ctx context.Context) error {
 	case eventpipe.RundownTimedOut:
 		fmt.Fprintf(e.stderr, "warning: the session did not end %v after the stop (--rundown-timeout); closed it\n", s.drain.RundownTimeout)
 	case eventpipe.RundownTooLarge:
-		fmt.Fprintf(e.stderr, "warning: the runtime sent more than %s after the stop and kept sending; closed the session\n", humanBytes(cmp.Or(s.drain.MaxRundownBytes, eventpipe.DefaultMaxRundownBytes)))
+		fmt.Fprintf(e.stderr, "warning: the runtime sent more than %s after the stop and kept sending; closed the session\n", units.FormatBytes(cmp.Or(s.drain.MaxRundownBytes, eventpipe.DefaultMaxRundownBytes)))
 	}
 	if ended && printed && events == 0 && (printErr == nil || isTruncation(printErr)) {
 		return &ExitError{Code: exitTargetGone, Err: errors.New("the target ended the session before sending any event (it exited or was killed)")}
