@@ -60,7 +60,7 @@ var ErrBadSize = errors.New("not a size")
 // bytes: SI prefixes are powers of 1000, IEC prefixes (with "i") powers of
 // 1024. A bare letter ("500M") is SI, like the labels clrdiag prints.
 var multipliers = map[string]float64{
-	"": 1,
+	"":  1,
 	"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
 	"KI": 1 << 10, "MI": 1 << 20, "GI": 1 << 30, "TI": 1 << 40,
 }
