@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// prefixes are the SI prefixes FormatBytes uses, in steps of 1000.
-var prefixes = [...]string{"", "k", "M", "G", "T", "P", "E"}
+// prefixes are the SI prefixes FormatBytes uses, one letter per step of
+// 1000 (a space for none).
+const prefixes = " kMGTPE"
 
 // FormatBytes prints a byte count with an SI prefix: "999 B", "1.50 kB",
 // "12.3 MB", "256 MB", "2.15 GB". Values of 1000 or more get three
@@ -48,7 +49,9 @@ func appendSI(dst []byte, v float64, unit string) []byte {
 		dst = strconv.AppendFloat(dst, v, 'f', 2, 64)
 	}
 	dst = append(dst, ' ')
-	dst = append(dst, prefixes[i]...)
+	if i > 0 {
+		dst = append(dst, prefixes[i])
+	}
 	return append(dst, unit...)
 }
 
@@ -56,13 +59,32 @@ func appendSI(dst []byte, v float64, unit string) []byte {
 // a size.
 var ErrBadSize = errors.New("not a size")
 
-// multipliers maps a unit, upper-cased and without its trailing "B", to its
-// bytes: SI prefixes are powers of 1000, IEC prefixes (with "i") powers of
-// 1024. A bare letter ("500M") is SI, like the labels clrdiag prints.
-var multipliers = map[string]float64{
-	"":  1,
-	"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-	"KI": 1 << 10, "MI": 1 << 20, "GI": 1 << 30, "TI": 1 << 40,
+// multiplier returns the bytes of a unit, upper-cased and without its
+// trailing "B": SI prefixes are powers of 1000, IEC prefixes (with "i")
+// powers of 1024. A bare letter ("500M") is SI, like the labels clrdiag
+// prints.
+func multiplier(u string) (float64, bool) {
+	switch u {
+	case "":
+		return 1, true
+	case "K":
+		return 1e3, true
+	case "M":
+		return 1e6, true
+	case "G":
+		return 1e9, true
+	case "T":
+		return 1e12, true
+	case "KI":
+		return 1 << 10, true
+	case "MI":
+		return 1 << 20, true
+	case "GI":
+		return 1 << 30, true
+	case "TI":
+		return 1 << 40, true
+	}
+	return 0, false
 }
 
 // ParseBytes reads a byte count with an optional unit, in either case and
@@ -80,10 +102,7 @@ func ParseBytes(s string) (int64, error) {
 		i--
 	}
 	num, unit := strings.TrimSpace(t[:i]), strings.ToUpper(strings.TrimSpace(t[i:]))
-	mult, ok := multipliers[strings.TrimSuffix(unit, "B")]
-	if unit == "" {
-		mult, ok = 1, true
-	}
+	mult, ok := multiplier(strings.TrimSuffix(unit, "B"))
 	v, err := strconv.ParseFloat(num, 64)
 	if !ok || err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, fmt.Errorf("size %q: %w; give bytes with an optional unit, such as 500MB, 2GB (powers of 1000) or 256MiB (powers of 1024)", s, ErrBadSize)
