@@ -40,13 +40,18 @@ func appendSI(dst []byte, v float64, unit string) []byte {
 		v /= 1000
 		i++
 	}
+	decimals := 2
 	switch a := math.Abs(v); {
-	case a >= 99.95 || v == math.Trunc(v):
-		dst = strconv.AppendFloat(dst, math.Round(v), 'f', 0, 64)
+	case a >= 99.95:
+		decimals = 0
 	case a >= 9.995:
-		dst = strconv.AppendFloat(dst, v, 'f', 1, 64)
-	default:
-		dst = strconv.AppendFloat(dst, v, 'f', 2, 64)
+		decimals = 1
+	}
+	dst = strconv.AppendFloat(dst, v, 'f', decimals, 64)
+	// A whole number is written without decimals ("3 MB", not "3.00 MB"),
+	// so that each value has one spelling.
+	if decimals > 0 && strings.TrimRight(string(dst[len(dst)-decimals:]), "0") == "" {
+		dst = dst[:len(dst)-decimals-1]
 	}
 	dst = append(dst, ' ')
 	if i > 0 {

@@ -12,7 +12,7 @@ func TestFormatBytes(t *testing.T) {
 		want string
 	}{
 		{0, "0 B"}, {7, "7 B"}, {999, "999 B"}, {1000, "1 kB"}, {1024, "1.02 kB"}, {1500, "1.50 kB"},
-		{99_949, "99.9 kB"}, {99_950, "100 kB"}, {999_499, "999 kB"}, {999_500, "1.00 MB"}, {999_600, "1.00 MB"},
+		{99_949, "99.9 kB"}, {99_950, "100 kB"}, {999_499, "999 kB"}, {999_500, "1 MB"}, {999_600, "1 MB"}, {1_004_000, "1 MB"}, {1_006_000, "1.01 MB"}, {2_999_999, "3 MB"}, {14_999_000, "15 MB"}, {9_996, "10 kB"},
 		{1 << 20, "1.05 MB"}, {12_345_678, "12.3 MB"}, {256_000_000, "256 MB"}, {256 << 20, "268 MB"},
 		{200_808_112, "201 MB"}, {2_147_483_648, "2.15 GB"}, {1e12, "1 TB"}, {-1500, "-1.50 kB"},
 		{math.MaxInt64, "9.22 EB"},
@@ -53,9 +53,10 @@ func TestParseBytes(t *testing.T) {
 
 // TestRoundTrip: what FormatBytes prints parses back to within its
 // rounding (half a unit of its last digit), so a size the CLI shows can be
-// typed back as a flag.
+// typed back as a flag, and formatting that again gives the same text (one
+// spelling per value).
 func TestRoundTrip(t *testing.T) {
-	for _, n := range []int64{1, 999, 1000, 1024, 65_536, 1 << 20, 123_456_789, 256 << 20, 5e9, 1 << 40} {
+	for _, n := range []int64{1, 999, 1000, 1024, 65_536, 1 << 20, 2_999_999, 14_999_000, 123_456_789, 256 << 20, 5e9, 1 << 40} {
 		s := FormatBytes(n)
 		got, err := ParseBytes(s)
 		if err != nil {
@@ -63,6 +64,9 @@ func TestRoundTrip(t *testing.T) {
 		}
 		if d := math.Abs(float64(got-n)) / float64(n); d > 0.005 {
 			t.Errorf("ParseBytes(FormatBytes(%d) = %q) = %d, off by %.2f%%", n, s, got, 100*d)
+		}
+		if again := FormatBytes(got); again != s {
+			t.Errorf("FormatBytes(%d) = %q, but FormatBytes(ParseBytes(%q)) = %q", n, s, s, again)
 		}
 	}
 }
