@@ -157,7 +157,7 @@ func TestRealAllocExceptionProfiles(t *testing.T) {
 	orderKey := "Workloads.Order from Workloads.Allocator.MakeOrder"
 	invoiceKey := "Workloads.Invoice from Workloads.Allocator.MakeInvoice"
 	ob, ib := bytesBy[orderKey], bytesBy[invoiceKey]
-	t.Logf("allocated %d orders, %d invoices (%.1f MB); profile: %d ticks %d bytes of Order, %d ticks %d bytes of Invoice",
+	t.Logf("allocated %d orders, %d invoices (%.1f MiB); profile: %d ticks %d bytes of Order, %d ticks %d bytes of Invoice",
 		orders, invoices, float64((orders+invoices)*objectSize)/(1<<20), ticksBy[orderKey], ob, ticksBy[invoiceKey], ib)
 	if ob == 0 || ib == 0 {
 		t.Fatalf("no Order or Invoice allocations under their methods: %v", bytesBy)
