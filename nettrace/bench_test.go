@@ -215,7 +215,7 @@ func BenchmarkStreamPipe(b *testing.B) {
 		bytesRead = cw.n
 	}
 	b.SetBytes(bytesRead)
-	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 }
 
 type countWriter struct {
