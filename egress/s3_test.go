@@ -25,21 +25,6 @@ import (
 	"github.com/clrdiag/clrdiag/internal/realcomp"
 )
 
-// isolate keeps the SDK's default chain away from this machine's own
-// configuration and from the EC2 metadata address.
-func isolate(t *testing.T) {
-	t.Helper()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none-config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none-credentials"),
-		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "",
-		"AWS_DEFAULT_REGION": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_ROLE_ARN": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
-		"AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 // s3Config is a configuration for srv with its keys given explicitly.
 func s3Config(srv *realcomp.S3Server, bucket string) egress.S3Config {
 	return egress.S3Config{Name: "store", Bucket: bucket, Prefix: "clrdiag/prod/", Region: srv.Region, Endpoint: srv.Endpoint,
@@ -57,7 +42,7 @@ func newS3(t *testing.T, cfg egress.S3Config) *egress.S3 {
 
 func makeBucket(t *testing.T, srv *realcomp.S3Server, bucket string) {
 	t.Helper()
-	isolate(t)
+	realcomp.IsolateAWS(t)
 	p := newS3(t, s3Config(srv, bucket))
 	if _, err := p.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatalf("create bucket %s: %v", bucket, err)
@@ -262,7 +247,7 @@ func TestS3CredentialsFromEnvAndFile(t *testing.T) {
 		}
 	}
 	t.Run("env", func(t *testing.T) {
-		isolate(t)
+		realcomp.IsolateAWS(t)
 		t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 		t.Setenv("AWS_REGION", srv.Region)
@@ -271,7 +256,7 @@ func TestS3CredentialsFromEnvAndFile(t *testing.T) {
 		put(t, cfg, "from-env")
 	})
 	t.Run("file", func(t *testing.T) {
-		isolate(t)
+		realcomp.IsolateAWS(t)
 		creds := filepath.Join(t.TempDir(), "credentials")
 		content := fmt.Sprintf("[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[egress]\naws_access_key_id = %s\naws_secret_access_key = %s\n", srv.AccessKey, srv.SecretKey)
 		if err := os.WriteFile(creds, []byte(content), 0o600); err != nil {
@@ -285,7 +270,7 @@ func TestS3CredentialsFromEnvAndFile(t *testing.T) {
 }
 
 func TestNewS3Checks(t *testing.T) {
-	isolate(t)
+	realcomp.IsolateAWS(t)
 	for _, cfg := range []egress.S3Config{
 		{},
 		{Bucket: "b", AccessKeyID: "only-the-id"},

@@ -208,6 +208,24 @@ func BenchmarkFileRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkRead measures reading the .gcdump of the synthetic heap,
+// written once.
+func BenchmarkRead(b *testing.B) {
+	nodes, edges := benchSize(b)
+	var buf bytes.Buffer
+	if err := Write(&buf, synthHeap(b, nodes, edges)); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Read(bytes.NewReader(data), int64(len(data))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkFromTrace measures building a graph from heap-walk events.
 func BenchmarkFromTrace(b *testing.B) {
 	n := 100_000

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // FastSerialization is the object stream of PerfView's TraceEvent library
@@ -240,15 +242,19 @@ var (
 	ErrUnsupported = errors.New("unsupported format version")
 )
 
-// fsReader reads a FastSerialization stream from an io.ReaderAt, with a
-// read-ahead buffer and random access for labels.
+// fsReader reads a FastSerialization stream from an io.ReaderAt: a window
+// of the file, read ahead and moved for labels, whose values are read by
+// the module's little-endian cursor (wire.Cursor). Every read first makes
+// its bytes available in the window (or fails with the file's offset), so
+// the cursor itself never runs short; a failure of the reader is recorded
+// in the cursor too, so that every later read returns zero.
 type fsReader struct {
 	r    io.ReaderAt
 	size int64
-	buf  []byte
-	bpos int64 // file offset of buf[0]
-	i    int   // position in buf
-	err  error // first error, sticky
+	c    wire.Cursor // over buf; c.Offset() is the position in the window
+	buf  []byte      // the window's storage
+	bpos int64       // file offset of the window's first byte
+	err  error       // first error, sticky
 	what string
 	fwd  []int64           // forward-reference table, read lazily
 	objs map[int64]*fsType // type objects by label
@@ -266,11 +272,19 @@ func newFSReader(r io.ReaderAt, size int64) *fsReader {
 }
 
 // pos returns the current file offset.
-func (r *fsReader) pos() int64 { return r.bpos + int64(r.i) }
+func (r *fsReader) pos() int64 { return r.bpos + int64(r.c.Offset()) }
 
 func (r *fsReader) fail(err error, format string, args ...any) {
 	if r.err == nil {
-		r.err = &FormatError{Offset: r.pos(), What: fmt.Sprintf(format, args...), Err: err}
+		r.setErr(&FormatError{Offset: r.pos(), What: fmt.Sprintf(format, args...), Err: err})
+	}
+}
+
+// setErr records the reader's first error, in the cursor too.
+func (r *fsReader) setErr(err error) {
+	if r.err == nil {
+		r.err = err
+		r.c.Fail(r.what, err)
 	}
 }
 
@@ -283,27 +297,29 @@ func (r *fsReader) seek(off int64) {
 		r.fail(ErrCorrupt, "offset %d outside the file (%d bytes)", off, r.size)
 		return
 	}
-	if off >= r.bpos && off <= r.bpos+int64(len(r.buf)) {
-		r.i = int(off - r.bpos)
+	if off >= r.bpos && off <= r.bpos+int64(len(r.c.Bytes())) {
+		r.c.Seek("", int(off-r.bpos))
 		return
 	}
-	r.bpos, r.buf, r.i = off, r.buf[:0], 0
+	r.bpos, r.c = off, wire.NewCursor(r.buf[:0])
 }
 
-// need makes n bytes available at buf[i:], or fails.
+// need makes n bytes available to the cursor, or fails.
 func (r *fsReader) need(n int) bool {
+	return r.c.Remaining() >= n || r.fill(n)
+}
+
+// fill moves the window to the current position with at least n bytes in
+// it, or fails.
+func (r *fsReader) fill(n int) bool {
 	if r.err != nil {
 		return false
-	}
-	if len(r.buf)-r.i >= n {
-		return true
 	}
 	if r.pos()+int64(n) > r.size {
 		r.fail(ErrTruncated, "reading %d bytes of %s", n, r.what)
 		return false
 	}
-	// Refill from the current position.
-	r.bpos += int64(r.i)
+	r.bpos = r.pos()
 	want := max(n, 64<<10)
 	if int64(want) > r.size-r.bpos {
 		want = int(r.size - r.bpos)
@@ -311,54 +327,76 @@ func (r *fsReader) need(n int) bool {
 	if cap(r.buf) < want {
 		r.buf = make([]byte, want)
 	}
-	r.buf = r.buf[:want]
-	r.i = 0
-	got, err := r.r.ReadAt(r.buf, r.bpos)
+	got, err := r.r.ReadAt(r.buf[:want], r.bpos)
+	r.c = wire.NewCursor(r.buf[:got])
 	if got < n {
 		if err == nil || err == io.EOF {
 			err = ErrTruncated
 		}
-		r.buf = r.buf[:got]
 		r.fail(err, "reading %s", r.what)
 		return false
 	}
-	r.buf = r.buf[:got]
 	return true
 }
 
 func (r *fsReader) u8() byte {
-	if !r.need(1) {
+	if r.c.Remaining() < 1 && !r.fill(1) {
 		return 0
 	}
-	r.i++
-	return r.buf[r.i-1]
+	return r.c.U8("")
 }
 
 func (r *fsReader) i32() int32 {
-	if !r.need(4) {
+	if r.c.Remaining() < 4 && !r.fill(4) {
 		return 0
 	}
-	r.i += 4
-	return int32(binary.LittleEndian.Uint32(r.buf[r.i-4:]))
+	return int32(r.c.U32(""))
 }
 
 func (r *fsReader) i64() int64 {
-	if !r.need(8) {
+	if r.c.Remaining() < 8 && !r.fill(8) {
 		return 0
 	}
-	r.i += 8
-	return int64(binary.LittleEndian.Uint64(r.buf[r.i-8:]))
+	return int64(r.c.U64(""))
 }
 
-func (r *fsReader) f32() float32 { return math.Float32frombits(uint32(r.i32())) }
+func (r *fsReader) f32() float32 {
+	if r.c.Remaining() < 4 && !r.fill(4) {
+		return 0
+	}
+	return r.c.F32("")
+}
+
+// u32s reads len(dst) little-endian uint32 values, a window at a time
+// (the node labels: one read per node).
+func (r *fsReader) u32s(dst []uint32) {
+	for len(dst) > 0 && r.need(4) {
+		k := min(len(dst), r.c.Remaining()/4)
+		for i := range dst[:k] {
+			dst[i] = r.c.U32("")
+		}
+		dst = dst[k:]
+	}
+}
+
+// u64s reads len(dst) little-endian uint64 values, a window at a time
+// (the node addresses).
+func (r *fsReader) u64s(dst []uint64) {
+	for len(dst) > 0 && r.need(8) {
+		k := min(len(dst), r.c.Remaining()/8)
+		for i := range dst[:k] {
+			dst[i] = r.c.U64("")
+		}
+		dst = dst[k:]
+	}
+}
 
 // bytes returns the next n bytes; the slice is valid until the next read.
 func (r *fsReader) bytes(n int) []byte {
 	if !r.need(n) {
 		return nil
 	}
-	r.i += n
-	return r.buf[r.i-n : r.i]
+	return r.c.Take("", n)
 }
 
 // count reads an int32 count of elements of at least elemSize bytes each
@@ -399,7 +437,7 @@ func (r *fsReader) str() (string, bool) {
 	if !r.need(int(n)) { // at least one byte per unit; ASCII fast path
 		return "", false
 	}
-	p := r.buf[r.i : r.i+int(n)]
+	p := r.c.Bytes()[r.c.Offset():][:n]
 	ascii := true
 	for _, c := range p {
 		if c >= 0x80 {
@@ -408,7 +446,7 @@ func (r *fsReader) str() (string, bool) {
 		}
 	}
 	if ascii {
-		r.i += int(n)
+		r.c.Take("", int(n))
 		return string(p), true
 	}
 	units := make([]uint16, 0, n)
@@ -437,7 +475,7 @@ func (r *fsReader) tag() byte { return r.u8() }
 // unread steps back one byte (after peeking at a tag).
 func (r *fsReader) unread() {
 	if r.err == nil {
-		r.i--
+		r.c.Seek("", r.c.Offset()-1)
 	}
 }
 

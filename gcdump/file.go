@@ -436,9 +436,7 @@ func readMemoryGraph(fr *fsReader) *Graph {
 	g.Root = NodeID(root)
 	fr.what = "node labels"
 	labels := make([]uint32, n)
-	for i := range labels {
-		labels[i] = uint32(fr.i32())
-	}
+	fr.u32s(labels)
 	blobLen := fr.count(1, "node record byte")
 	if fr.err != nil {
 		return nil
@@ -468,9 +466,7 @@ func readMemoryGraph(fr *fsReader) *Graph {
 	}
 	g.addr = make([]uint64, n)
 	adviseHuge(g.addr)
-	for i := range g.addr {
-		g.addr[i] = uint64(fr.i64())
-	}
+	fr.u64s(g.addr)
 	if fr.err == nil && fr.tag() == tagByte {
 		g.Is64Bit = fr.u8() != 0
 	} else {
@@ -500,7 +496,7 @@ func decodeNodes(fr *fsReader, g *Graph, labels []uint32, blob []byte, typeSize 
 	// once; the blob bounds it (at least a byte a reference).
 	total := 0
 	bad := func(i int, at int, what string) {
-		fr.err = &FormatError{Offset: blobAt + int64(at), What: fmt.Sprintf("record of node %d", i), Err: fmt.Errorf("%w: %s", ErrCorrupt, what)}
+		fr.setErr(&FormatError{Offset: blobAt + int64(at), What: fmt.Sprintf("record of node %d", i), Err: fmt.Errorf("%w: %s", ErrCorrupt, what)})
 	}
 	for i, l := range labels {
 		at := int(l)

@@ -505,6 +505,10 @@ type prometheusServer struct {
 // test.
 func startPrometheus(t *testing.T, target string, withKey bool) *prometheusServer {
 	t.Helper()
+	if testing.Short() {
+		// A real server that scrapes once a second: seconds of waiting.
+		t.Skip("real Prometheus: full mode only (go test without -short)")
+	}
 	prom := needTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: clrdiag\n  static_configs: [{targets: ['%s']}]\n", target)

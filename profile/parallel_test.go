@@ -107,7 +107,9 @@ func sameRead(t *testing.T, name string, data []byte, cfg Config, pcfg nettrace.
 // TestReadParallelSameProfile converts every capture (the committed ones,
 // and with CLRDIAG_CAPTURES the others) on several workers and compares
 // the profile and every output, byte for byte, with the serial read's, in
-// each measure's Config and with thread and managed filters.
+// each measure's Config and with thread and managed filters. -short tries
+// every parallel configuration on the first Config and 3 workers on the
+// others (full mode: every configuration on every Config).
 func TestReadParallelSameProfile(t *testing.T) {
 	eachShortCapture(t, func(t *testing.T, rel string, data []byte) {
 		cfgs := []Config{{Timeline: true}, {ManagedOnly: true, Timeline: true, MaxTimelineRuns: 100}}
@@ -119,7 +121,10 @@ func TestReadParallelSameProfile(t *testing.T) {
 			cfgs = append(cfgs, Config{Threads: []uint64{probe.Threads[1].ID}, Timeline: true})
 		}
 		for i, cfg := range cfgs {
-			for _, pcfg := range parallelConfigs(len(data)) {
+			for k, pcfg := range parallelConfigs(len(data)) {
+				if testing.Short() && i > 0 && k > 0 {
+					continue // -short: the other configurations with 3 workers only
+				}
 				sameRead(t, fmt.Sprintf("%s %+v", rel, cfg), data, cfg, pcfg, i == 0 || pcfg.Workers == 3)
 			}
 		}
@@ -128,10 +133,14 @@ func TestReadParallelSameProfile(t *testing.T) {
 
 // TestReadParallelTruncated cuts every capture at several places: the
 // parallel read gives the profile of the same events, the same error (at
-// the same offset) and the same dropped-event count as the serial one.
+// the same offset) and the same dropped-event count as the serial one
+// (7 cuts a capture; 3 with -short).
 func TestReadParallelTruncated(t *testing.T) {
 	eachShortCapture(t, func(t *testing.T, rel string, data []byte) {
 		step := max(len(data)/7, 1)
+		if testing.Short() {
+			step = max(len(data)/3, 1) // full mode: 7 cuts
+		}
 		for cut := len(data) - 1; cut > 0; cut -= step {
 			for _, pcfg := range parallelConfigs(cut) {
 				sameRead(t, fmt.Sprintf("%s cut at %d", rel, cut), data[:cut], Config{Timeline: true}, pcfg, cut == len(data)-1)

@@ -58,6 +58,11 @@ var failCmds = []failCmd{
 	}},
 }
 
+// failRuntime is the runtime the fakes of the matrix play: the newest one
+// ipctest knows, so that a command added for the newest runtime meets the
+// same classes as every other.
+var failRuntime = ipctest.Runtimes()[len(ipctest.Runtimes())-1]
+
 // staleSocket leaves a socket file nobody listens on.
 func staleSocket(t *testing.T) string {
 	t.Helper()
@@ -111,8 +116,11 @@ func zeroProcessInfo(ipc.Header) []byte {
 func TestFailureClasses(t *testing.T) {
 	type class struct {
 		name string
-		// setup returns the port to give and whether the class applies.
-		setup func(t *testing.T, c failCmd) (port string, ok bool)
+		// applies reports whether the class applies to a command (nil:
+		// to every command).
+		applies func(c failCmd) bool
+		// setup returns the port to give.
+		setup func(t *testing.T, c failCmd) string
 		extra []string // added to the command line
 		out   func(t *testing.T) string
 		want  func(c failCmd) int
@@ -120,82 +128,99 @@ func TestFailureClasses(t *testing.T) {
 	okOut := func(t *testing.T) string { return filepath.Join(t.TempDir(), "out") }
 	classes := []class{
 		{name: "usage", extra: []string{"--no-such-flag"},
-			setup: func(t *testing.T, c failCmd) (string, bool) { return "/nonexistent.sock,connect", true },
+			setup: func(t *testing.T, c failCmd) string { return "/nonexistent.sock,connect" },
 			want:  func(failCmd) int { return exitUsage }},
 		{name: "no such endpoint",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				return filepath.Join(t.TempDir(), "none.sock") + ",connect", true
+			setup: func(t *testing.T, c failCmd) string {
+				return filepath.Join(t.TempDir(), "none.sock") + ",connect"
 			},
 			want: func(failCmd) int { return exitNotFound }},
 		{name: "stale socket",
-			setup: func(t *testing.T, c failCmd) (string, bool) { return staleSocket(t) + ",connect", true },
+			setup: func(t *testing.T, c failCmd) string { return staleSocket(t) + ",connect" },
 			want:  func(failCmd) int { return exitNotFound }},
 		{name: "runtime refuses",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultError)})
-				return port, true
+			setup: func(t *testing.T, c failCmd) string {
+				_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultError)})
+				return port
 			},
 			want: func(failCmd) int { return exitRuntime }},
 		{name: "runtime never answers",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultNeverAnswer)})
-				return port, true
+			setup: func(t *testing.T, c failCmd) string {
+				_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultNeverAnswer)})
+				return port
 			},
-			extra: nil, // --timeout 2s, added below
+			extra: nil, // the timeout flag, added below
 			want:  func(failCmd) int { return exitRuntime }},
 		{name: "impossible reply",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				return hostileRuntime(t, zeroProcessInfo), c.name == "info"
-			},
-			want: func(failCmd) int { return exitRuntime }},
+			applies: func(c failCmd) bool { return c.name == "info" },
+			setup:   func(t *testing.T, c failCmd) string { return hostileRuntime(t, zeroProcessInfo) },
+			want:    func(failCmd) int { return exitRuntime }},
 		{name: "damaged stream",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Tracing: garbageSession})
-				return port, c.session
+			applies: func(c failCmd) bool { return c.session },
+			setup: func(t *testing.T, c failCmd) string {
+				_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Tracing: garbageSession})
+				return port
 			},
 			want: func(failCmd) int { return exitDamaged }},
 		{name: "target gone",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				cfg := ipctest.Config{Runtime: ipctest.NET8, Tracing: exitingSession}
+			setup: func(t *testing.T, c failCmd) string {
+				cfg := ipctest.Config{Runtime: failRuntime, Tracing: exitingSession}
 				if !c.session {
 					cfg.Fault = faultAll(ipctest.FaultCloseEarly)
 				}
 				_, port := fakeRuntime(t, cfg)
-				return port, true
+				return port
 			},
 			want: func(failCmd) int { return exitTargetGone }},
 		{name: "output directory missing",
-			setup: func(t *testing.T, c failCmd) (string, bool) {
-				srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultNeverAnswer)})
+			applies: func(c failCmd) bool { return c.writes },
+			setup: func(t *testing.T, c failCmd) string {
+				srv, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultNeverAnswer)})
 				t.Cleanup(func() {
 					if n := len(srv.Requests()); n != 0 {
 						t.Errorf("the target was sent %d requests before the output path was checked", n)
 					}
 				})
-				return port, c.writes
+				return port
 			},
 			out:  func(t *testing.T) string { return filepath.Join(t.TempDir(), "no", "such", "dir", "out") },
 			want: func(failCmd) int { return exitIO }},
 	}
-	for _, cl := range classes {
+	// Full mode tries every class on every command, with the waits of a
+	// real run: the transport's second of retries for a missing socket and
+	// --timeout 2s for a runtime that never answers. -short, the quick
+	// loop, shortens both and tries each class on a third of the commands
+	// it applies to (every command still meets a third of the classes).
+	cfg, never := mainConfig{}, "2s"
+	if testing.Short() {
+		cfg, never = mainConfig{dialRetryFor: 50 * time.Millisecond}, "500ms"
+	}
+	for i, cl := range classes {
 		t.Run(cl.name, func(t *testing.T) {
+			var cmds []failCmd
 			for _, c := range failCmds {
+				if cl.applies == nil || cl.applies(c) {
+					cmds = append(cmds, c)
+				}
+			}
+			for k, c := range cmds {
 				t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-					port, ok := cl.setup(t, c)
-					if !ok {
-						t.Skip("does not apply")
+					if testing.Short() && len(cmds) > 2 && (k+i)%3 != 0 {
+						t.Skip("-short tries a third of the commands (full mode: all)")
 					}
+					port := cl.setup(t, c)
 					out := okOut(t)
 					if cl.out != nil {
 						out = cl.out(t)
 					}
 					args := append(c.args(port, out), cl.extra...)
 					if cl.name == "runtime never answers" {
-						args = append(args, timeoutFlag(c, "2s")...)
+						args = append(args, timeoutFlag(c, never)...)
 					}
 					begin := time.Now()
-					code, _, stderr := run(t, args...)
-					checkClass(t, code, cl.want(c), stderr)
+					var stdout, stderr bytes.Buffer
+					code := mainWith(cfg, args, strings.NewReader(""), &stdout, &stderr)
+					checkClass(t, code, cl.want(c), stderr.String())
 					if d := time.Since(begin); d > 20*time.Second {
 						t.Errorf("took %v", d)
 					}
@@ -219,7 +244,7 @@ func timeoutFlag(c failCmd, d string) []string {
 func TestFailureClassInterrupted(t *testing.T) {
 	for _, c := range failCmds {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			srv, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Fault: faultAll(ipctest.FaultNeverAnswer)})
+			srv, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Fault: faultAll(ipctest.FaultNeverAnswer)})
 			r := startCLI(c.args(port, filepath.Join(t.TempDir(), "out"))...)
 			deadline := time.Now().Add(20 * time.Second)
 			for len(srv.Requests()) == 0 {
@@ -253,7 +278,7 @@ func TestFailureClassStdoutFull(t *testing.T) {
 			continue // those two print as events arrive: their own tests
 		}
 		t.Run(c.name, func(t *testing.T) {
-			_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, Environment: []string{"A=1"}})
+			_, port := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, Environment: []string{"A=1"}})
 			if c.session {
 				t.Skip("needs a session the fake plays: see TestFakeStack")
 			}
@@ -281,7 +306,7 @@ func TestFailureClassStoppedTarget(t *testing.T) {
 	for hostProc.state(pid) != 'T' {
 		time.Sleep(5 * time.Millisecond)
 	}
-	srv, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: pid, Dir: dir})
+	srv, _ := fakeRuntime(t, ipctest.Config{Runtime: failRuntime, PID: pid, Dir: dir})
 	for _, c := range failCmds {
 		if !c.session {
 			continue

@@ -41,14 +41,20 @@ func TestInfoImpossibleReply(t *testing.T) {
 // ProcessInfo3 to 2 to 1, each answered after a delay (UNKNOWN_COMMAND on
 // .NET 5). It used to take the sum of the delays (70 s against a runtime
 // answering in ~24 s); --timeout is now one deadline for all of them.
+// -short scales the delay and the timeout down by 3 (each answer still
+// within --timeout, the three together beyond it).
 func TestInfoOverallTimeout(t *testing.T) {
-	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET5, Delay: 1500 * time.Millisecond, Fault: faultAll(ipctest.FaultDelay)})
+	delay, timeout := 1500*time.Millisecond, "2s"
+	if testing.Short() {
+		delay, timeout = 500*time.Millisecond, "700ms"
+	}
+	_, port := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET5, Delay: delay, Fault: faultAll(ipctest.FaultDelay)})
 	begin := time.Now()
-	code, _, errOut := run(t, "info", "--diagnostic-port", port, "--timeout", "2s")
+	code, _, errOut := run(t, "info", "--diagnostic-port", port, "--timeout", timeout)
 	d := time.Since(begin)
 	checkClass(t, code, exitRuntime, errOut)
 	if d > 10*time.Second {
-		t.Errorf("took %v with --timeout 2s", d)
+		t.Errorf("took %v with --timeout %s", d, timeout)
 	}
 	if !strings.Contains(errOut, "--timeout") {
 		t.Errorf("the message does not name the flag to raise:\n%s", errOut)

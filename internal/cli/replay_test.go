@@ -71,16 +71,21 @@ func TestRecordReplayEveryCommand(t *testing.T) {
 	}
 
 	// counters: the Metrics session's client id is random; the replay
-	// sends the recorded one.
+	// sends the recorded one. The fake sends its samples at once: -short
+	// collects for half a second (full mode: a second).
+	duration := "1s"
+	if testing.Short() {
+		duration = "500ms"
+	}
 	t.Run("counters collect", func(t *testing.T) {
 		srv, port, _ := countersRuntimeServer(t)
 		recordReplayWith(t, srv, port, recordReplayCase{name: "counters collect", files: true,
-			args: []string{"counters", "collect", "--counters", "Shop,System.Runtime[cpu-usage]", "--duration", "1s", "-o", "OUT"}})
+			args: []string{"counters", "collect", "--counters", "Shop,System.Runtime[cpu-usage]", "--duration", duration, "-o", "OUT"}})
 	})
 	t.Run("counters monitor", func(t *testing.T) {
 		srv, port, _ := countersRuntimeServer(t)
 		recordReplayWith(t, srv, port, recordReplayCase{name: "counters monitor",
-			args: []string{"counters", "monitor", "--counters", "Shop", "--duration", "1s"}})
+			args: []string{"counters", "monitor", "--counters", "Shop", "--duration", duration}})
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/transport"
@@ -68,6 +69,10 @@ type globalFlags struct {
 	// pid is the process the command resolved (0: none, or unknown), for
 	// the hints of a failure.
 	pid int
+	// dialRetryFor is how long a refused or missing endpoint is retried
+	// (transport.Dialer.RetryFor: 0 is transport's default); not a flag,
+	// tests shorten it (mainConfig).
+	dialRetryFor time.Duration
 }
 
 // discoverConfig is the discovery configuration the global flags select;
@@ -85,10 +90,22 @@ func (e *env) targetFlags() *targetFlags { return &targetFlags{g: &e.global} }
 // Main runs the CLI with the given arguments and streams and returns the
 // process exit status (see exitcode.go).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return mainWith(mainConfig{}, args, stdin, stdout, stderr)
+}
+
+// mainConfig holds what Main takes from no flag; its zero value is
+// Main's. Tests shorten waits with it.
+type mainConfig struct {
+	// dialRetryFor: see globalFlags.dialRetryFor.
+	dialRetryFor time.Duration
+}
+
+func mainWith(cfg mainConfig, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &outWriter{w: stdout}
 	e := &env{stdin: stdin, stdout: out, stderr: stderr, args: args, ctx: ctx}
+	e.global.dialRetryFor = cfg.dialRetryFor
 	code := execute(e, newRootCmd(e))
 	if code == exitOK && out.err != nil && !errors.Is(out.err, syscall.EPIPE) {
 		// A command that did not look at its writes' errors: its output

@@ -102,6 +102,9 @@ func (f *targetFlags) dialer(ep transport.Endpoint) diag.Dialer {
 		return f.g.replay
 	}
 	d := transport.Dialer{Endpoint: ep}
+	if f.g != nil {
+		d.RetryFor = f.g.dialRetryFor
+	}
 	if f.g != nil && f.g.recorder != nil { // not a nil *Recorder in the interface
 		d.Recorder = f.g.recorder
 	}

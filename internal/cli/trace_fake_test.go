@@ -184,6 +184,9 @@ func TestFakeCollectStopNeverAnswered(t *testing.T) {
 }
 
 func TestFakeCollectRundownNeverEnds(t *testing.T) {
+	// The rundown never ends: the stream stays open until the command has
+	// given up on it (it used to be a 5 s sleep, waited for at cleanup).
+	gaveUp := make(chan struct{})
 	_, port := collectingServer(t, ipctest.NET8, nil, func(t *testing.T, s *ipctest.TracingSession) {
 		w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
 		if err != nil {
@@ -193,10 +196,11 @@ func TestFakeCollectRundownNeverEnds(t *testing.T) {
 		_ = w.AddMetadata(fakeHelloMeta)
 		writeFakeEvents(t, w, 0, 6)
 		<-s.Stopped
-		time.Sleep(5 * time.Second) // a rundown that never finishes in time
+		<-gaveUp
 	})
 	out := filepath.Join(t.TempDir(), "x.nettrace")
 	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--duration", "200ms", "--rundown-timeout", "500ms", "-o", out)
+	close(gaveUp)
 	if code != 0 || !strings.Contains(errOut, "no end of the rundown") || !strings.Contains(errOut, "rundown timed out") {
 		t.Fatalf("exit %d:\n%s", code, errOut)
 	}

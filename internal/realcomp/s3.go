@@ -50,6 +50,23 @@ func StartS3(t testing.TB) *S3Server {
 	return s
 }
 
+// IsolateAWS keeps the AWS SDK's default credential and region chain away
+// from this machine's own configuration, and from the EC2 and container
+// metadata addresses, for the rest of the test (t.Setenv), so that a test
+// of an S3 client uses only what it configures.
+func IsolateAWS(t testing.TB) {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE": filepath.Join(dir, "none-config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none-credentials"),
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "",
+		"AWS_DEFAULT_REGION": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_ROLE_ARN": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)

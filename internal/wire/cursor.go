@@ -204,6 +204,9 @@ func (c *Cursor) U64(field string) uint64 {
 	return 0
 }
 
+// F32 reads a little-endian IEEE 754 single.
+func (c *Cursor) F32(field string) float32 { return math.Float32frombits(c.U32(field)) }
+
 // F64 reads a little-endian IEEE 754 double.
 func (c *Cursor) F64(field string) float64 { return math.Float64frombits(c.U64(field)) }
 

@@ -14,8 +14,9 @@ func TestCursorReads(t *testing.T) {
 	b := []byte{1, 2, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0}
 	b = append(b, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f) // 1.5
 	b = append(b, 9, 0, 0, 0)                   // 4-byte pointer
+	b = append(b, 0, 0, 0x20, 0xc0)             // -2.5 as a float32
 	c := NewCursor(b)
-	if c.U8("a") != 1 || c.U16("b") != 2 || c.U32("c") != 3 || c.U64("d") != 4 || c.F64("e") != 1.5 || c.Ptr("f", 4) != 9 {
+	if c.U8("a") != 1 || c.U16("b") != 2 || c.U32("c") != 3 || c.U64("d") != 4 || c.F64("e") != 1.5 || c.Ptr("f", 4) != 9 || c.F32("f32") != -2.5 {
 		t.Fatalf("values wrong: %v", c.Err())
 	}
 	if c.Remaining() != 0 || c.Err() != nil || c.Offset() != len(b) {
