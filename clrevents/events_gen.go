@@ -346,7 +346,7 @@ func decodeAnyGCSuspendEEBegin(payload []byte, version uint8, _ int) (any, error
 	return DecodeGCSuspendEEBegin(payload, version)
 }
 
-// GCAllocationTick (runtime event 10) is raised about every 100 KB of
+// GCAllocationTick (runtime event 10) is raised about every 100 KiB of
 // allocation; it names the type of the object that crossed the threshold.
 type GCAllocationTick struct {
 	// AllocationAmount is the bytes allocated since the previous tick

@@ -194,7 +194,7 @@ func TestDrainResultWarnings(t *testing.T) {
 			want: []eventpipe.WarningKind{eventpipe.WarnRundownTimedOut}, text: "no end of the rundown after 300ms"},
 		{name: "deadline", style: runtimeStyle{before: 2, rundownHangs: true}, cfg: eventpipe.DrainConfig{Duration: 50 * time.Millisecond, MaxTime: 300 * time.Millisecond},
 			want: []eventpipe.WarningKind{eventpipe.WarnDeadline}, text: "time limit"},
-		{name: "rundown too large", style: runtimeStyle{before: 2, endless: true, fast: true}, cfg: eventpipe.DrainConfig{Duration: 50 * time.Millisecond, MaxRundownBytes: 4 << 20},
+		{name: "rundown too large", style: runtimeStyle{before: 2, endless: true, fast: true}, cfg: eventpipe.DrainConfig{Duration: 50 * time.Millisecond, MaxRundownBytes: 4_000_000},
 			want: []eventpipe.WarningKind{eventpipe.WarnRundownTooLarge}, text: "kept sending after the stop, past 4 MB"},
 		{name: "ended", style: runtimeStyle{before: 2}, gone: true,
 			want: []eventpipe.WarningKind{eventpipe.WarnRundownIncomplete, eventpipe.WarnEndedEarly}, text: "no rundown"},

@@ -24,8 +24,9 @@ const (
 	// DefaultMaxRundownBytes caps what is read after the stop: the rundown
 	// of a large application is tens of megabytes; a runtime that keeps
 	// streaming after the stop would otherwise fill the disk until
-	// RundownTimeout (about 23 MB/s on a local socket).
-	DefaultMaxRundownBytes = 256 << 20
+	// RundownTimeout (about 23 MB/s on a local socket). 256 MB in SI units
+	// (256*10^6 bytes), as the CLI's --rundown-max-size default reads.
+	DefaultMaxRundownBytes = 256_000_000
 	// abandonStopTimeout bounds the StopTracing sent while abandoning a
 	// session that was not stopped yet: the connection is already closed
 	// and the caller asked for an end at once.

@@ -528,11 +528,11 @@ func (s *stopBytes) check(t *testing.T, total, cap int64) {
 }
 
 // The default cap applies without configuration: an endless rundown stops
-// at DefaultMaxRundownBytes (256 MiB) long before the 5-minute
+// at DefaultMaxRundownBytes (256 MB) long before the 5-minute
 // RundownTimeout.
 func TestDrainRundownDefaultSizeCap(t *testing.T) {
 	if testing.Short() {
-		t.Skip("streams 256 MiB")
+		t.Skip("streams 256 MB")
 	}
 	_, c := fakeSession(t, runtimeStyle{before: 10, endless: true, fast: true})
 	s := start(t, c)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
@@ -134,11 +135,6 @@ func IsDamage(err error) bool {
 	return errors.As(err, &fe) && !fe.Truncated()
 }
 
-// sizeText writes n bytes for a person: whole MB when it is a number of
-// them, bytes otherwise.
-func sizeText(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return strconv.FormatInt(n>>20, 10) + " MB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
+// sizeText writes n bytes for a person, in SI units as every size clrdiag
+// shows.
+func sizeText(n int64) string { return units.FormatBytes(n) }

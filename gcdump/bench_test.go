@@ -180,7 +180,7 @@ func benchPipeline(b *testing.B, local bool) {
 		b.ReportMetric((c1 - c0).Seconds(), "build-cpu-s")
 		b.ReportMetric((c2 - c1).Seconds(), "dominators-cpu-s")
 		b.ReportMetric((c3 - c2).Seconds(), "report-cpu-s")
-		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(peak)/float64(nodes), "peak-B/object")
 		runtime.KeepAlive(g)
 	}
@@ -300,7 +300,7 @@ func benchPaths(b *testing.B, g *Graph, typ string) {
 		}
 		b.ReportMetric(t1.Sub(t0).Seconds(), "s")
 		b.ReportMetric((c1 - c0).Seconds(), "cpu-s")
-		b.ReportMetric(float64(peak-base.HeapAlloc)/(1<<20), "peak-extra-heap-MB")
+		b.ReportMetric(float64(peak-base.HeapAlloc)/(1<<20), "peak-extra-heap-MiB")
 		b.ReportMetric(float64(peak-base.HeapAlloc)/float64(g.NumNodes()), "peak-extra-B/node")
 		b.ReportMetric(float64(len(p.Paths)+p.MoreKinds), "kinds")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/transport"
 	"github.com/clrdiag/clrdiag/weighted"
 )
@@ -269,8 +270,8 @@ func TestRealHeapTargetKilled(t *testing.T) {
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	t.Logf("heap in use: %d MB before, %d MB after the failed collection", before.HeapAlloc>>20, after.HeapAlloc>>20)
+	t.Logf("heap in use: %s before, %s after the failed collection", units.FormatBytes(int64(before.HeapAlloc)), units.FormatBytes(int64(after.HeapAlloc)))
 	if after.HeapAlloc > before.HeapAlloc+16<<20 {
-		t.Errorf("the failed collection keeps %d MB", (after.HeapAlloc-before.HeapAlloc)>>20)
+		t.Errorf("the failed collection keeps %s (more than 16 MiB)", units.FormatBytes(int64(after.HeapAlloc-before.HeapAlloc)))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/internal/units"
 )
 
 // onlyReader hides io.WriterTo and friends so io.Copy copies in chunks, the
@@ -215,7 +216,7 @@ func BenchmarkStreamPipe(b *testing.B) {
 		bytesRead = cw.n
 	}
 	b.SetBytes(bytesRead)
-	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 }
 
 type countWriter struct {
@@ -278,10 +279,10 @@ func TestStreamMemoryFlat(t *testing.T) {
 		}
 	}
 	el := time.Since(start)
-	t.Logf("streamed %.2f GB, %d events in %v (%.0f MB/s, %.1f M events/s), peak heap %.1f MB",
-		float64(cw.n)/(1<<30), count, el, float64(cw.n)/(1<<20)/el.Seconds(), float64(count)/1e6/el.Seconds(), float64(peak)/(1<<20))
+	t.Logf("streamed %s, %d events in %v (%s, %.1f M events/s), peak heap %s",
+		units.FormatBytes(int64(cw.n)), count, el, units.FormatRate(float64(cw.n)/el.Seconds()), float64(count)/1e6/el.Seconds(), units.FormatBytes(int64(peak)))
 	if peak > 100<<20 {
-		t.Errorf("peak heap %d MB exceeds 100 MB", peak>>20)
+		t.Errorf("peak heap %.1f MiB exceeds 100 MiB", float64(peak)/(1<<20))
 	}
 }
 
@@ -315,10 +316,10 @@ func TestStreamMemoryFlatParallel(t *testing.T) {
 	if count != int64(n) || r.Stats().Events != int64(n) {
 		t.Fatalf("merged %d events (stats %d), wrote %d", count, r.Stats().Events, n)
 	}
-	t.Logf("streamed %.2f GB, %d events in %v (%.0f MB/s, %.1f M events/s), peak heap %.1f MB",
-		float64(cw.n)/(1<<30), count, el, float64(cw.n)/(1<<20)/el.Seconds(), float64(count)/1e6/el.Seconds(), float64(peak)/(1<<20))
+	t.Logf("streamed %s, %d events in %v (%s, %.1f M events/s), peak heap %s",
+		units.FormatBytes(int64(cw.n)), count, el, units.FormatRate(float64(cw.n)/el.Seconds()), float64(count)/1e6/el.Seconds(), units.FormatBytes(int64(peak)))
 	if peak > 100<<20 {
-		t.Errorf("peak heap %d MB exceeds 100 MB", peak>>20)
+		t.Errorf("peak heap %.1f MiB exceeds 100 MiB", float64(peak)/(1<<20))
 	}
 }
 

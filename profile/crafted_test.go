@@ -192,8 +192,8 @@ func BenchmarkCrafted(b *testing.B) {
 					}
 				}))
 			}
-			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
-			b.ReportMetric(float64(len(data))/(1<<20), "trace-MB")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+			b.ReportMetric(float64(len(data))/(1<<20), "trace-MiB")
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/weighted"
 )
 
@@ -88,30 +89,17 @@ func (p *Profile) eventMethod(measure string, mr methodRank) MethodTime {
 	return m
 }
 
-// formatValue prints a value of a unit for people: "12.3ms", "4.5MB",
+// formatValue prints a value of a unit for people: "12.3ms", "4.50 MB" (SI,
+// internal/units),
 // "17".
 func formatValue(v int64, unit string) string {
 	switch unit {
 	case "nanoseconds":
 		return ms(time.Duration(v))
 	case "bytes":
-		return formatBytes(v)
+		return units.FormatBytes(v)
 	}
 	return strconv.FormatInt(v, 10)
-}
-
-// formatBytes prints bytes in B, KB, MB or GB (powers of 1024).
-func formatBytes(v int64) string {
-	f := float64(v)
-	switch {
-	case v >= 1<<30:
-		return fmt.Sprintf("%.1fGB", f/(1<<30))
-	case v >= 1<<20:
-		return fmt.Sprintf("%.1fMB", f/(1<<20))
-	case v >= 1<<10:
-		return fmt.Sprintf("%.1fKB", f/(1<<10))
-	}
-	return fmt.Sprintf("%dB", v)
 }
 
 // appendEventMethods appends the method table of an event measure.
@@ -122,7 +110,7 @@ func (r *Report) appendEventMethods(b []byte) []byte {
 	}
 	switch r.Measure {
 	case MeasureAlloc:
-		b = fmt.Appendf(b, "\nTop methods by %s allocated bytes (GCAllocationTick: one per ~100 KB allocated; exclusive: the allocating method)\n", order)
+		b = fmt.Appendf(b, "\nTop methods by %s allocated bytes (GCAllocationTick: one per ~100 KiB allocated; exclusive: the allocating method)\n", order)
 	case MeasureContention:
 		b = fmt.Appendf(b, "\nTop methods by %s lock wait time (ContentionStart to ContentionStop; exclusive: the waiting method)\n", order)
 	default:

@@ -355,7 +355,7 @@ func TestEventReport(t *testing.T) {
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Top methods by exclusive allocated bytes", "  293.0KB    54.5  293.0KB    54.5   App!App.Worker.Leaf", "  Allocations (sampled every ~100 KB)\n    Bytes   Ticks  Type\n"} {
+	for _, want := range []string{"Top methods by exclusive allocated bytes", "  300 kB     54.5  300 kB     54.5   App!App.Worker.Leaf", "  Allocations (sampled every ~100 KiB)\n    Bytes   Ticks  Type\n"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, buf.String())
 		}

@@ -72,10 +72,10 @@ func (p *Profile) NotesFor(measure string) []string {
 	case MeasureAlloc:
 		if count > 0 && !p.Allocs.ObjectsKnown() {
 			notes = append(notes, "alloc_objects is not estimated: GCAllocationTick before version 4 (.NET 5) does not "+
-				"report object sizes, and a tick stands for ~100 KB of allocation, not one object")
+				"report object sizes, and a tick stands for ~100 KiB of allocation, not one object")
 		}
 		if count > 0 && count < 100 {
-			notes = append(notes, fmt.Sprintf("only %d allocation ticks (one per ~100 KB allocated): the split between "+
+			notes = append(notes, fmt.Sprintf("only %d allocation ticks (one per ~100 KiB allocated): the split between "+
 				"types and stacks is a rough estimate", count))
 		}
 	case MeasureContention:
@@ -216,7 +216,7 @@ func waitRuns(waits []Wait) iter.Seq[weighted.Run] {
 func eventComments(measure string, objects bool) []string {
 	switch measure {
 	case MeasureAlloc:
-		c := []string{"alloc_space: each GCAllocationTick (raised about every 100 KB allocated, per heap kind) weighs " +
+		c := []string{"alloc_space: each GCAllocationTick (raised about every 100 KiB allocated, per heap kind) weighs " +
 			"the bytes allocated since the previous tick (AllocationAmount), attributed to the type and stack of the " +
 			"allocation that triggered it; samples counts the ticks"}
 		if objects {

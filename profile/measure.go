@@ -63,7 +63,7 @@ func MeasureInfos() []MeasureInfo {
 			Help:   "Managed CPU samples only: time running managed code",
 			Events: cpuEvents, Collect: cpuCollect, Providers: cpuProviders},
 		{Name: MeasureAlloc, Unit: "bytes", Noun: "allocation ticks",
-			Help:      "allocated bytes from GCAllocationTick (one event per ~100 KB), the type as the leaf frame",
+			Help:      "allocated bytes from GCAllocationTick (one event per ~100 KiB), the type as the leaf frame",
 			Events:    "GCAllocationTick events (runtime GC keyword at Verbose level)",
 			Collect:   "--profile gc-verbose (or --clrevents gc --clreventlevel verbose)",
 			Providers: "Microsoft-Windows-DotNETRuntime:0x1:5"},

@@ -193,7 +193,7 @@ type GCStats struct {
 	// profiler of older runtimes suspends the runtime for every sample).
 	OtherSuspensions     int64
 	OtherSuspensionTotal time.Duration
-	// Allocations by type, from GCAllocationTick (about one per 100 KB);
+	// Allocations by type, from GCAllocationTick (about one per 100 KiB);
 	// empty when the trace has no allocation ticks.
 	Allocations []TypeAllocation
 }

@@ -806,9 +806,9 @@ func (r *Report) appendGC(b []byte) []byte {
 				objects = objects || a.Objects > 0
 			}
 			if objects {
-				b = append(b, "  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tObjects (est.)\tType\n"...)
+				b = append(b, "  Allocations (sampled every ~100 KiB)\n    Bytes\tTicks\tObjects (est.)\tType\n"...)
 			} else {
-				b = append(b, "  Allocations (sampled every ~100 KB)\n    Bytes\tTicks\tType\n"...)
+				b = append(b, "  Allocations (sampled every ~100 KiB)\n    Bytes\tTicks\tType\n"...)
 			}
 			for _, a := range g.Allocations {
 				b = fastfmt.AppendUint(append(b, "    "...), a.Bytes)

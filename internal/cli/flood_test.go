@@ -16,6 +16,7 @@ import (
 	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/transport"
 )
@@ -54,8 +55,8 @@ func TestRealFloodLosesNoMoreThanBareReader(t *testing.T) {
 		}
 	}
 	st, _ := os.Stat(out)
-	t.Logf("trace collect: target wrote %d events, file holds %d (%.1f%%), dropped by the runtime %d, file %d MB",
-		written, got, 100*float64(got)/float64(written), stats.DroppedEvents, st.Size()>>20)
+	t.Logf("trace collect: target wrote %d events, file holds %d (%.1f%%), dropped by the runtime %d, file %s",
+		written, got, 100*float64(got)/float64(written), stats.DroppedEvents, units.FormatBytes(st.Size()))
 
 	// The bare reader.
 	tg2 := rt.Start(t, dll, nil, nil)

@@ -108,12 +108,12 @@ func convertTo(t *testing.T, trace, sample, format string) string {
 }
 
 // TestRealAllocExceptionProfiles collects a trace with --profile gc-verbose
-// while the Workloads target allocates 256 MB of Order and Invoice objects
+// while the Workloads target allocates 256 MiB ("alloc 256" counts in MiB) of Order and Invoice objects
 // (the same size) in a 3:1 ratio from two methods and throws 7
 // InvalidOperationException and 3 ArgumentException from two methods, and
 // checks the alloc and exceptions profiles in every format.
 //
-// The statistics: GCAllocationTick fires about every 100 KB, so 256 MB
+// The statistics: GCAllocationTick fires about every 100 KiB, so 256 MiB
 // gives about 2600 ticks, each attributed to the object that crossed the
 // threshold, an Order with probability 3/4. The share of Order bytes then
 // has a standard deviation of about sqrt(0.75*0.25/2600) = 0.0085; the
@@ -157,7 +157,7 @@ func TestRealAllocExceptionProfiles(t *testing.T) {
 	orderKey := "Workloads.Order from Workloads.Allocator.MakeOrder"
 	invoiceKey := "Workloads.Invoice from Workloads.Allocator.MakeInvoice"
 	ob, ib := bytesBy[orderKey], bytesBy[invoiceKey]
-	t.Logf("allocated %d orders, %d invoices (%.1f MB); profile: %d ticks %d bytes of Order, %d ticks %d bytes of Invoice",
+	t.Logf("allocated %d orders, %d invoices (%.1f MiB); profile: %d ticks %d bytes of Order, %d ticks %d bytes of Invoice",
 		orders, invoices, float64((orders+invoices)*objectSize)/(1<<20), ticksBy[orderKey], ob, ticksBy[invoiceKey], ib)
 	if ob == 0 || ib == 0 {
 		t.Fatalf("no Order or Invoice allocations under their methods: %v", bytesBy)

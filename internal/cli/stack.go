@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/internal/termsafe"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/stacks"
 )
 
@@ -32,8 +33,8 @@ func newStackCmd(e *env) *cobra.Command {
 				return usageError(errors.New("--duration must be positive"))
 			}
 			var err error
-			if cfg.MaxRundownBytes, err = parseSize(rundownMax); err != nil || cfg.MaxRundownBytes <= 0 {
-				return usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB", rundownMax)
+			if cfg.MaxRundownBytes, err = units.ParseBytes(rundownMax); err != nil || cfg.MaxRundownBytes <= 0 {
+				return usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB (powers of 1000; 256MiB for powers of 1024)", rundownMax)
 			}
 			ctx := cmd.Context()
 			t, err := tf.resolve(ctx)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/internal/safefile"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/weighted"
@@ -48,7 +49,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.profiles, "profile", nil, "named provider sets, comma separated (see 'clrdiag trace list-profiles'); default dotnet-common,dotnet-sampled-thread-time when nothing is given")
 	fl.StringVar(&f.clrEvents, "clrevents", "", "runtime event keywords joined by '+', e.g. gc+exception+contention")
 	fl.StringVar(&f.clrEventLevel, "clreventlevel", "", "level of the --clrevents events: logalways, critical, error, warning, informational, verbose or 0-5 (default informational, as dotnet-trace)")
-	fl.Uint32Var(&f.bufferSizeMB, "buffersize", eventpipe.DefaultBufferSizeMB, "size of the runtime's circular buffer in MB")
+	fl.Uint32Var(&f.bufferSizeMB, "buffersize", eventpipe.DefaultBufferSizeMB, "size of the runtime's circular buffer in MiB (2^20 bytes, the unit the protocol counts in)")
 	fl.StringVar(&f.rundown, "rundown", "", "rundown at the end: true, false, or a hex keyword such as 0x80020139 (default: the profiles decide)")
 	fl.BoolVar(&f.stackwalk, "stackwalk", true, "collect stacks (--stackwalk=false needs .NET 8; older runtimes collect them anyway)")
 	fl.StringVar(&f.duration, "duration", "", "stop after this long: a Go duration (30s, 5m) or dd:hh:mm:ss")
@@ -105,7 +106,7 @@ func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration,
 		return nil, eventpipe.Config{}, 0, usageErrorf("--duration: %w", err)
 	}
 	if f.bufferSizeMB == 0 {
-		return nil, eventpipe.Config{}, 0, usageError(errors.New("--buffersize must be at least 1 MB"))
+		return nil, eventpipe.Config{}, 0, usageError(errors.New("--buffersize must be at least 1 (MiB)"))
 	}
 	var buffering eventpipe.BufferingMode
 	switch strings.ToLower(f.buffering) {
@@ -250,7 +251,7 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 	fl.StringVar(&f.stopEv, "stopping-event-event-name", "", "name (or id) of the stopping event")
 	fl.StringVar(&f.stopPay, "stopping-event-payload-filter", "", "payload fields the stopping event must have: name:value,name:value")
 	fl.DurationVar(&f.stopTimeout, "stop-timeout", eventpipe.DefaultStopTimeout, "how long to wait for the runtime to acknowledge the stop")
-	fl.StringVar(&f.maxSize, "max-size", "", "stop when the trace file reaches this size, e.g. 500MB or 2GB (default unlimited)")
+	fl.StringVar(&f.maxSize, "max-size", "", "stop when the trace file reaches this size, e.g. 500MB or 2GB (1MB = 10^6 bytes; MiB, GiB for powers of 1024; default unlimited)")
 	fl.DurationVar(&f.rundownTimeout, "rundown-timeout", eventpipe.DefaultRundownTimeout, "how long to wait for the rundown after the stop before closing the session")
 	fl.StringVar(&f.rundownMax, "rundown-max-size", "256MB", "how much the runtime may send after the stop (the rundown) before the session is closed")
 	return cmd
@@ -274,13 +275,13 @@ func (f *collectFlags) collector(e *env) (*collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxBytes, err := parseSize(f.maxSize)
+	maxBytes, err := units.ParseBytes(f.maxSize)
 	if err != nil {
 		return nil, usageErrorf("--max-size: %w", err)
 	}
-	rundownBytes, err := parseSize(f.rundownMax)
+	rundownBytes, err := units.ParseBytes(f.rundownMax)
 	if err != nil || rundownBytes <= 0 {
-		return nil, usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB", f.rundownMax)
+		return nil, usageErrorf("--rundown-max-size %q: give a size such as 256MB or 1GB (powers of 1000; 256MiB for powers of 1024)", f.rundownMax)
 	}
 	stop, err := parseStopEvent(f.stopProv, f.stopEv, f.stopPay)
 	if err != nil {
@@ -497,7 +498,7 @@ func (c *collector) drainConfig(stopStatus func()) eventpipe.DrainConfig {
 				stopStatus()
 				c.say("\nStopping the trace (%s). Waiting for the rundown; this can take a while in a large application. Press Ctrl-C again to abandon it.\n", p.Reason)
 			case p.Phase != eventpipe.PhaseCollecting && p.InPhase > time.Second:
-				c.say("  still waiting for the %s (%v, %s received)\n", map[bool]string{true: "stop to be acknowledged", false: "rundown"}[p.Phase == eventpipe.PhaseStopping], p.InPhase.Round(time.Second), humanBytes(p.Bytes))
+				c.say("  still waiting for the %s (%v, %s received)\n", map[bool]string{true: "stop to be acknowledged", false: "rundown"}[p.Phase == eventpipe.PhaseStopping], p.InPhase.Round(time.Second), units.FormatBytes(p.Bytes))
 			}
 			lastPhase = p.Phase
 		},
@@ -540,9 +541,9 @@ func (c *collector) finish(f *os.File, path string, res eventpipe.DrainResult, d
 	var oe *eventpipe.OutputError
 	switch {
 	case errors.As(drainErr, &oe):
-		return ioError(fmt.Errorf("writing the trace failed after %s (%w); the session was stopped on the runtime and %s", humanBytes(oe.Written), unwrapPath(oe.Err), cut))
+		return ioError(fmt.Errorf("writing the trace failed after %s (%w); the session was stopped on the runtime and %s", units.FormatBytes(oe.Written), unwrapPath(oe.Err), cut))
 	case errors.Is(drainErr, eventpipe.ErrMaxBytes):
-		return ioError(fmt.Errorf("the trace reached --max-size (%s); the session was stopped on the runtime and %s; the rundown is missing, so stacks may not be symbolized", humanBytes(c.maxSize), cut))
+		return ioError(fmt.Errorf("the trace reached --max-size (%s); the session was stopped on the runtime and %s; the rundown is missing, so stacks may not be symbolized", units.FormatBytes(c.maxSize), cut))
 	case drainErr != nil:
 		return ioError(drainErr)
 	case damage != nil:
@@ -567,9 +568,9 @@ func (c *collector) repair(f *os.File, damage *nettrace.FormatError, drainErr er
 	case rerr != nil && n <= 0:
 		fmt.Fprintf(c.e.stderr, "warning: could not terminate the trace file cleanly: %v\n", rerr)
 	case rerr != nil:
-		cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated, but: %v", humanBytes(n), rerr)
+		cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated, but: %v", units.FormatBytes(n), rerr)
 	case n >= 0:
-		cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated: it is a valid trace", humanBytes(n))
+		cut = fmt.Sprintf("the file was cut to its last complete block (%s) and terminated: it is a valid trace", units.FormatBytes(n))
 	}
 	if n > 0 {
 		// Count what the file holds now (the decoder may have read a
@@ -607,7 +608,7 @@ func (c *collector) summary(f *os.File, path string, res eventpipe.DrainResult, 
 		size = st.Size()
 	}
 	fmt.Fprintf(w, "\nTrace written to %s\n", path)
-	fmt.Fprintf(w, "  size %s, %d events, %d dropped, rundown %s\n", humanBytes(size), stats.Events, stats.DroppedEvents, c.rundownState(res))
+	fmt.Fprintf(w, "  size %s, %d events, %d dropped, rundown %s\n", units.FormatBytes(size), stats.Events, stats.DroppedEvents, c.rundownState(res))
 	if err := res.DecodeErr; err != nil && !errors.Is(err, io.EOF) && stats.Complete && damage == nil {
 		fmt.Fprintf(w, "  note: decoding while collecting stopped early: %v\n", err)
 	}
@@ -741,7 +742,7 @@ func (c *collector) statusLine(start time.Time, spool *eventpipe.Spool, prog *pr
 
 func (s *statusLine) render() string {
 	el := time.Since(s.start).Round(time.Second)
-	return fmt.Sprintf("\r[%s] %s written, %d events, %d dropped\x1b[K", formatElapsed(el), humanBytes(s.spool.Written()), s.prog.events.Load(), s.prog.dropped.Load())
+	return fmt.Sprintf("\r[%s] %s written, %d events, %d dropped\x1b[K", formatElapsed(el), units.FormatBytes(s.spool.Written()), s.prog.events.Load(), s.prog.dropped.Load())
 }
 
 // run begins redrawing every half second; the returned func stops it
@@ -776,16 +777,4 @@ func formatElapsed(d time.Duration) string {
 	m := int(d/time.Minute) % 60
 	sec := int(d/time.Second) % 60
 	return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

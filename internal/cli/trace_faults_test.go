@@ -159,11 +159,12 @@ func TestFakeCollectMaxSize(t *testing.T) {
 	srv, port := endlessRuntime(t, false, false)
 	out := filepath.Join(t.TempDir(), "x.nettrace")
 	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--max-size", "2MB", "-o", out)
-	if code != 6 || !strings.Contains(errOut, "--max-size") {
+	// 2MB is SI (2,000,000 bytes), and the message says it back the same way.
+	if code != 6 || !strings.Contains(errOut, "--max-size (2 MB)") {
 		t.Fatalf("exit %d:\n%s", code, errOut)
 	}
 	st, err := os.Stat(out)
-	if err != nil || st.Size() > 2<<20 || st.Size() < 1<<20 {
+	if err != nil || st.Size() > 2_000_000 || st.Size() < 1_000_000 {
 		t.Fatalf("file: %v %v", st.Size(), err)
 	}
 	if n := countHello(t, out); n == 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
 )
@@ -56,8 +57,8 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
-			ring, err := parseSize(spoolSize)
-			if err != nil || ring < 4<<20 {
+			ring, err := units.ParseBytes(spoolSize)
+			if err != nil || ring < 4_000_000 {
 				return usageErrorf("--spool-size %q: give at least 4MB", spoolSize)
 			}
 			ctx := cmd.Context()

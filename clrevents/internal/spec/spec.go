@@ -192,7 +192,7 @@ var Payloads = []Payload{
 		Versions: [][]Field{{f("Reason", Uint16)}, {
 			doc(f("Reason", Uint32), "Reason: 0 Other, 1 GC, 2 AppDomain shutdown, 3 code pitching,\n4 shutdown, 5 debugger, 6 GC prep, 7 debugger sweep."),
 			f("Count", Uint32), f("ClrInstanceID", Uint16)}}},
-	{Name: "GCAllocationTick", Doc: "GCAllocationTick (runtime event 10) is raised about every 100 KB of\n" +
+	{Name: "GCAllocationTick", Doc: "GCAllocationTick (runtime event 10) is raised about every 100 KiB of\n" +
 		"allocation; it names the type of the object that crossed the threshold.",
 		Versions: versions(
 			[]Field{doc(f("AllocationAmount", Uint32), "AllocationAmount is the bytes allocated since the previous tick\n(AllocationAmount64 from version 2 on, which does not wrap)."),
