@@ -397,6 +397,7 @@ func TestDominatorsAgainstReference(t *testing.T) {
 	// uniform and mostly local.
 	checkAgainstReference(t, "synthetic heap", synthHeap(t, 50_000, 150_000))
 	checkAgainstReference(t, "synthetic local heap", synthHeapLocal(t, 50_000, 150_000, true))
+	checkAgainstReference(t, "synthetic heap in allocation order", synthHeapShape(t, 50_000, 150_000, shapeAlloc))
 }
 
 // TestDominatorsCanceled: the computation stops when its context ends.
