@@ -31,15 +31,8 @@ var exceptionsQuery = []string{"duration", "durationSeconds", "format", "excepti
 // the server's byte cap) come as X-Clrdiag-Warning headers.
 func (s *Server) processExceptions(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
 	q := r.URL.Query()
-	for k := range q {
-		if !containsFold(exceptionsQuery, k) {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("unknown parameter %q: use %s", k, strings.Join(exceptionsQuery, ", ")))
-			return
-		}
-	}
-	d, err := s.durationParam(r, DefaultExceptionsDuration)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+	d, ok := s.streamParams(w, r, exceptionsQuery, DefaultExceptionsDuration)
+	if !ok {
 		return
 	}
 	var cfg exceptions.Config

@@ -158,17 +158,11 @@ var logsQuery = []string{"duration", "durationSeconds", "level", "filter", "useA
 // stop take the process's turn; the stream does not hold it.
 func (s *Server) processLogs(w http.ResponseWriter, r *http.Request, p Process, c *diag.Client) {
 	q := r.URL.Query()
-	for k := range q {
-		if !containsFold(logsQuery, k) {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("unknown parameter %q: use %s", k, strings.Join(logsQuery, ", ")))
-			return
-		}
-	}
-	d, err := s.durationParam(r, DefaultLogsDuration)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+	d, ok := s.streamParams(w, r, logsQuery, DefaultLogsDuration)
+	if !ok {
 		return
 	}
+	var err error
 	cfg := logs.Config{DefaultLevel: logs.Information}
 	if v := q.Get("level"); v != "" {
 		if cfg.DefaultLevel, err = logs.ParseLevel(v); err != nil {
@@ -238,4 +232,22 @@ func (s *Server) processLogs(w http.ResponseWriter, r *http.Request, p Process, 
 	if err != nil && r.Context().Err() == nil {
 		s.log.Warn("monitor: logs stream ended early", "pid", p.PID, "err", err)
 	}
+}
+
+// streamParams checks that r names only the parameters allowed and reads
+// its duration (def when it gives none); on a bad request it has answered
+// 400 and reports false.
+func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, allowed []string, def time.Duration) (time.Duration, bool) {
+	for k := range r.URL.Query() {
+		if !containsFold(allowed, k) {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("unknown parameter %q: use %s", k, strings.Join(allowed, ", ")))
+			return 0, false
+		}
+	}
+	d, err := s.durationParam(r, def)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return 0, false
+	}
+	return d, true
 }
