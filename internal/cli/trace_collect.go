@@ -20,6 +20,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/clrdiag/clrdiag/profile"
 	"github.com/clrdiag/clrdiag/weighted"
 	"github.com/spf13/cobra"
@@ -159,7 +160,7 @@ func parseStopEvent(provider, event, payload string) (*eventpipe.EventFilter, er
 	if err != nil {
 		return nil, fmt.Errorf("--stopping-event-payload-filter %w", err)
 	}
-	return &eventpipe.EventFilter{Provider: provider, Event: event, Payload: filter, Fields: eventFields}, nil
+	return &eventpipe.EventFilter{Provider: provider, Event: event, Payload: filter, Fields: eventfmt.Fields}, nil
 }
 
 // progress is what the decoder has seen of a session so far.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/jsontime"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
@@ -25,8 +26,8 @@ type traceStats struct {
 	PointerSize    int            `json:"pointerSize"`
 	ProcessID      int            `json:"processId"`
 	Processors     int            `json:"processors"`
-	StartTime      *jsonTime      `json:"startTime,omitempty"`
-	EndTime        *jsonTime      `json:"endTime,omitempty"`
+	StartTime      *jsontime.Time `json:"startTime,omitempty"`
+	EndTime        *jsontime.Time `json:"endTime,omitempty"`
 	TimeSpan       float64        `json:"timeSpanSeconds"`
 	Events         int64          `json:"events"`
 	Metadata       int64          `json:"metadata"`
@@ -147,7 +148,7 @@ func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceSta
 	st.SequencePoints, st.DroppedEvents, st.Complete, st.Bytes = s.SequencePoints, s.DroppedEvents, s.Complete, s.Bytes
 	if total.seen {
 		t0, t1 := h.TimeOf(total.first), h.TimeOf(total.last)
-		st.StartTime, st.EndTime = &jsonTime{t0}, &jsonTime{t1}
+		st.StartTime, st.EndTime = &jsontime.Time{Time: t0}, &jsontime.Time{Time: t1}
 		st.TimeSpan = t1.Sub(t0).Seconds()
 	}
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/clrdiag/clrdiag/eventpipe"
 	"github.com/clrdiag/clrdiag/internal/units"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/spf13/cobra"
 )
 
@@ -53,7 +54,7 @@ func newTraceStreamCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			filter, err := newEventFilter(providers, events)
+			filter, err := eventfmt.NewFilter(providers, events)
 			if err != nil {
 				return usageError(err)
 			}
@@ -89,7 +90,7 @@ type streamer struct {
 	e      *env
 	t      *target
 	cfg    eventpipe.Config
-	filter *eventFilter
+	filter *eventfmt.Filter
 	asJSON bool
 	ring   int64
 	drain  eventpipe.DrainConfig
