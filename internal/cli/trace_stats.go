@@ -1,48 +1,17 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"time"
 
-	"github.com/clrdiag/clrdiag/clrevents"
-	"github.com/clrdiag/clrdiag/internal/jsontime"
-	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/spf13/cobra"
 )
 
 func init() { registerTrace("stats", newTraceStatsCmd) }
-
-// traceStats is the JSON form of clrdiag trace stats.
-type traceStats struct {
-	File           string         `json:"file"`
-	Format         string         `json:"format"`
-	Version        int            `json:"version"`
-	PointerSize    int            `json:"pointerSize"`
-	ProcessID      int            `json:"processId"`
-	Processors     int            `json:"processors"`
-	StartTime      *jsontime.Time `json:"startTime,omitempty"`
-	EndTime        *jsontime.Time `json:"endTime,omitempty"`
-	TimeSpan       float64        `json:"timeSpanSeconds"`
-	Events         int64          `json:"events"`
-	Metadata       int64          `json:"metadata"`
-	Stacks         int64          `json:"stacks"`
-	SequencePoints int64          `json:"sequencePoints"`
-	DroppedEvents  uint64         `json:"droppedEvents"`
-	Bytes          int64          `json:"bytes"`
-	Complete       bool           `json:"complete"`
-	Error          string         `json:"error,omitempty"`
-	Providers      map[string]int `json:"providers"`
-	EventsByID     map[string]int `json:"eventsByID"`
-	// EventNames names the keys of EventsByID: the trace's metadata name,
-	// or for the runtime's own events the manifest name (clrevents).
-	EventNames map[string]string `json:"eventNames"`
-}
 
 func newTraceStatsCmd(e *env) *cobra.Command {
 	var asJSON bool
@@ -63,7 +32,7 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer closeIn()
-			st, readErr := collectTraceStats(cmd, in, name)
+			st, readErr := collectTraceStats(cmd.Context(), in, name)
 			if err := interruptedError(cmd.Context(), name, readErr); err != nil {
 				return err
 			}
@@ -75,7 +44,7 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 					return err
 				}
 			} else {
-				printTraceStats(e.stdout, st)
+				st.WriteText(e.stdout)
 			}
 			if readErr != nil {
 				return &ExitError{Code: exitDamaged, Err: readErr}
@@ -107,123 +76,16 @@ func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	return interruptible(e.ctx, f), path, func() { f.Close() }, nil
 }
 
-// collectTraceStats reads the whole trace. It returns nil stats only when
-// the header cannot be read; otherwise the stats of what was read and the
-// error that stopped reading (nil at a clean end).
-func collectTraceStats(cmd *cobra.Command, in io.Reader, name string) (*traceStats, error) {
+// collectTraceStats reads the whole trace (eventfmt.Summarize). It
+// returns nil stats only when the header cannot be read; otherwise the
+// stats of what was read and the error that stopped reading (nil at a
+// clean end).
+func collectTraceStats(ctx context.Context, in io.Reader, name string) (*eventfmt.Summary, error) {
 	r, err := nettrace.NewReader(in)
 	if err != nil {
 		return nil, headerError(name, err)
 	}
-	h := r.Header()
-	st := &traceStats{
-		File: name, Format: h.Format.String(), Version: h.Version, PointerSize: h.PointerSize,
-		ProcessID: h.ProcessID, Processors: h.ProcessorCount,
-		Providers: map[string]int{}, EventsByID: map[string]int{}, EventNames: map[string]string{},
-	}
-	// Count per metadata record (by Metadata.Index, no map per event) on
-	// every core, then fold the counts into names once per record.
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	var total statsPart
-	err = nettrace.ReadParallel(ctx, r, nettrace.ParallelConfig{},
-		newStatsPart,
-		func(p *statsPart) error { total.add(p); return nil })
-	for i, c := range total.n {
-		if c == 0 {
-			continue
-		}
-		md := total.md[i]
-		st.Providers[md.ProviderName] += int(c)
-		key := fmt.Sprintf("%s/%d", md.ProviderName, md.EventID)
-		st.EventsByID[key] += int(c)
-		if name := clrevents.EventName(md.ProviderName, md.EventID, md.EventName); name != "" {
-			st.EventNames[key] = name // once per metadata record, never per event
-		}
-	}
-	s := r.Stats()
-	st.Events, st.Metadata, st.Stacks = s.Events, s.Metadata, s.Stacks
-	st.SequencePoints, st.DroppedEvents, st.Complete, st.Bytes = s.SequencePoints, s.DroppedEvents, s.Complete, s.Bytes
-	if total.seen {
-		t0, t1 := h.TimeOf(total.first), h.TimeOf(total.last)
-		st.StartTime, st.EndTime = &jsontime.Time{Time: t0}, &jsontime.Time{Time: t1}
-		st.TimeSpan = t1.Sub(t0).Seconds()
-	}
-	if err == nil {
-		return st, nil
-	}
-	st.Error = err.Error()
-	return st, fmt.Errorf("%s: %w", name, err)
-}
-
-// statsPart counts the events of a run of blocks per metadata record and
-// keeps their time range (nettrace.ReadParallel decodes runs on every core).
-// Parts are written by different cores at once: the padding and the first
-// capacity of the slices keep each part's hot data off the cache lines of
-// the others (sharing one halves the speed).
-type statsPart struct {
-	_           [64]byte
-	n           []int64              // by Metadata.Index
-	md          []*nettrace.Metadata // by Metadata.Index
-	first, last int64
-	seen        bool
-	_           [64]byte
-}
-
-func newStatsPart() *statsPart {
-	return &statsPart{n: make([]int64, 0, 16), md: make([]*nettrace.Metadata, 0, 16)}
-}
-
-func (p *statsPart) Event(ev *nettrace.Event) {
-	i := ev.Metadata.Index()
-	if i >= len(p.n) {
-		p.grow(i + 1)
-	}
-	if p.n[i] == 0 {
-		p.md[i] = ev.Metadata
-	}
-	p.n[i]++
-	if ts := ev.Timestamp; !p.seen {
-		p.first, p.last, p.seen = ts, ts, true
-	} else if ts < p.first {
-		p.first = ts
-	} else if ts > p.last {
-		p.last = ts
-	}
-}
-
-func (p *statsPart) grow(n int) {
-	p.n = append(p.n, make([]int64, n-len(p.n))...)
-	p.md = append(p.md, make([]*nettrace.Metadata, n-len(p.md))...)
-}
-
-func (p *statsPart) Reset() {
-	clear(p.n)
-	p.seen = false
-}
-
-// add merges q into p.
-func (p *statsPart) add(q *statsPart) {
-	if len(q.n) > len(p.n) {
-		p.grow(len(q.n))
-	}
-	for i, c := range q.n {
-		if c != 0 {
-			p.n[i] += c
-			p.md[i] = q.md[i]
-		}
-	}
-	if q.seen {
-		if !p.seen || q.first < p.first {
-			p.first = q.first
-		}
-		if !p.seen || q.last > p.last {
-			p.last = q.last
-		}
-		p.seen = true
-	}
+	return eventfmt.Summarize(ctx, r, name)
 }
 
 // headerError turns a NewReader failure into an actionable error: damaged
@@ -240,58 +102,4 @@ func headerError(name string, err error) error {
 		return &ExitError{Code: exitDamaged, Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	return fmt.Errorf("%s: %w", name, err)
-}
-
-func printTraceStats(w io.Writer, st *traceStats) {
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
-	fmt.Fprintf(bw, "File:             %s\n", st.File)
-	fmt.Fprintf(bw, "Format:           %s V%d, %d-byte pointers\n", st.Format, st.Version, st.PointerSize)
-	fmt.Fprintf(bw, "Process:          %d (%d processors)\n", st.ProcessID, st.Processors)
-	if st.StartTime != nil {
-		fmt.Fprintf(bw, "Time:             %s to %s (%s)\n", st.StartTime.Format(time.RFC3339Nano),
-			st.EndTime.Format(time.RFC3339Nano), time.Duration(st.TimeSpan*float64(time.Second)).Round(time.Microsecond))
-	}
-	fmt.Fprintf(bw, "Events:           %d\n", st.Events)
-	fmt.Fprintf(bw, "Metadata records: %d\n", st.Metadata)
-	fmt.Fprintf(bw, "Stacks:           %d\n", st.Stacks)
-	fmt.Fprintf(bw, "Sequence points:  %d\n", st.SequencePoints)
-	fmt.Fprintf(bw, "Dropped events:   %d\n", st.DroppedEvents)
-	if st.Complete {
-		fmt.Fprintf(bw, "Complete:         yes\n")
-	} else {
-		fmt.Fprintf(bw, "Complete:         no (%s)\n", termsafe.String(st.Error))
-	}
-	fmt.Fprintf(bw, "\nEvents per provider:\n")
-	for _, kv := range sortedCounts(st.Providers) {
-		fmt.Fprintf(bw, "  %10d  %s\n", kv.n, termsafe.String(kv.k))
-	}
-	fmt.Fprintf(bw, "\nEvents per event id:\n")
-	for _, kv := range sortedCounts(st.EventsByID) {
-		name := st.EventNames[kv.k]
-		if name != "" {
-			name = " " + name
-		}
-		fmt.Fprintf(bw, "  %10d  %s%s\n", kv.n, termsafe.String(kv.k), termsafe.String(name))
-	}
-}
-
-type countKV struct {
-	k string
-	n int
-}
-
-// sortedCounts orders counts by descending count, then key.
-func sortedCounts(m map[string]int) []countKV {
-	out := make([]countKV, 0, len(m))
-	for k, n := range m {
-		out = append(out, countKV{k, n})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].n != out[j].n {
-			return out[i].n > out[j].n
-		}
-		return out[i].k < out[j].k
-	})
-	return out
 }
