@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -244,7 +241,7 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 		if err != nil {
 			return nil, usageError(err)
 		}
-		if dp.Mode == transport.PortListen && !explicitListen(f.port) && liveSocket(ctx, dp.Address) {
+		if dp.Mode == transport.PortListen && !transport.ListenGiven(f.port) && transport.LiveSocket(ctx, dp.Address) {
 			// As dotnet-dump: a path where a runtime already listens is
 			// one to connect to (listening there is impossible anyway).
 			fmt.Fprintf(f.stderr(), "%s is a live socket: connecting to it (add ,listen to wait for a runtime there instead)\n", dp.Address)
@@ -278,36 +275,4 @@ func (f *targetFlags) resolve(ctx context.Context) (*target, error) {
 	}
 	t.Client = diag.NewClient(f.dialer(t.Endpoint), f.clientConfig())
 	return &t, nil
-}
-
-// explicitListen reports whether a --diagnostic-port value asks for listen
-// mode in so many words.
-func explicitListen(spec string) bool {
-	tags := strings.Split(spec, ",")
-	for _, t := range tags[1:] {
-		if strings.EqualFold(strings.TrimSpace(t), "listen") {
-			return true
-		}
-	}
-	return false
-}
-
-// liveSocket reports whether path is a Unix socket something accepts
-// connections on (a runtime's diagnostic socket, or dsrouter's).
-func liveSocket(ctx context.Context, path string) bool {
-	if runtime.GOOS == "windows" {
-		return false
-	}
-	st, err := os.Stat(path)
-	if err != nil || st.Mode()&os.ModeSocket == 0 {
-		return false
-	}
-	dctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(dctx, "unix", path)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
