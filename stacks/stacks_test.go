@@ -137,7 +137,7 @@ func TestCaptureRetriesAndSlowRundown(t *testing.T) {
 	c := fakeClient(t, func(ctx context.Context, s *ipctest.TracingSession) error {
 		n := sessions.Add(1)
 		// Only the second session has samples.
-		return stackstest.WriteSession(ctx, s, stackstest.Config{NoSamples: n != 2, RundownDelay: 300 * time.Millisecond})
+		return stackstest.WriteSession(ctx, s, stackstest.Config{NoSamples: n != 2, RundownDelay: time.Second})
 	})
 	var ns notes
 	cfg := stacks.Config{Duration: time.Millisecond, SlowRundown: 100 * time.Millisecond, StopTimeout: 10 * time.Second,

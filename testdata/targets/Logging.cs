@@ -15,7 +15,8 @@
 //   demo         writes the fixed sequence below, prints "DEMO done"
 //   log L|C|ID|NAME|TEXT  logs TEXT at level L (a LogLevel number) in
 //                category C with event id ID and name NAME, prints "LOGGED"
-//   wait-enabled waits until a session enables the source, prints "ENABLED"
+//   wait-enabled waits until a session enables the source and its
+//                FilterSpecs are applied, prints "ENABLED"
 //   exit N       exits with status N
 //
 // The demo sequence, from an async method (scopes flow across awaits):
@@ -52,6 +53,11 @@ public sealed class LoggingEventSource : EventSource
 
     volatile KeyValuePair<string, LogLevel>[] filters = new KeyValuePair<string, LogLevel>[0];
     volatile bool useAppFilters;
+    // Configured is set once a command's FilterSpecs are in place: the
+    // runtime marks the source enabled before it calls OnEventCommand, so
+    // IsEnabled alone can be true while the filters are still the empty
+    // ones (a demo then lost its first, Debug and Information, messages).
+    public volatile bool Configured;
 
     private LoggingEventSource() : base(EventSourceSettings.EtwSelfDescribingEventFormat) { }
 
@@ -96,6 +102,7 @@ public sealed class LoggingEventSource : EventSource
         }
         filters = list.ToArray();
         useAppFilters = app;
+        Configured = true;
     }
 
     // Allowed decides as LoggerFilterRule selection does: the longest
@@ -258,8 +265,8 @@ public static class Program
                     break;
                 case "wait-enabled":
                     DateTime until = DateTime.UtcNow.AddSeconds(20);
-                    while (!LoggingEventSource.Log.IsEnabled() && DateTime.UtcNow < until) Thread.Sleep(10);
-                    Console.WriteLine(LoggingEventSource.Log.IsEnabled() ? "ENABLED" : "NOT-ENABLED");
+                    while (!(LoggingEventSource.Log.IsEnabled() && LoggingEventSource.Log.Configured) && DateTime.UtcNow < until) Thread.Sleep(10);
+                    Console.WriteLine(LoggingEventSource.Log.IsEnabled() && LoggingEventSource.Log.Configured ? "ENABLED" : "NOT-ENABLED");
                     break;
                 case "exit":
                     return int.Parse(parts[1]);
