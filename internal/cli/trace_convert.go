@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -138,20 +137,6 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 	return p, err
 }
 
-// symbolSummary says how many sample frames resolved, and why not.
-func symbolSummary(p *profile.Profile) string {
-	s := p.Symbols
-	if s.SampleFrames == 0 {
-		return "no sample frames"
-	}
-	msg := fmt.Sprintf("%d of %d sample frames resolved (%.1f%%)", s.ResolvedSampleFrames, s.SampleFrames,
-		100*float64(s.ResolvedSampleFrames)/float64(s.SampleFrames))
-	if !s.Rundown && s.UnresolvedSampleFrames() > 0 {
-		msg += "; the trace has no rundown, so methods jitted before the session started stay addresses"
-	}
-	return msg
-}
-
 // convertedName is the default output of converting the trace in to f: in
 // without its .nettrace suffix, plus the format's suffix.
 func convertedName(in string, f weighted.Format) string {
@@ -247,41 +232,7 @@ func convertTrace(e *env, in, out string, f weighted.Format, pf *profileFlags, f
 			fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 		}
 	}
-	return fmt.Sprintf("wrote %s: %s", out, weightedSummary(p, wp, m, f.Name == "pprof")), readErr
-}
-
-// weightedSummary says what a Weighted profile holds: "1200 samples on 3
-// threads (busiest: thread 42), weighed by wall time, period 1ms; ...";
-// pprof says what pprof shows first when that is not Types[Default]
-// (wall_ran).
-func weightedSummary(p *profile.Profile, wp *weighted.Profile, m profile.MeasureInfo, pprof bool) string {
-	busiest := ""
-	if wp.Active >= 0 && len(wp.Groups) > 1 {
-		busiest = fmt.Sprintf(" (busiest: %s)", strings.ToLower(wp.Groups[wp.Active].Name))
-	}
-	n, total := p.Events(m.Name)
-	if m.Name == profile.MeasureWall || m.Name == profile.MeasureCPU {
-		weight := wp.Types[wp.Default].Type + " time"
-		if pprof && wp.PprofDefault == profile.WallRanType {
-			weight += " of the threads that ran (" + profile.WallRanType + ")"
-		}
-		return fmt.Sprintf("%d samples on %d threads%s, weighed by %s, period %s; %s",
-			n, len(wp.Groups), busiest, weight, p.Period, symbolSummary(p))
-	}
-	what := fmt.Sprintf("%d %s", n, m.Noun)
-	switch m.Name {
-	case profile.MeasureAlloc:
-		what += fmt.Sprintf(" (%d bytes)", total)
-	case profile.MeasureContention:
-		what += fmt.Sprintf(" (%s waited)", time.Duration(total).Round(time.Microsecond))
-	}
-	s := p.Symbols
-	frames := "no stack frames"
-	if s.EventFrames > 0 {
-		frames = fmt.Sprintf("%d of %d stack frames resolved (%.1f%%)", s.ResolvedEventFrames, s.EventFrames,
-			100*float64(s.ResolvedEventFrames)/float64(s.EventFrames))
-	}
-	return fmt.Sprintf("%s on %d threads%s, weighed by %s; %s", what, len(wp.Groups), busiest, wp.Types[wp.Default].Type, frames)
+	return fmt.Sprintf("wrote %s: %s", out, p.WeightedSummary(wp, m, f.Name == "pprof")), readErr
 }
 
 func newTraceConvertCmd(e *env) *cobra.Command {

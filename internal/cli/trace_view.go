@@ -58,7 +58,7 @@ func viewProfile(e *env, in string, pf *profileFlags) (*pprofile.Profile, string
 	for _, n := range p.NotesFor(m.Name) {
 		fmt.Fprintf(e.stderr, "clrdiag: note: %s\n", n)
 	}
-	summary := fmt.Sprintf("%s: %s (the Sample menu switches)", in, weightedSummary(p, wp, m, true))
+	summary := fmt.Sprintf("%s: %s (the Sample menu switches)", in, p.WeightedSummary(wp, m, true))
 	return pp, summary, readErr
 }
 
