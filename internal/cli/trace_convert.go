@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -191,14 +190,14 @@ func convertTrace(e *env, in, out string, f weighted.Format, pf *profileFlags, f
 	}
 	var w io.Writer = e.stdout
 	var file *os.File
-	var esc *lineEscaper
+	var esc *termsafe.LineWriter
 	if out == "-" && isTerminal(e.stdout) {
 		// Method and type names come from the trace: escape what a
 		// terminal would obey, as every other command does.
 		if !strings.HasPrefix(f.ContentType, "text/") && f.ContentType != "application/json" {
 			return "", usageErrorf("--format %s is binary: give -o FILE, or pipe the output (standard output is a terminal)", f.Name)
 		}
-		esc = &lineEscaper{w: w, json: f.ContentType == "application/json"}
+		esc = &termsafe.LineWriter{W: w, JSON: f.ContentType == "application/json"}
 		w = esc
 	}
 	if out != "-" {
@@ -311,50 +310,4 @@ func newTraceConvertCmd(e *env) *cobra.Command {
 	addForceFlag(cmd, &force)
 	pf.register(cmd)
 	return cmd
-}
-
-// lineEscaper writes text from a trace to a terminal line by line, with
-// what the terminal would obey escaped (termsafe.Lines; in JSON,
-// termsafe.JSON, which keeps the document valid).
-type lineEscaper struct {
-	w    io.Writer
-	json bool
-	buf  []byte
-}
-
-func (l *lineEscaper) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	start := 0
-	for {
-		i := bytes.IndexByte(l.buf[start:], '\n')
-		if i < 0 {
-			break
-		}
-		if err := l.emit(l.buf[start : start+i+1]); err != nil {
-			return 0, err
-		}
-		start += i + 1
-	}
-	l.buf = append(l.buf[:0], l.buf[start:]...)
-	return len(p), nil
-}
-
-// Flush writes the last line, which has no newline.
-func (l *lineEscaper) Flush() error {
-	if len(l.buf) == 0 {
-		return nil
-	}
-	err := l.emit(l.buf)
-	l.buf = l.buf[:0]
-	return err
-}
-
-func (l *lineEscaper) emit(line []byte) error {
-	var err error
-	if l.json {
-		_, err = l.w.Write(termsafe.JSON(line))
-	} else {
-		_, err = io.WriteString(l.w, termsafe.Lines(string(line)))
-	}
-	return err
 }
