@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
@@ -127,20 +126,6 @@ func (f *sessionFlags) plan() (*eventpipe.Plan, eventpipe.Config, time.Duration,
 	cfg.BufferSizeMB = f.bufferSizeMB
 	cfg.NoStackwalk = !f.stackwalk
 	return plan, cfg, d, nil
-}
-
-// printPlan shows the providers table dotnet-trace prints.
-func printPlan(w io.Writer, plan *eventpipe.Plan) {
-	for _, warn := range plan.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "Provider Name\tKeywords\tLevel\tEnabled By")
-	for _, p := range plan.Providers {
-		fmt.Fprintf(tw, "%s\t0x%016X\t%s(%d)\t%s\n", p.Name, p.Keywords, p.Level, p.Level, p.EnabledBy)
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
 }
 
 // parseStopEvent reads the --stopping-event-* flags (nil when they are not
@@ -315,7 +300,7 @@ func (f *collectFlags) collect(ctx context.Context, c *collector) error {
 		}
 	}
 	if !f.quiet {
-		printPlan(c.e.stderr, f.plan)
+		f.plan.WriteTable(c.e.stderr)
 	}
 	if err := c.run(ctx); err != nil || f.format == "" {
 		return err
