@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/named"
 )
 
 // ErrConfig is matched (errors.Is) by every error about a rule
@@ -352,7 +354,7 @@ func (s *Settings) suggest(name string) string {
 		}
 		seen[strings.ToLower(k)] = true
 		known = append(known, k)
-		if d := editDistance(strings.ToLower(k), strings.ToLower(name)); d < bestD {
+		if d := named.Distance(strings.ToLower(k), strings.ToLower(name)); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -360,27 +362,6 @@ func (s *Settings) suggest(name string) string {
 		return fmt.Sprintf(": did you mean %s?", best)
 	}
 	return " (known: " + strings.Join(known, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // Template is a string setting that may refer to the outputs of earlier

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/clrdiag/clrdiag/internal/named"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -186,7 +187,7 @@ func suggestFlag(c *cobra.Command, err error) string {
 		if f.Hidden {
 			return
 		}
-		d := editDistance(strings.ToLower(name), strings.ToLower(f.Name))
+		d := named.Distance(strings.ToLower(name), strings.ToLower(f.Name))
 		if strings.HasPrefix(f.Name, name) && len(name) >= 3 {
 			d = min(d, 1) // a prefix of a longer flag
 		}
@@ -200,27 +201,6 @@ func suggestFlag(c *cobra.Command, err error) string {
 		return ""
 	}
 	return "'--" + best + "'"
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // badValue matches pflag's message for a value its type refuses, whose end

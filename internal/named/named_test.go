@@ -15,3 +15,17 @@ func TestLookup(t *testing.T) {
 		t.Errorf("names %q", n)
 	}
 }
+
+func TestDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"duraton", "duration", 1},
+		{"provider", "providers", 1}, {"kitten", "sitting", 3}, {"same", "same", 0},
+	} {
+		if got := Distance(tt.a, tt.b); got != tt.want {
+			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
