@@ -23,7 +23,7 @@ import (
 // trace whose filter is code:42 ends there, with the events before it and
 // the stop's rundown; one whose filter is code:7 runs to its duration.
 func TestRealTraceStoppingEvent(t *testing.T) {
-	dotnettest.ForEach(t, []int{3, 10}, func(t *testing.T, rt *dotnettest.Runtime) {
+	dotnettest.ForEach(t, []int{3, 8, 11}, func(t *testing.T, rt *dotnettest.Runtime) {
 		tg := rt.Start(t, rt.Build(t, "Events"), nil, nil)
 		m, err := monitor.New(monitor.Config{NoAuth: true, NoMetrics: true, Source: monitor.StaticSource{targetProcess(tg, "Events")}})
 		if err != nil {

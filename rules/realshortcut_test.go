@@ -40,7 +40,7 @@ func procCPU(t *testing.T, pid int) int64 {
 // under the names the shortcuts preset), while CPUUsage below 1 % never
 // does.
 func TestRealTriggerShortcuts(t *testing.T) {
-	dotnettest.ForEach(t, []int{3, 11}, func(t *testing.T, rt *dotnettest.Runtime) {
+	dotnettest.ForEach(t, []int{3, 8, 11}, func(t *testing.T, rt *dotnettest.Runtime) {
 		r := startRealOn(t, rt, rt.Build(t, "Hot"), "Hot", `CollectionRules:
   HighCpu:
     Trigger: {Type: CPUUsage, Settings: {GreaterThan: 5, SlidingWindowDuration: "00:00:02"}}
@@ -105,7 +105,7 @@ func TestRealTriggerShortcuts(t *testing.T) {
 // be the InvalidOperationExceptions in the order thrown, with their
 // messages and the stack Invalid < Throw.
 func TestRealCollectExceptions(t *testing.T) {
-	dotnettest.ForEach(t, []int{3, 11}, func(t *testing.T, rt *dotnettest.Runtime) {
+	dotnettest.ForEach(t, []int{3, 8, 11}, func(t *testing.T, rt *dotnettest.Runtime) {
 		eg := &dirEgress{dir: t.TempDir()}
 		r := startRealOn(t, rt, rt.Build(t, "Workloads"), "Workloads", `CollectionRules:
   Exceptions:
