@@ -18,7 +18,7 @@ import (
 )
 
 // TestRealTraceStoppingEvent: GET /processes/{pid}/trace with a stopping
-// event, on .NET Core 3.1 and .NET 10. The Events target writes three
+// event, on .NET Core 3.1, .NET 8 and .NET 11. The Events target writes three
 // rounds of events, then its Finish event (payload code 42): a 5-minute
 // trace whose filter is code:42 ends there, with the events before it and
 // the stop's rundown; one whose filter is code:7 runs to its duration.
