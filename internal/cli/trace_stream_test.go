@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/nettrace"
@@ -27,7 +28,7 @@ func TestFakeStreamOutputGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pw.Close()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main([]string{"trace", "stream", "--diagnostic-port", port, "--providers", "Fake-Source"}, strings.NewReader(""), pw, &stderr)
