@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/ipc"
@@ -400,4 +401,18 @@ func (s *Server) untrack(c net.Conn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.wg.Done()
+}
+
+// SocketPath returns a path for a Unix domain socket in a new temporary
+// directory that is removed when the test ends. Unlike t.TempDir, whose
+// paths grow with the test's name, it stays well under the 107 bytes
+// AF_UNIX allows.
+func SocketPath(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "ipc")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "s.sock")
 }

@@ -38,7 +38,7 @@ func TestMonitorAddr(t *testing.T) {
 // clrdiag monitor in listen mode: a runtime connecting to the shared socket
 // is resumed and served over HTTP with the API key.
 func TestMonitorListenMode(t *testing.T) {
-	path := shortSocket(t)
+	path := ipctest.SocketPath(t)
 	f := connectingRuntime(t, ipctest.Config{PID: 4545, Suspended: true}, path)
 	var stderr syncbuf.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr}

@@ -21,21 +21,9 @@ import (
 	"github.com/clrdiag/clrdiag/transport/reverse"
 )
 
-// sockPath returns a short socket path in a fresh directory (t.TempDir
-// paths can exceed the 107-byte limit with long test names).
-func sockPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "rv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "s.sock")
-}
-
 func listen(t *testing.T, cfg *reverse.Config) (*reverse.Server, string) {
 	t.Helper()
-	path := sockPath(t)
+	path := ipctest.SocketPath(t)
 	srv, err := reverse.Listen(path, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +402,7 @@ func TestSocketFile(t *testing.T) {
 }
 
 func TestStaleSocketTakenOver(t *testing.T) {
-	path := sockPath(t)
+	path := ipctest.SocketPath(t)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -433,7 +421,7 @@ func TestStaleSocketTakenOver(t *testing.T) {
 }
 
 func TestListenRefusesOtherFiles(t *testing.T) {
-	path := sockPath(t)
+	path := ipctest.SocketPath(t)
 	if err := os.WriteFile(path, []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
