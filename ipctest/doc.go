@@ -36,8 +36,8 @@
 // them.
 //
 // The server uses AF_UNIX sockets on every platform, including Windows 10
-// and later, rather than named pipes. SocketPath gives a test a socket
-// path short enough for AF_UNIX in a directory removed when it ends.
+// and later, rather than named pipes. SocketPath and ShortDir give a
+// test socket paths short enough for AF_UNIX, removed when it ends.
 //
 // Stability: test support, public so that programs built on diag can test
 // against it; it follows the ipc command table and may change with it.

@@ -403,16 +403,21 @@ func (s *Server) untrack(c net.Conn) {
 	s.wg.Done()
 }
 
-// SocketPath returns a path for a Unix domain socket in a new temporary
-// directory that is removed when the test ends. Unlike t.TempDir, whose
-// paths grow with the test's name, it stays well under the 107 bytes
-// AF_UNIX allows.
+// SocketPath returns a path for a Unix domain socket in a new ShortDir.
 func SocketPath(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(ShortDir(tb), "s.sock")
+}
+
+// ShortDir returns a new temporary directory that is removed when the
+// test ends. Unlike t.TempDir, whose paths grow with the test's name, it
+// leaves room for socket names under the 107 bytes AF_UNIX allows.
+func ShortDir(tb testing.TB) string {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "ipc")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "s.sock")
+	return dir
 }
