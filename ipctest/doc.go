@@ -27,7 +27,7 @@
 //
 // ConnectTo imitates a runtime with a connect-mode diagnostic port: it
 // dials a listener, sends the Advertise message, serves one command and
-// reconnects.
+// reconnects; StartConnecting runs one for the length of a test.
 //
 // # Concurrency
 //

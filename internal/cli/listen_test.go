@@ -20,22 +20,7 @@ import (
 // connectingRuntime starts a fake runtime that connects to path like one
 // started with DOTNET_DiagnosticPorts=path,connect.
 func connectingRuntime(t *testing.T, cfg ipctest.Config, path string) *ipctest.Server {
-	t.Helper()
-	f, err := ipctest.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.ConnectTo(ctx, path)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		f.Close()
-	})
+	f, _ := ipctest.StartConnecting(t, cfg, path)
 	return f
 }
 

@@ -32,28 +32,6 @@ func listen(t *testing.T, cfg *reverse.Config) (*reverse.Server, string) {
 	return srv, path
 }
 
-// fakeRuntime starts an ipctest server that connects to path like a runtime
-// with DOTNET_DiagnosticPorts=path,connect. cancel makes it "exit".
-func fakeRuntime(t *testing.T, cfg ipctest.Config, path string) (*ipctest.Server, context.CancelFunc) {
-	t.Helper()
-	f, err := ipctest.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.ConnectTo(ctx, path)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		f.Close()
-	})
-	return f, cancel
-}
-
 func timeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -87,7 +65,7 @@ func closedByPeer(c net.Conn, d time.Duration) bool {
 
 func TestCommandsOverReconnections(t *testing.T) {
 	srv, path := listen(t, nil)
-	f, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4242, Suspended: true,
+	f, _ := ipctest.StartConnecting(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4242, Suspended: true,
 		Environment: []string{"A=1"}}, path)
 	ctx := timeout(t, 20*time.Second)
 	rt, err := srv.Accept(ctx)
@@ -140,7 +118,7 @@ func TestCommandsOverReconnections(t *testing.T) {
 
 func TestConcurrentDials(t *testing.T) {
 	srv, path := listen(t, nil)
-	fakeRuntime(t, ipctest.Config{PID: 7}, path)
+	ipctest.StartConnecting(t, ipctest.Config{PID: 7}, path)
 	ctx := timeout(t, 20*time.Second)
 	rt, err := srv.Accept(ctx)
 	if err != nil {
@@ -166,8 +144,8 @@ func TestConcurrentDials(t *testing.T) {
 
 func TestTwoRuntimes(t *testing.T) {
 	srv, path := listen(t, nil)
-	f1, _ := fakeRuntime(t, ipctest.Config{PID: 101}, path)
-	f2, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET6, PID: 202}, path)
+	f1, _ := ipctest.StartConnecting(t, ipctest.Config{PID: 101}, path)
+	f2, _ := ipctest.StartConnecting(t, ipctest.Config{Runtime: ipctest.NET6, PID: 202}, path)
 	ctx := timeout(t, 20*time.Second)
 	seen := map[int]*reverse.Runtime{}
 	for range 2 {
@@ -241,7 +219,7 @@ func TestBadAdvertiseDropped(t *testing.T) {
 		t.Fatalf("Dropped called %d times (%v), want 3 *AdvertiseError", n, dropped)
 	}
 	// A good runtime still gets through.
-	fakeRuntime(t, ipctest.Config{PID: 9}, path)
+	ipctest.StartConnecting(t, ipctest.Config{PID: 9}, path)
 	rt, err := srv.Accept(timeout(t, 10*time.Second))
 	if err != nil || rt.PID != 9 {
 		t.Fatalf("Accept = %v, %v", rt, err)
@@ -304,7 +282,7 @@ func TestRuntimeGone(t *testing.T) {
 	}
 
 	// Same with a fake runtime that stops between commands.
-	_, stop := fakeRuntime(t, ipctest.Config{PID: 5}, path)
+	_, stop := ipctest.StartConnecting(t, ipctest.Config{PID: 5}, path)
 	rt, err = srv.Accept(ctx)
 	if err != nil {
 		t.Fatal(err)
