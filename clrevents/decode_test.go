@@ -8,23 +8,25 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // buildFromLayout writes a payload for layout with a distinct value in every
 // field, and returns the values it wrote by field name, as DecodeFields gives
 // them. Fields that are counts or lengths of later fields get 3.
 func buildFromLayout(layout []Field, ptrSize int) ([]byte, map[string]any) {
-	p := &payload{ptrSize: ptrSize}
+	p := &wire.Builder{PtrSize: ptrSize}
 	vals := map[string]any{}
 	for _, fv := range writeFields(p, layout, 0) {
 		vals[fv.Name] = fv.Value
 	}
-	return p.b, vals
+	return p.B, vals
 }
 
 // writeFields appends values for layout to p and returns them; seed makes
 // the values of nested elements differ.
-func writeFields(p *payload, layout []Field, seed int) []FieldValue {
+func writeFields(p *wire.Builder, layout []Field, seed int) []FieldValue {
 	counts := map[string]bool{}
 	for _, fd := range layout {
 		counts[fd.Count], counts[fd.Length] = true, true
@@ -51,7 +53,7 @@ func writeFields(p *payload, layout []Field, seed int) []FieldValue {
 			arr := make([]uint32, countVal(fd.Count))
 			for j := range arr {
 				arr[j] = uint32(i*100 + j)
-				p.u32(arr[j])
+				p.U32(arr[j])
 			}
 			v = arr
 		case TypeArray:
@@ -91,19 +93,19 @@ func writeFields(p *payload, layout []Field, seed int) []FieldValue {
 				}
 				// A C struct: fields at multiples of their size from the
 				// element's start, the element padded to its widest field.
-				start, widest := len(p.b), 1
+				start, widest := len(p.B), 1
 				for k, sf := range fd.Fields {
-					size := writeSize(sf.Type, p.ptrSize)
+					size := writeSize(sf.Type, p.PtrSize)
 					a := min(size, 8)
 					widest = max(widest, a)
-					for (len(p.b)-start)%a != 0 {
-						p.u8(0xEE)
+					for (len(p.B)-start)%a != 0 {
+						p.U8(0xEE)
 					}
 					val := writeScalar(p, sf.Type, uint64(seed*1000+j*10+k+1))
 					elems[j] = append(elems[j], FieldValue{Name: sf.Name, Type: sf.Type, Value: val, Hex: sf.Hex})
 				}
-				for (len(p.b)-start)%widest != 0 {
-					p.u8(0xEE)
+				for (len(p.B)-start)%widest != 0 {
+					p.U8(0xEE)
 				}
 			}
 			v = elems
@@ -112,7 +114,7 @@ func writeFields(p *payload, layout []Field, seed int) []FieldValue {
 			for j := range b {
 				b[j] = byte(i + j)
 			}
-			p.b = append(p.b, b...)
+			p.B = append(p.B, b...)
 			v = b
 		}
 		out = append(out, FieldValue{Name: fd.Name, Type: fd.Type, Value: v, Hex: fd.Hex, Elem: fd.Elem})
@@ -139,74 +141,74 @@ func writeSize(t FieldType, ptrSize int) int {
 
 // writeScalar appends one value of type t made from n and returns it as
 // DecodeFields gives it.
-func writeScalar(p *payload, t FieldType, n uint64) any {
+func writeScalar(p *wire.Builder, t FieldType, n uint64) any {
 	switch t {
 	case TypeUint8:
 		v := n%200 + 0x10
-		p.u8(uint8(v))
+		p.U8(uint8(v))
 		return v
 	case TypeUint16:
 		v := n%60000 + 0x100
 		if n == 3 {
 			v = 3
 		}
-		p.u16(uint16(v))
+		p.U16(uint16(v))
 		return v
 	case TypeUint32:
 		v := n + 0x10000
 		if n == 3 {
 			v = 3
 		}
-		p.u32(uint32(v))
+		p.U32(uint32(v))
 		return v
 	case TypeUint64:
 		v := n + 0x1_0000_0000
 		if n == 3 {
 			v = 3
 		}
-		p.u64(v)
+		p.U64(v)
 		return v
 	case TypeInt8:
-		p.u8(uint8(int8(-int64(n % 100))))
+		p.U8(uint8(int8(-int64(n % 100))))
 		return -int64(n % 100)
 	case TypeInt16:
-		p.u16(uint16(int16(-int64(n))))
+		p.U16(uint16(int16(-int64(n))))
 		return -int64(n)
 	case TypeInt32:
-		p.u32(uint32(int32(-int64(n))))
+		p.U32(uint32(int32(-int64(n))))
 		return -int64(n)
 	case TypeInt64:
-		p.u64(uint64(-int64(n)))
+		p.U64(uint64(-int64(n)))
 		return -int64(n)
 	case TypeFloat32:
 		v := float64(n) + 0.5
-		p.u32(math.Float32bits(float32(v)))
+		p.U32(math.Float32bits(float32(v)))
 		return v
 	case TypeFloat64:
 		v := float64(n) + 0.25
-		p.f64(v)
+		p.F64(v)
 		return v
 	case TypeBool32:
-		p.u32(uint32(n % 2))
+		p.U32(uint32(n % 2))
 		return n%2 == 1
 	case TypePointer:
 		v := n + 0x7000_0000
-		p.ptr(v)
+		p.Ptr(v)
 		return v
 	case TypeString:
 		v := fmt.Sprintf("s%d é€😀", n)
-		p.str(v)
+		p.UTF16Z(v)
 		return v
 	case TypeAnsiString:
 		v := fmt.Sprintf("a%d", n)
-		p.b = append(append(p.b, v...), 0)
+		p.B = append(append(p.B, v...), 0)
 		return v
 	case TypeGUID:
 		var g [16]byte
 		for j := range g {
 			g[j] = byte(int(n)*16 + j)
 		}
-		p.guid(g)
+		p.GUID(g)
 		return g
 	}
 	panic(fmt.Sprintf("writeScalar: type %v", t))
@@ -398,18 +400,18 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("unknown provider: %v", err)
 	}
 	// A string without terminator.
-	p := (&payload{}).u64(1).u64(2).u64(3).u32(4).u32(5).u32(6).u16('A').u16('B')
-	_, err := DecodeMethodLoadVerbose(p.b, 2)
+	p := (&wire.Builder{}).U64(1).U64(2).U64(3).U32(4).U32(5).U32(6).U16('A').U16('B')
+	_, err := DecodeMethodLoadVerbose(p.B, 2)
 	var de *DecodeError
 	if !errors.As(err, &de) || de.Field != "MethodNamespace" || de.Offset != 36 || !errors.Is(err, ErrUnterminatedString) {
 		t.Errorf("unterminated string: %v", err)
 	}
 	// IL map count larger than the payload.
-	p = (&payload{}).u64(1).u64(2).u8(0).u16(60000).u32(1)
-	if _, err := DecodeMethodILToNativeMap(p.b, 0); !errors.Is(err, ErrCountTooLarge) {
+	p = (&wire.Builder{}).U64(1).U64(2).U8(0).U16(60000).U32(1)
+	if _, err := DecodeMethodILToNativeMap(p.B, 0); !errors.Is(err, ErrCountTooLarge) {
 		t.Errorf("IL map count: %v", err)
 	}
-	if _, err := DecodeFields(ProviderRuntime, IDMethodILToNativeMap, 0, 8, p.b); !errors.Is(err, ErrCountTooLarge) {
+	if _, err := DecodeFields(ProviderRuntime, IDMethodILToNativeMap, 0, 8, p.B); !errors.Is(err, ErrCountTooLarge) {
 		t.Errorf("DecodeFields IL map count: %v", err)
 	}
 	if got := err.Error(); !strings.Contains(got, "MethodLoadVerbose v2") {
@@ -418,11 +420,11 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestMethodLoadVerboseAllocs(t *testing.T) {
-	p := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
-		str("System.Collections.Generic.List`1[System.Int32]").str("Add").str("void  (!0)").u16(9).u64(0)
+	p := (&wire.Builder{}).U64(1).U64(2).U64(0x7fff0000).U32(0x40).U32(0x06000001).U32(8).
+		UTF16Z("System.Collections.Generic.List`1[System.Int32]").UTF16Z("Add").UTF16Z("void  (!0)").U16(9).U64(0)
 	var m MethodLoadVerbose
 	allocs := testing.AllocsPerRun(100, func() {
-		if err := DecodeMethodLoadVerboseInto(&m, p.b, 2); err != nil {
+		if err := DecodeMethodLoadVerboseInto(&m, p.B, 2); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -435,32 +437,32 @@ func TestMethodLoadVerboseAllocs(t *testing.T) {
 }
 
 func TestAppendMethodNames(t *testing.T) {
-	full := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
-		str("System.Collections.Generic.List`1[System.Int32]").str("Add").str("void  (!0)").u16(9).u64(0)
-	noNS := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).
-		str("").str("Main").str("Ünïcödé 日本語 😀").u16(9)
+	full := (&wire.Builder{}).U64(1).U64(2).U64(0x7fff0000).U32(0x40).U32(0x06000001).U32(8).
+		UTF16Z("System.Collections.Generic.List`1[System.Int32]").UTF16Z("Add").UTF16Z("void  (!0)").U16(9).U64(0)
+	noNS := (&wire.Builder{}).U64(1).U64(2).U64(0x7fff0000).U32(0x40).U32(0x06000001).U32(8).
+		UTF16Z("").UTF16Z("Main").UTF16Z("Ünïcödé 日本語 😀").U16(9)
 	for _, tt := range []struct {
 		payload []byte
 		version uint8
 	}{
-		{full.b, 2}, {full.b, 1}, {full.b, 0}, {full.b[:len(full.b)-1], 2}, {full.b[:40], 0},
-		{noNS.b, 1}, {noNS.b, 2}, {noNS.b[:30], 0},
+		{full.B, 2}, {full.B, 1}, {full.B, 0}, {full.B[:len(full.B)-1], 2}, {full.B[:40], 0},
+		{noNS.B, 1}, {noNS.B, 2}, {noNS.B[:30], 0},
 	} {
 		checkMethodNames(t, tt.payload, tt.version)
 	}
-	out, n, err := AppendMethodNames(nil, full.b, 2)
+	out, n, err := AppendMethodNames(nil, full.B, 2)
 	if err != nil || string(out[:n]) != "System.Collections.Generic.List`1[System.Int32].Add" || string(out[n:]) != "void  (!0)" {
 		t.Errorf("AppendMethodNames = %q, %d, %v", out, n, err)
 	}
 	buf := make([]byte, 0, 256)
-	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = AppendMethodNames(buf, full.b, 2) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = AppendMethodNames(buf, full.B, 2) }); allocs != 0 {
 		t.Errorf("AppendMethodNames into a large enough buffer: %v allocations", allocs)
 	}
 }
 
 func TestGCStartVersion0(t *testing.T) {
-	p := (&payload{}).u32(7).u32(1)
-	e, err := DecodeGCStart(p.b, 0)
+	p := (&wire.Builder{}).U32(7).U32(1)
+	e, err := DecodeGCStart(p.B, 0)
 	if err != nil || e.Count != 7 || e.Reason != 1 || e.Reason.String() != "Induced" {
 		t.Errorf("GCStart v0 = %+v, %v", e, err)
 	}
@@ -470,15 +472,15 @@ func TestGCStartVersion0(t *testing.T) {
 }
 
 func TestDecodeMethodRange(t *testing.T) {
-	p := (&payload{}).u64(1).u64(2).u64(0x7fff0000).u32(0x40).u32(0x06000001).u32(8).str("N").str("M").str("S").u16(9)
-	r, err := DecodeMethodRange(p.b, 1)
+	p := (&wire.Builder{}).U64(1).U64(2).U64(0x7fff0000).U32(0x40).U32(0x06000001).U32(8).UTF16Z("N").UTF16Z("M").UTF16Z("S").U16(9)
+	r, err := DecodeMethodRange(p.B, 1)
 	if err != nil || r != (MethodRange{1, 2, 0x7fff0000, 0x40, 0x06000001, 8}) {
 		t.Errorf("DecodeMethodRange = %+v, %v", r, err)
 	}
-	if _, err := DecodeMethodRange(p.b[:35], 1); !errors.Is(err, ErrTruncated) {
+	if _, err := DecodeMethodRange(p.B[:35], 1); !errors.Is(err, ErrTruncated) {
 		t.Errorf("short: %v", err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = DecodeMethodRange(p.b, 1) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = DecodeMethodRange(p.B, 1) }); n != 0 {
 		t.Errorf("%v allocations", n)
 	}
 }

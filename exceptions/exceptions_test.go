@@ -2,42 +2,29 @@ package exceptions
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/wire"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
-
-type le struct{ b []byte }
-
-func (p *le) u16(v uint16) *le { p.b = binary.LittleEndian.AppendUint16(p.b, v); return p }
-func (p *le) u32(v uint32) *le { p.b = binary.LittleEndian.AppendUint32(p.b, v); return p }
-func (p *le) u64(v uint64) *le { p.b = binary.LittleEndian.AppendUint64(p.b, v); return p }
-func (p *le) str(s string) *le {
-	for _, u := range utf16.Encode([]rune(s)) {
-		p.u16(u)
-	}
-	return p.u16(0)
-}
 
 // MethodLoadVerbose/MethodDCEndVerbose version 2, ModuleDCEnd version 1,
 // ExceptionThrown version 1 (pointer size 8).
 func methodPayload(start uint64, size uint32, module uint64, ns, name, sig string) []byte {
-	return (&le{}).u64(start).u64(module).u64(start).u32(size).u32(0x06000001).u32(8).
-		str(ns).str(name).str(sig).u16(9).u64(0).b
+	return (&wire.Builder{}).U64(start).U64(module).U64(start).U32(size).U32(0x06000001).U32(8).
+		UTF16Z(ns).UTF16Z(name).UTF16Z(sig).U16(9).U64(0).B
 }
 
 func modulePayload(id uint64, path string) []byte {
-	return (&le{}).u64(id).u64(id + 1).u32(0).u32(0).str(path).str("").u16(9).b
+	return (&wire.Builder{}).U64(id).U64(id + 1).U32(0).U32(0).UTF16Z(path).UTF16Z("").U16(9).B
 }
 
 func thrownPayload(typ, msg string, flags uint16) []byte {
-	return (&le{}).str(typ).str(msg).u64(0x1234).u32(0x80131509).u16(flags).u16(9).b
+	return (&wire.Builder{}).UTF16Z(typ).UTF16Z(msg).U64(0x1234).U32(0x80131509).U16(flags).U16(9).B
 }
 
 // Addresses of the synthetic program: Main calls Run, which calls the

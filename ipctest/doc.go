@@ -27,7 +27,7 @@
 //
 // ConnectTo imitates a runtime with a connect-mode diagnostic port: it
 // dials a listener, sends the Advertise message, serves one command and
-// reconnects.
+// reconnects; StartConnecting runs one for the length of a test.
 //
 // # Concurrency
 //
@@ -36,7 +36,8 @@
 // them.
 //
 // The server uses AF_UNIX sockets on every platform, including Windows 10
-// and later, rather than named pipes.
+// and later, rather than named pipes. SocketPath and ShortDir give a
+// test socket paths short enough for AF_UNIX, removed when it ends.
 //
 // Stability: test support, public so that programs built on diag can test
 // against it; it follows the ipc command table and may change with it.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/ipc"
@@ -342,4 +343,28 @@ func (s *Server) ConnectTo(ctx context.Context, socketPath string) error {
 			session()
 		}()
 	}
+}
+
+// StartConnecting starts a Server for a test that imitates a runtime
+// started with DOTNET_DiagnosticPorts=socketPath,connect (see ConnectTo).
+// Calling stop makes the runtime "exit": it stops connecting, as it does
+// when the test ends, which also closes the server.
+func StartConnecting(tb testing.TB, cfg Config, socketPath string) (s *Server, stop context.CancelFunc) {
+	tb.Helper()
+	s, err := NewServer(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.ConnectTo(ctx, socketPath)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		s.Close()
+	})
+	return s, cancel
 }

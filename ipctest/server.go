@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/ipc"
@@ -400,4 +401,23 @@ func (s *Server) untrack(c net.Conn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.wg.Done()
+}
+
+// SocketPath returns a path for a Unix domain socket in a new ShortDir.
+func SocketPath(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(ShortDir(tb), "s.sock")
+}
+
+// ShortDir returns a new temporary directory that is removed when the
+// test ends. Unlike t.TempDir, whose paths grow with the test's name, it
+// leaves room for socket names under the 107 bytes AF_UNIX allows.
+func ShortDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "ipc")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

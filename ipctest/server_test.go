@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,5 +281,23 @@ func TestConnectToReverse(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("ConnectTo did not stop")
+	}
+}
+
+// SocketPath is short enough for AF_UNIX under a long test name, and its
+// directory goes when the test ends.
+func TestSocketPath(t *testing.T) {
+	var p string
+	t.Run(strings.Repeat("a-very-long-subtest-name-", 8), func(t *testing.T) {
+		p = SocketPath(t)
+		if len(p) > 107 {
+			t.Errorf("%d bytes: %s", len(p), p)
+		}
+		if _, err := os.Stat(filepath.Dir(p)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
+		t.Errorf("%s still there after the test: %v", filepath.Dir(p), err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/clrdiag/clrdiag/egress"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/realcomp"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/transport"
@@ -144,7 +145,7 @@ Egress:
 		// never fired. Its filter holds it to the spinning process; rules'
 		// TestRealTriggerShortcuts checks that a line the process does not
 		// cross (CPUUsage < 1) never fires.
-		var logBuf syncBuffer
+		var logBuf syncbuf.Buffer
 		_, hs := serveUI(t, monitor.Config{Fleet: fc, ArtifactDir: artifacts, MetricsWindow: time.Second, DiscoveryInterval: time.Second,
 			Logger: slog.New(slog.NewJSONHandler(&logBuf, nil)),
 			Source: monitor.StaticSource{targetProcess(thrower, "Workloads"), targetProcess(hot, "Hot")}})

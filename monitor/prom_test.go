@@ -20,12 +20,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/nettrace"
@@ -640,24 +640,6 @@ func TestRealRuntimeMetricsConventions(t *testing.T) {
 	checkExposition(t, text)
 }
 
-// syncBuffer is a bytes.Buffer safe for the collector's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The collector logs a session it cannot open or loses, and its reopening,
 // with the process; a nil Logger logs nothing (every other test).
 func TestMetricsLogsSessions(t *testing.T) {
@@ -665,7 +647,7 @@ func TestMetricsLogsSessions(t *testing.T) {
 	cr.value.Store(1)
 	fd := &flakyDialer{d: cr}
 	fd.refuse.Store(2)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	hs := serve(t, monitor.Config{MetricsWindow: 20 * time.Millisecond, DiscoveryInterval: time.Hour,
 		Source: monitor.StaticSource{{PID: 921, Name: "app", Dialer: fd}},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -729,7 +711,7 @@ func TestMetersSessionRefusedIsRetried(t *testing.T) {
 		}
 		return w.Close()
 	}})
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	hs := serve(t, monitor.Config{MetricsWindow: 50 * time.Millisecond, DiscoveryInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Source: monitor.StaticSource{{PID: 914, Name: "app", Dialer: srv}}})
 	deadline := time.Now().Add(20 * time.Second)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/realcomp"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -140,7 +141,7 @@ func testTelemetryPush(t *testing.T, rt *dotnettest.Runtime) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logBuf syncBuffer
+	var logBuf syncbuf.Buffer
 	_, hs := serveUI(t, monitor.Config{Fleet: fc, MetricsWindow: time.Second, DiscoveryInterval: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logBuf, nil)), Source: monitor.StaticSource{targetProcess(tg, "Logging")}})
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/wire"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/weighted"
 )
@@ -37,7 +38,7 @@ func craftedTrace(tb testing.TB, n, depth int, rundown bool) []byte {
 			tb.Fatal(err)
 		}
 	}
-	managed := (&le{}).u32(2).b
+	managed := (&wire.Builder{}).U32(2).B
 	stack := make([]uint64, depth)
 	seq := uint32(0)
 	for i := range n {

@@ -78,26 +78,26 @@ func eventsTrace(t testing.TB, ptrSize int, tickVersion uint32) []byte {
 	}
 	ms := int64(time.Millisecond)
 	base := int64(1_000_000_000)
-	write(md("Microsoft-DotNETCore-EventPipe", 1, 0), 100, base, 0, (&le{}).str(`dotnet /app/App.dll`).b)
+	write(md("Microsoft-DotNETCore-EventPipe", 1, 0), 100, base, 0, (&wire.Builder{}).UTF16Z(`dotnet /app/App.dll`).B)
 	tick := func(amount uint64, name string, size uint64) []byte {
-		p := (&le{ptr: ptrSize}).u32(uint32(amount)).u32(0).u16(9).u64(amount).ptrv(0x5000 + uint64(len(name))).str(name).u32(0)
+		p := (&wire.Builder{PtrSize: ptrSize}).U32(uint32(amount)).U32(0).U16(9).U64(amount).Ptr(0x5000 + uint64(len(name))).UTF16Z(name).U32(0)
 		if tickVersion >= 3 {
-			p.ptrv(0x6000)
+			p.Ptr(0x6000)
 		}
 		if tickVersion >= 4 {
-			p.u64(size)
+			p.U64(size)
 		}
-		return p.b
+		return p.B
 	}
 	tickMD := md(clrevents.ProviderRuntime, 10, tickVersion)
 	write(tickMD, 100, base+ms, 1, tick(200000, "App.Big", 1000))
 	write(tickMD, 100, base+2*ms, 1, tick(100000, "App.Big", 1000))
 	write(tickMD, 200, base+3*ms, 2, tick(150000, "App.Small", 24))
-	write(md(clrevents.ProviderRuntime, 10, 1), 300, base+4*ms, 2, (&le{}).u32(100000).u32(0).u16(9).b)
+	write(md(clrevents.ProviderRuntime, 10, 1), 300, base+4*ms, 2, (&wire.Builder{}).U32(100000).U32(0).U16(9).B)
 	write(tickMD, 200, base+5*ms, 2, tick(100000, "App.Cut", 24)[:20])
 
 	exc := func(typ string) []byte {
-		return (&le{ptr: ptrSize}).str(typ).str("boom").ptrv(addrWork + 4).u32(0x80131509).u16(0).u16(9).b
+		return (&wire.Builder{PtrSize: ptrSize}).UTF16Z(typ).UTF16Z("boom").Ptr(addrWork + 4).U32(0x80131509).U16(0).U16(9).B
 	}
 	excMD := md(clrevents.ProviderRuntime, 80, 1)
 	for i := range int64(3) {
@@ -109,13 +109,13 @@ func eventsTrace(t testing.TB, ptrSize int, tickVersion uint32) []byte {
 	start := md(clrevents.ProviderRuntime, 81, 1)
 	stop0 := md(clrevents.ProviderRuntime, 91, 0)
 	stop1 := md(clrevents.ProviderRuntime, 91, 1)
-	flags := (&le{}).u8(0).u16(9).b
+	flags := (&wire.Builder{}).U8(0).U16(9).B
 	write(start, 100, base+10*ms, 2, flags)
 	write(start, 200, base+12*ms, 1, flags)
 	write(stop0, 100, base+15*ms, 0, flags)
 	write(stop0, 300, base+16*ms, 0, flags)
-	write(stop1, 300, base+18*ms, 2, (&le{}).u8(0).u16(9).u64(math.Float64bits(2e6)).b)
-	write(stop1, 200, base+30*ms, 1, (&le{}).u8(0).u16(9).u64(math.Float64bits(7e6)).b)
+	write(stop1, 300, base+18*ms, 2, (&wire.Builder{}).U8(0).U16(9).U64(math.Float64bits(2e6)).B)
+	write(stop1, 200, base+30*ms, 1, (&wire.Builder{}).U8(0).U16(9).U64(math.Float64bits(7e6)).B)
 	write(start, 100, base+40*ms, 1, flags)
 
 	write(md(clrevents.ProviderRundown, 154, 1), 300, base+50*ms, 0, modulePayload(7, `/app/App.dll`))
@@ -387,14 +387,14 @@ func TestEventReport(t *testing.T) {
 func FuzzAllocTickFastPath(f *testing.F) {
 	for _, v := range []uint8{2, 3, 4} {
 		for _, ps := range []int{4, 8} {
-			p := (&le{ptr: ps}).u32(1).u32(0).u16(9).u64(123456).ptrv(0x5000).str("App.Type").u32(0)
+			p := (&wire.Builder{PtrSize: ps}).U32(1).U32(0).U16(9).U64(123456).Ptr(0x5000).UTF16Z("App.Type").U32(0)
 			if v >= 3 {
-				p.ptrv(0x6000)
+				p.Ptr(0x6000)
 			}
 			if v >= 4 {
-				p.u64(48)
+				p.U64(48)
 			}
-			f.Add(p.b, v, ps == 8)
+			f.Add(p.B, v, ps == 8)
 		}
 	}
 	f.Fuzz(func(t *testing.T, pl []byte, version uint8, ptr8 bool) {
@@ -436,7 +436,7 @@ func FuzzAllocTickFastPath(f *testing.F) {
 
 func FuzzExceptionFastPath(f *testing.F) {
 	for _, ps := range []int{4, 8} {
-		f.Add((&le{ptr: ps}).str("System.Exception").str("m").ptrv(1).u32(2).u16(3).u16(4).b, uint8(1), ps == 8)
+		f.Add((&wire.Builder{PtrSize: ps}).UTF16Z("System.Exception").UTF16Z("m").Ptr(1).U32(2).U16(3).U16(4).B, uint8(1), ps == 8)
 	}
 	f.Fuzz(func(t *testing.T, pl []byte, version uint8, ptr8 bool) {
 		ps := 4

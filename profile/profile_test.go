@@ -13,6 +13,7 @@ import (
 	pprofile "github.com/google/pprof/profile"
 
 	"github.com/clrdiag/clrdiag/internal/fastfmt"
+	"github.com/clrdiag/clrdiag/internal/wire"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/weighted"
 	"github.com/clrdiag/clrdiag/weighted/weightedtest"
@@ -460,7 +461,7 @@ func TestDroppedEvents(t *testing.T) {
 	}
 	for i, seq := range []uint32{1, 2, 10, 11} { // 3 to 9 dropped
 		if err := w.WriteEvent(&nettrace.Event{Metadata: sample, ThreadID: 5, CaptureThreadID: 5, SequenceNumber: seq,
-			Timestamp: int64(1000 + i*1_000_000), StackID: 1, Payload: (&le{}).u32(2).b}); err != nil {
+			Timestamp: int64(1000 + i*1_000_000), StackID: 1, Payload: (&wire.Builder{}).U32(2).B}); err != nil {
 			t.Fatal(err)
 		}
 	}

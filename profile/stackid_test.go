@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clrdiag/clrdiag/clrevents"
+	"github.com/clrdiag/clrdiag/internal/wire"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
@@ -52,7 +53,7 @@ func TestStackIDsAcrossSequencePoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	managed := (&le{}).u32(2).b
+	managed := (&wire.Builder{}).U32(2).B
 	ts := int64(0)
 	seq := map[uint64]uint32{}
 	write := func(md *nettrace.Metadata, thread uint64, stack uint32, n int) {

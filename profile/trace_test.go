@@ -2,46 +2,22 @@ package profile
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	"github.com/clrdiag/clrdiag/clrevents"
 	"github.com/clrdiag/clrdiag/internal/testcapture"
+	"github.com/clrdiag/clrdiag/internal/wire"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
-// le builds runtime event payloads.
-type le struct {
-	b   []byte
-	ptr int
-}
-
-func (p *le) u8(v uint8) *le   { p.b = append(p.b, v); return p }
-func (p *le) u16(v uint16) *le { p.b = binary.LittleEndian.AppendUint16(p.b, v); return p }
-func (p *le) u32(v uint32) *le { p.b = binary.LittleEndian.AppendUint32(p.b, v); return p }
-func (p *le) u64(v uint64) *le { p.b = binary.LittleEndian.AppendUint64(p.b, v); return p }
-func (p *le) ptrv(v uint64) *le {
-	if p.ptr == 4 {
-		return p.u32(uint32(v))
-	}
-	return p.u64(v)
-}
-func (p *le) str(s string) *le {
-	for _, u := range utf16.Encode([]rune(s)) {
-		p.u16(u)
-	}
-	return p.u16(0)
-}
-
 func methodPayload(start uint64, size uint32, module uint64, ns, name string) []byte {
-	return (&le{}).u64(start).u64(module).u64(start).u32(size).u32(0x06000001).u32(8).
-		str(ns).str(name).str("void  ()").u16(9).u64(0).b
+	return (&wire.Builder{}).U64(start).U64(module).U64(start).U32(size).U32(0x06000001).U32(8).
+		UTF16Z(ns).UTF16Z(name).UTF16Z("void  ()").U16(9).U64(0).B
 }
 
 func modulePayload(id uint64, path string) []byte {
-	return (&le{}).u64(id).u64(id + 1).u32(0).u32(0).str(path).str("").u16(9).b
+	return (&wire.Builder{}).U64(id).U64(id + 1).U32(0).U32(0).UTF16Z(path).UTF16Z("").U16(9).B
 }
 
 // Addresses of the synthetic program. Main calls Work, which calls Leaf;
@@ -102,10 +78,10 @@ func synthTrace(t testing.TB, ptrSize int) []byte {
 		t.Fatal(err)
 	}
 	// The session starts with the target's command line.
-	write(md("Microsoft-DotNETCore-EventPipe", 1, 0), 100, 999_000_000, 0, (&le{}).str(`dotnet C:\app\app.dll --serve`).b)
+	write(md("Microsoft-DotNETCore-EventPipe", 1, 0), 100, 999_000_000, 0, (&wire.Builder{}).UTF16Z(`dotnet C:\app\app.dll --serve`).B)
 	sample := md(clrevents.ProviderSampleProfiler, 0, 0)
-	managed := (&le{}).u32(2).b
-	external := (&le{}).u32(1).b
+	managed := (&wire.Builder{}).U32(2).B
+	external := (&wire.Builder{}).U32(1).B
 	ms := int64(time.Millisecond)
 	base := int64(1_000_000_000)
 	for i := range int64(6) {
@@ -119,31 +95,31 @@ func synthTrace(t testing.TB, ptrSize int) []byte {
 	// Jitting during the session.
 	write(md(clrevents.ProviderRuntime, 143, 2), 200, base+ms, 0, methodPayload(0x10003000, 0x10, 7, "App.Lazy", "Jitted"))
 	// A gen1 induced GC with a 3 ms pause, and a 1 ms non-GC suspension.
-	write(md(clrevents.ProviderRuntime, 9, 1), 300, base+2*ms, 0, (&le{}).u32(1).u32(1).u16(9).b)
-	write(md(clrevents.ProviderRuntime, 1, 2), 300, base+3*ms, 0, (&le{}).u32(1).u32(1).u32(1).u32(0).u16(9).u64(0).b)
-	write(md(clrevents.ProviderRuntime, 3, 1), 300, base+5*ms, 0, (&le{}).u16(9).b)
-	write(md(clrevents.ProviderRuntime, 9, 1), 300, base+6*ms, 0, (&le{}).u32(0).u32(2).u16(9).b)
-	write(md(clrevents.ProviderRuntime, 3, 1), 300, base+7*ms, 0, (&le{}).u16(9).b)
-	tick := (&le{ptr: ptrSize}).u32(100000).u32(0).u16(9).u64(250000).ptrv(0x5000).str("System.Byte[]").u32(0).ptrv(0x6000).u64(1024).b
+	write(md(clrevents.ProviderRuntime, 9, 1), 300, base+2*ms, 0, (&wire.Builder{}).U32(1).U32(1).U16(9).B)
+	write(md(clrevents.ProviderRuntime, 1, 2), 300, base+3*ms, 0, (&wire.Builder{}).U32(1).U32(1).U32(1).U32(0).U16(9).U64(0).B)
+	write(md(clrevents.ProviderRuntime, 3, 1), 300, base+5*ms, 0, (&wire.Builder{}).U16(9).B)
+	write(md(clrevents.ProviderRuntime, 9, 1), 300, base+6*ms, 0, (&wire.Builder{}).U32(0).U32(2).U16(9).B)
+	write(md(clrevents.ProviderRuntime, 3, 1), 300, base+7*ms, 0, (&wire.Builder{}).U16(9).B)
+	tick := (&wire.Builder{PtrSize: ptrSize}).U32(100000).U32(0).U16(9).U64(250000).Ptr(0x5000).UTF16Z("System.Byte[]").U32(0).Ptr(0x6000).U64(1024).B
 	write(md(clrevents.ProviderRuntime, 10, 4), 100, base+ms, 1, tick)
 	// Two exceptions thrown in Work.
-	exc := (&le{ptr: ptrSize}).str("System.InvalidOperationException").str("boom").ptrv(addrWork + 4).u32(0x80131509).u16(0).u16(9).b
+	exc := (&wire.Builder{PtrSize: ptrSize}).UTF16Z("System.InvalidOperationException").UTF16Z("boom").Ptr(addrWork + 4).U32(0x80131509).U16(0).U16(9).B
 	write(md(clrevents.ProviderRuntime, 80, 1), 100, base+3*ms, 4, exc)
 	write(md(clrevents.ProviderRuntime, 80, 1), 100, base+4*ms, 4, exc)
 	// A contended lock: 2 ms by timestamps (version 0, no duration field).
-	write(md(clrevents.ProviderRuntime, 81, 1), 200, base+8*ms, 4, (&le{}).u8(0).u16(9).b)
-	write(md(clrevents.ProviderRuntime, 91, 0), 200, base+10*ms, 0, (&le{}).u8(0).u16(9).b)
+	write(md(clrevents.ProviderRuntime, 81, 1), 200, base+8*ms, 4, (&wire.Builder{}).U8(0).U16(9).B)
+	write(md(clrevents.ProviderRuntime, 91, 0), 200, base+10*ms, 0, (&wire.Builder{}).U8(0).U16(9).B)
 	// Rundown at the end.
 	write(md(clrevents.ProviderRundown, 154, 1), 300, base+20*ms, 0, modulePayload(7, `C:\app\App.dll`))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10000000, 0x100, 7, "App.Program", "Main"))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10001000, 0x100, 7, "App.Worker", "Work"))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10002000, 0x100, 7, "App.Worker", "Leaf"))
 	write(md(clrevents.ProviderRundown, 144, 2), 300, base+20*ms, 0, methodPayload(0x10005000, 0x100, 7, "App.Worker", "Unused"))
-	write(md(clrevents.ProviderRundown, 146, 1), 300, base+20*ms, 0, (&le{}).u16(9).b)
+	write(md(clrevents.ProviderRundown, 146, 1), 300, base+20*ms, 0, (&wire.Builder{}).U16(9).B)
 	// RuntimeInformation as .NET Core 3.1 writes it: CLR 4.0.30319.0.
-	write(md(clrevents.ProviderRundown, 187, 0), 300, base+20*ms, 0, (&le{}).u16(9).u16(2).u16(4).u16(0).u16(0).u16(0).
-		u16(4).u16(0).u16(30319).u16(0).u32(0).u8(2).str("").u64(0).u64(0).
-		str("/usr/share/dotnet/shared/Microsoft.NETCore.App/3.1.2/libcoreclr.so").b)
+	write(md(clrevents.ProviderRundown, 187, 0), 300, base+20*ms, 0, (&wire.Builder{}).U16(9).U16(2).U16(4).U16(0).U16(0).U16(0).
+		U16(4).U16(0).U16(30319).U16(0).U32(0).U8(2).UTF16Z("").U64(0).U64(0).
+		UTF16Z("/usr/share/dotnet/shared/Microsoft.NETCore.App/3.1.2/libcoreclr.so").B)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

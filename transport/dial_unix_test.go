@@ -13,10 +13,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/ipctest"
 )
 
 func TestDialRetriesUntilListenerAppears(t *testing.T) {
-	path := filepath.Join(shortDir(t), "dotnet-diagnostic-1-1-socket")
+	path := filepath.Join(ipctest.ShortDir(t), "dotnet-diagnostic-1-1-socket")
 	done := make(chan error, 1)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
@@ -56,7 +58,7 @@ func TestDialRetriesUntilListenerAppears(t *testing.T) {
 }
 
 func TestDialStaleSocketIsRefused(t *testing.T) {
-	path := filepath.Join(shortDir(t), "dotnet-diagnostic-2-1-socket")
+	path := filepath.Join(ipctest.ShortDir(t), "dotnet-diagnostic-2-1-socket")
 	staleSocket(t, path, time.Time{})
 	start := time.Now()
 	_, err := Dialer{Endpoint: Endpoint{Network: NetworkUnix, Address: path}, RetryFor: 100 * time.Millisecond}.Dial(context.Background())
@@ -76,7 +78,7 @@ func TestDialStaleSocketIsRefused(t *testing.T) {
 }
 
 func TestDialNoRetry(t *testing.T) {
-	path := filepath.Join(shortDir(t), "missing")
+	path := filepath.Join(ipctest.ShortDir(t), "missing")
 	start := time.Now()
 	_, err := Dialer{Endpoint: Endpoint{Network: NetworkUnix, Address: path}, RetryFor: -1}.Dial(context.Background())
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "clrdiag ps") {
@@ -88,7 +90,7 @@ func TestDialNoRetry(t *testing.T) {
 }
 
 func TestDialHonoursContextDeadline(t *testing.T) {
-	path := filepath.Join(shortDir(t), "never")
+	path := filepath.Join(ipctest.ShortDir(t), "never")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -143,7 +145,7 @@ func TestDialRetryKeepsLastCause(t *testing.T) {
 		// A deadline already in the past, but a context whose Err is still
 		// nil: the state net.Dialer can see before the context's timer runs.
 		ctx := pastDeadline{context.Background(), time.Now().Add(-time.Millisecond)}
-		path := filepath.Join(shortDir(t), "never")
+		path := filepath.Join(ipctest.ShortDir(t), "never")
 		calls := 0
 		_, err := dialRetry(ctx, func(ctx context.Context) (net.Conn, error) {
 			calls++

@@ -11,13 +11,15 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/ipctest"
 )
 
 // BenchmarkDiscover measures a full discovery (tmp dir listing plus the
 // /proc scan of every process on the machine) with 20 live targets: `sleep`
 // children, each with a socket named after its pid.
 func BenchmarkDiscover(b *testing.B) {
-	tmp := shortDir(b)
+	tmp := ipctest.ShortDir(b)
 	const n = 20
 	for range n {
 		cmd := exec.Command("sleep", "600")
@@ -52,7 +54,7 @@ func BenchmarkDiscover(b *testing.B) {
 
 // BenchmarkResolve measures resolving one pid.
 func BenchmarkResolve(b *testing.B) {
-	tmp := shortDir(b)
+	tmp := ipctest.ShortDir(b)
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
 		b.Skip("cannot start sleep:", err)
@@ -87,7 +89,7 @@ func runtimeSocketName(b testing.TB, pid int) string {
 // whose name does not record its process's start time, so every process is
 // read to see whether one in another PID namespace claims it.
 func BenchmarkResolveForeignKey(b *testing.B) {
-	tmp := shortDir(b)
+	tmp := ipctest.ShortDir(b)
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
 		b.Skip("cannot start sleep:", err)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/ipctest"
 )
 
 // fakeProc builds /proc/PID entries under root.
@@ -95,7 +97,7 @@ type fakeHost struct {
 //	2    kernel thread: empty environ and cmdline, no socket
 //	999  stale socket, no such process
 func newFakeHost(t *testing.T) fakeHost {
-	base := shortDir(t)
+	base := ipctest.ShortDir(t)
 	proc := filepath.Join(base, "p")
 	tmp := filepath.Join(base, "t")
 	other := filepath.Join(base, "o")
@@ -251,7 +253,7 @@ func TestDiscoverErrors(t *testing.T) {
 // TestDiscoverRealProc uses the real /proc: this test binary's own pid and a
 // pid that has exited.
 func TestDiscoverRealProc(t *testing.T) {
-	tmp := shortDir(t)
+	tmp := ipctest.ShortDir(t)
 	self := os.Getpid()
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {

@@ -10,18 +10,6 @@ import (
 	"time"
 )
 
-// shortDir returns a fresh directory with a short path, so that socket paths
-// below it stay within the 107-byte sun_path limit.
-func shortDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "ct")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
 // staleSocket creates a socket file at path with nobody listening on it, as a
 // runtime killed with SIGKILL leaves behind, and sets its mtime.
 func staleSocket(t testing.TB, path string, mtime time.Time) {

@@ -9,13 +9,15 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/ipctest"
 )
 
 // TestScanDirLarge: scanDir reads a directory of several batches of files
 // (a busy /tmp) and keeps exactly the endpoints, every one of them, best
 // first per pid, wherever they fall in the listing.
 func TestScanDirLarge(t *testing.T) {
-	dir := shortDir(t)
+	dir := ipctest.ShortDir(t)
 	files := 0 // regular files named like an endpoint
 	for i := range 3*scanDirBatch + 7 {
 		name := fmt.Sprintf("f%05d", i)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/ipctest"
 )
 
 // plant makes a socket at path owned by uid (needs root for another uid).
@@ -47,7 +49,7 @@ func needRoot(t *testing.T) {
 //	910  pid 5 in another namespace, its socket under /proc/910/root/tmp owned by uid 4242
 func trustHost(t *testing.T) (cfg *DiscoverConfig, paths map[string]string) {
 	needRoot(t)
-	base := shortDir(t)
+	base := ipctest.ShortDir(t)
 	proc := filepath.Join(base, "p")
 	tmp := filepath.Join(base, "t")
 	fp := fakeProc{t: t, root: proc}
@@ -240,7 +242,7 @@ func listenAt(t testing.TB, path string) {
 
 // TestCheckPeer: Dial asks the kernel which process listens on the socket.
 func TestCheckPeer(t *testing.T) {
-	path := filepath.Join(shortDir(t), "s")
+	path := filepath.Join(ipctest.ShortDir(t), "s")
 	listenAt(t, path)
 	ctx := context.Background()
 	conn, err := Endpoint{Network: NetworkUnix, Address: path, PID: os.Getpid(), CheckPeer: true}.Dial(ctx)
@@ -265,7 +267,7 @@ func TestCheckPeer(t *testing.T) {
 // either owner.
 func TestTrustRealProcesses(t *testing.T) {
 	needRoot(t)
-	tmp := shortDir(t)
+	tmp := ipctest.ShortDir(t)
 	start := func(uid uint32) int {
 		before := time.Now()
 		cmd := exec.Command("sleep", "600")

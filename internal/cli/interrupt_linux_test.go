@@ -43,57 +43,65 @@ func pipeBuffered(w *os.File) (int, error) {
 func TestFileCommandsStopOnSIGINT(t *testing.T) {
 	for _, args := range [][]string{{"trace", "stats", "-"}, {"trace", "report", "-"}, {"trace", "events", "-"}} {
 		t.Run(args[1], func(t *testing.T) {
-			a, _ := json.Marshal(args)
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "CLRDIAG_TEST_MAIN_ARGS="+string(a))
-			pr, stdin, err := os.Pipe() // the write end stays open: the input never ends
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stdin.Close()
-			cmd.Stdin = pr
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			pr.Close()
 			// Part of a header, then nothing: the reader blocks in Read.
-			// Once clrdiag has read it, it runs the command (and handles
-			// signals).
-			if _, err := stdin.Write([]byte("Nettrace")); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				n, err := pipeBuffered(stdin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatal("clrdiag never read its standard input")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
-					t.Fatalf("after SIGINT: %v, stderr %q; want exit %d", err, stderr.String(), exitInterrupted)
-				}
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("still running 30s after SIGINT; stderr %q", stderr.String())
-			}
+			interruptReading(t, args, []byte("Nettrace"), syscall.SIGINT)
 		})
+	}
+}
+
+// interruptReading runs clrdiag with args in a child process whose
+// standard input gets start and then never ends (the write end stays
+// open), sends sig once the child has read start (it is then in the
+// command and handles signals), and checks that it exits 130 saying it
+// was interrupted.
+func interruptReading(t *testing.T, args []string, start []byte, sig syscall.Signal) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CLRDIAG_TEST_MAIN_ARGS="+string(a))
+	pr, stdin, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	cmd.Stdin = pr
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pr.Close()
+	if _, err := stdin.Write(start); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := pipeBuffered(stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("clrdiag never read its standard input")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
+			t.Fatalf("after %v: %v, stderr %q; want exit %d", sig, err, stderr.String(), exitInterrupted)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running 30s after %v; stderr %q", sig, stderr.String())
 	}
 }

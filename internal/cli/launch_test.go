@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/spf13/cobra"
@@ -298,7 +299,7 @@ func TestLaunchRealRuntime(t *testing.T) {
 		t.Setenv("DOTNET_ROLL_FORWARD", "")
 		out := filepath.Join(t.TempDir(), "launch.nettrace")
 		// The child writes to them too (through exec's copying goroutines).
-		var stdout, stderr syncBuffer
+		var stdout, stderr syncbuf.Buffer
 		code := Main([]string{"trace", "collect", "--show-child-io", "-o", out, "--", rt.Host, dll},
 			strings.NewReader("throw\nexit 7\n"), &stdout, &stderr)
 		if code != 7 {

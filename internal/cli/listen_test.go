@@ -17,36 +17,10 @@ import (
 	"github.com/clrdiag/clrdiag/ipctest"
 )
 
-// shortSocket returns a socket path short enough for AF_UNIX.
-func shortSocket(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "x.sock")
-}
-
 // connectingRuntime starts a fake runtime that connects to path like one
 // started with DOTNET_DiagnosticPorts=path,connect.
 func connectingRuntime(t *testing.T, cfg ipctest.Config, path string) *ipctest.Server {
-	t.Helper()
-	f, err := ipctest.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.ConnectTo(ctx, path)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		f.Close()
-	})
+	f, _ := ipctest.StartConnecting(t, cfg, path)
 	return f
 }
 
@@ -61,7 +35,7 @@ func countResumes(f *ipctest.Server) int {
 }
 
 func TestListenInfo(t *testing.T) {
-	path := shortSocket(t)
+	path := ipctest.SocketPath(t)
 	connectingRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4343}, path)
 	code, out, errOut := run(t, "info", "--diagnostic-port", path, "--json")
 	if code != 0 {
@@ -92,7 +66,7 @@ func TestListenTarget(t *testing.T) {
 		{"explicit listen and suspend", ",listen,suspend", true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := shortSocket(t)
+			path := ipctest.SocketPath(t)
 			f := connectingRuntime(t, ipctest.Config{PID: 77, Suspended: true}, path)
 			tf := &targetFlags{port: path + tc.port}
 			tg, err := tf.resolve(ctx)
@@ -138,7 +112,7 @@ func TestListenTarget(t *testing.T) {
 }
 
 func TestListenCancelled(t *testing.T) {
-	path := shortSocket(t)
+	path := ipctest.SocketPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	tf := &targetFlags{port: path}

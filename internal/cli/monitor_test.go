@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,31 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/ipctest"
 	httpmon "github.com/clrdiag/clrdiag/monitor"
 )
-
-// monBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type monBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *monBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *monBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestMonitorAddr(t *testing.T) {
 	for in, want := range map[string]string{"http://127.0.0.1:52323": "127.0.0.1:52323", "localhost:1": "localhost:1", "http://[::1]:80": "[::1]:80",
@@ -57,9 +38,9 @@ func TestMonitorAddr(t *testing.T) {
 // clrdiag monitor in listen mode: a runtime connecting to the shared socket
 // is resumed and served over HTTP with the API key.
 func TestMonitorListenMode(t *testing.T) {
-	path := shortSocket(t)
+	path := ipctest.SocketPath(t)
 	f := connectingRuntime(t, ipctest.Config{PID: 4545, Suspended: true}, path)
-	var stderr monBuffer
+	var stderr syncbuf.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr}
 	cmd := newMonitorCmd(e)
 	cmd.SetArgs([]string{"--urls", "127.0.0.1:0", "--api-key", "k3y", "--diagnostic-port", path})
@@ -160,9 +141,9 @@ func TestMonitorStartErrors(t *testing.T) {
 // startMonitor runs 'clrdiag monitor' with args until the test ends and
 // returns its stderr once it listens, and a channel that yields its exit
 // error if it ended before listening (nil channel otherwise).
-func startMonitor(t *testing.T, args ...string) (*monBuffer, <-chan error) {
+func startMonitor(t *testing.T, args ...string) (*syncbuf.Buffer, <-chan error) {
 	t.Helper()
-	var stderr monBuffer
+	var stderr syncbuf.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr}
 	cmd := newMonitorCmd(e)
 	cmd.SetArgs(append([]string{"--no-metrics"}, args...))

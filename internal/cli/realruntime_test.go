@@ -23,6 +23,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/profilertest"
 	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/transport"
 )
 
@@ -589,7 +590,7 @@ func TestRealStartupHook(t *testing.T) {
 		}
 
 		t.Run("listen", func(t *testing.T) {
-			sock := shortSocket(t)
+			sock := ipctest.SocketPath(t)
 			r := startCLI("startup-hook", "--diagnostic-port", sock, hook)
 			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(r.stderr.String(), "Waiting for a runtime to connect"); {
 				if time.Now().After(deadline) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/profile"
 )
 
@@ -412,7 +413,7 @@ func TestCollectSampleFlags(t *testing.T) {
 // SIGINT, as Ctrl-C does.
 type cliProcess struct {
 	cmd    *exec.Cmd
-	stderr syncBuffer
+	stderr syncbuf.Buffer
 	done   chan struct{}
 }
 

@@ -152,7 +152,11 @@ func TestFakeCollectEventFilterNeedsNET10(t *testing.T) {
 	}
 }
 
-func TestFakeCollectStopNeverAnswered(t *testing.T) {
+// stopNeverAnsweredServer starts a fake .NET 8 runtime whose sessions
+// send n Fake-Source events and then nothing, and which never answers
+// StopTracing (the session ends only when the server closes). It returns
+// the diagnostic port.
+func stopNeverAnsweredServer(t *testing.T, n int) string {
 	_, port := collectingServer(t, ipctest.NET8,
 		func(set, id uint8) ipctest.Fault {
 			if set == ipc.SetEventPipe && id == ipc.CmdStopTracing {
@@ -167,9 +171,14 @@ func TestFakeCollectStopNeverAnswered(t *testing.T) {
 				return
 			}
 			_ = w.AddMetadata(fakeHelloMeta)
-			writeFakeEvents(t, w, 0, 4)
-			<-s.Stopped // only when the server closes: the stop is never served
+			writeFakeEvents(t, w, 0, n)
+			<-s.Stopped
 		})
+	return port
+}
+
+func TestFakeCollectStopNeverAnswered(t *testing.T) {
+	port := stopNeverAnsweredServer(t, 4)
 	out := filepath.Join(t.TempDir(), "x.nettrace")
 	code, _, errOut := run(t, "trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--duration", "200ms", "--stop-timeout", "500ms", "-o", out)
 	if code != 0 {

@@ -180,23 +180,7 @@ func TestFakeCollectMaxSize(t *testing.T) {
 // abandoned, and the exit status 0, the trace being what the user asked
 // for.
 func TestFakeCollectSecondInterruptWhileStopPending(t *testing.T) {
-	_, port := collectingServer(t, ipctest.NET8,
-		func(set, id uint8) ipctest.Fault {
-			if set == ipc.SetEventPipe && id == ipc.CmdStopTracing {
-				return ipctest.FaultNeverAnswer
-			}
-			return ipctest.FaultNone
-		},
-		func(t *testing.T, s *ipctest.TracingSession) {
-			w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_ = w.AddMetadata(fakeHelloMeta)
-			writeFakeEvents(t, w, 0, 7)
-			<-s.Stopped // only when the server closes: the stop is never served
-		})
+	port := stopNeverAnsweredServer(t, 7)
 	out := filepath.Join(t.TempDir(), "x.nettrace")
 	r := startCLI("trace", "collect", "--diagnostic-port", port, "--providers", "Fake-Source", "--stop-timeout", "1m", "-o", out)
 	r.waitSession(t)

@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clrdiag/clrdiag/ipc"
-	"github.com/clrdiag/clrdiag/ipctest"
-	"github.com/clrdiag/clrdiag/nettrace"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 )
 
 // trace stream | head: the output goes away; the session is stopped, the
@@ -27,7 +25,7 @@ func TestFakeStreamOutputGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pw.Close()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main([]string{"trace", "stream", "--diagnostic-port", port, "--providers", "Fake-Source"}, strings.NewReader(""), pw, &stderr)
@@ -62,23 +60,7 @@ func TestFakeStreamOutputGoesAway(t *testing.T) {
 // The first Ctrl-C stops the stream; a second one while the runtime does
 // not answer StopTracing ends it at once.
 func TestFakeStreamSecondInterrupt(t *testing.T) {
-	_, port := collectingServer(t, ipctest.NET8,
-		func(set, id uint8) ipctest.Fault {
-			if set == ipc.SetEventPipe && id == ipc.CmdStopTracing {
-				return ipctest.FaultNeverAnswer
-			}
-			return ipctest.FaultNone
-		},
-		func(t *testing.T, s *ipctest.TracingSession) {
-			w, err := nettrace.NewWriter(s.Stream, nettrace.WriterConfig{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_ = w.AddMetadata(fakeHelloMeta)
-			writeFakeEvents(t, w, 0, 3)
-			<-s.Stopped
-		})
+	port := stopNeverAnsweredServer(t, 3)
 	r := startCLI("trace", "stream", "--diagnostic-port", port, "--providers", "Fake-Source", "--stop-timeout", "1m")
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(r.stdout.String(), "Hello") < 3 {

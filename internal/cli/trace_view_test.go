@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 )
 
 // served is a command that serves until its context ends (trace view,
@@ -19,8 +21,8 @@ import (
 type served struct {
 	cancel context.CancelFunc
 	done   chan error
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout syncbuf.Buffer
+	stderr syncbuf.Buffer
 }
 
 // startServed runs clrdiag args in the background until the test ends or

@@ -23,6 +23,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/internal/browsertest"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
+	"github.com/clrdiag/clrdiag/internal/syncbuf"
 	"github.com/clrdiag/clrdiag/nettrace"
 )
 
@@ -161,7 +162,7 @@ func TestRealWebLogs(t *testing.T) {
 // beside clrdiag as a second source of truth.
 type dotnetTrace struct {
 	cmd    *exec.Cmd
-	out    syncBuffer
+	out    syncbuf.Buffer
 	stdin  io.WriteCloser
 	done   chan struct{}
 	output string

@@ -16,5 +16,8 @@
 // AppendUTF16 encodes, and FormatGUID/ParseGUID convert Windows GUIDs in
 // their wire byte order to and from the canonical text form.
 //
+// A Builder is the writing side: it appends little-endian fields to a
+// byte slice in chained calls (the payloads tests build).
+//
 // The package has no state and allocates only the strings it returns.
 package wire

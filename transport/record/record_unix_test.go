@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/transport"
 )
 
@@ -42,7 +43,7 @@ func reply24(req []byte) []byte {
 // 20-byte header, replies 24 bytes and closes.
 func serveHeaders(t *testing.T) transport.Endpoint {
 	t.Helper()
-	path := filepath.Join(shortDir(t), "dotnet-diagnostic-7-1-socket")
+	path := filepath.Join(ipctest.ShortDir(t), "dotnet-diagnostic-7-1-socket")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -321,16 +322,4 @@ func TestReplayRejectsCorruptFiles(t *testing.T) {
 	if _, err = rd.Dial(context.Background()); !errors.As(err, &fe) || !bytes.Contains([]byte(fe.Msg), []byte("exceeds")) {
 		t.Errorf("huge record: err = %v", err)
 	}
-}
-
-// shortDir is a temporary directory with a short path (a socket's path is
-// limited to 107 bytes), removed after the test.
-func shortDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "ct")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
 }

@@ -21,49 +21,15 @@ import (
 	"github.com/clrdiag/clrdiag/transport/reverse"
 )
 
-// sockPath returns a short socket path in a fresh directory (t.TempDir
-// paths can exceed the 107-byte limit with long test names).
-func sockPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "rv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "s.sock")
-}
-
 func listen(t *testing.T, cfg *reverse.Config) (*reverse.Server, string) {
 	t.Helper()
-	path := sockPath(t)
+	path := ipctest.SocketPath(t)
 	srv, err := reverse.Listen(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	return srv, path
-}
-
-// fakeRuntime starts an ipctest server that connects to path like a runtime
-// with DOTNET_DiagnosticPorts=path,connect. cancel makes it "exit".
-func fakeRuntime(t *testing.T, cfg ipctest.Config, path string) (*ipctest.Server, context.CancelFunc) {
-	t.Helper()
-	f, err := ipctest.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.ConnectTo(ctx, path)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		f.Close()
-	})
-	return f, cancel
 }
 
 func timeout(t *testing.T, d time.Duration) context.Context {
@@ -99,7 +65,7 @@ func closedByPeer(c net.Conn, d time.Duration) bool {
 
 func TestCommandsOverReconnections(t *testing.T) {
 	srv, path := listen(t, nil)
-	f, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4242, Suspended: true,
+	f, _ := ipctest.StartConnecting(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4242, Suspended: true,
 		Environment: []string{"A=1"}}, path)
 	ctx := timeout(t, 20*time.Second)
 	rt, err := srv.Accept(ctx)
@@ -152,7 +118,7 @@ func TestCommandsOverReconnections(t *testing.T) {
 
 func TestConcurrentDials(t *testing.T) {
 	srv, path := listen(t, nil)
-	fakeRuntime(t, ipctest.Config{PID: 7}, path)
+	ipctest.StartConnecting(t, ipctest.Config{PID: 7}, path)
 	ctx := timeout(t, 20*time.Second)
 	rt, err := srv.Accept(ctx)
 	if err != nil {
@@ -178,8 +144,8 @@ func TestConcurrentDials(t *testing.T) {
 
 func TestTwoRuntimes(t *testing.T) {
 	srv, path := listen(t, nil)
-	f1, _ := fakeRuntime(t, ipctest.Config{PID: 101}, path)
-	f2, _ := fakeRuntime(t, ipctest.Config{Runtime: ipctest.NET6, PID: 202}, path)
+	f1, _ := ipctest.StartConnecting(t, ipctest.Config{PID: 101}, path)
+	f2, _ := ipctest.StartConnecting(t, ipctest.Config{Runtime: ipctest.NET6, PID: 202}, path)
 	ctx := timeout(t, 20*time.Second)
 	seen := map[int]*reverse.Runtime{}
 	for range 2 {
@@ -253,7 +219,7 @@ func TestBadAdvertiseDropped(t *testing.T) {
 		t.Fatalf("Dropped called %d times (%v), want 3 *AdvertiseError", n, dropped)
 	}
 	// A good runtime still gets through.
-	fakeRuntime(t, ipctest.Config{PID: 9}, path)
+	ipctest.StartConnecting(t, ipctest.Config{PID: 9}, path)
 	rt, err := srv.Accept(timeout(t, 10*time.Second))
 	if err != nil || rt.PID != 9 {
 		t.Fatalf("Accept = %v, %v", rt, err)
@@ -316,7 +282,7 @@ func TestRuntimeGone(t *testing.T) {
 	}
 
 	// Same with a fake runtime that stops between commands.
-	_, stop := fakeRuntime(t, ipctest.Config{PID: 5}, path)
+	_, stop := ipctest.StartConnecting(t, ipctest.Config{PID: 5}, path)
 	rt, err = srv.Accept(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +380,7 @@ func TestSocketFile(t *testing.T) {
 }
 
 func TestStaleSocketTakenOver(t *testing.T) {
-	path := sockPath(t)
+	path := ipctest.SocketPath(t)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -433,7 +399,7 @@ func TestStaleSocketTakenOver(t *testing.T) {
 }
 
 func TestListenRefusesOtherFiles(t *testing.T) {
-	path := sockPath(t)
+	path := ipctest.SocketPath(t)
 	if err := os.WriteFile(path, []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
