@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/profilertest"
 	"github.com/clrdiag/clrdiag/ipc"
@@ -291,7 +292,7 @@ func TestAttachErrorText(t *testing.T) {
 		{0x80041234, nil, []string{"an unknown error (HRESULT 0x80041234)", "passes a failing HRESULT from the profiler's InitializeForAttach through unchanged"}},
 	} {
 		se := &ipc.ServerError{CommandSet: ipc.SetProfiler, CommandID: ipc.CmdAttachProfiler, HRESULT: c.hr}
-		err := error(&attachError{path: "/p/lib.so", who: "process 7", err: fmt.Errorf("wrapped: %w", se), advice: explainAttach(se, "/p/lib.so", clsid)})
+		err := error(&diag.AttachError{Path: "/p/lib.so", Target: "process 7", Err: fmt.Errorf("wrapped: %w", se), Advice: explainAttach(se, "/p/lib.so", clsid)})
 		wantOutput(t, fmt.Sprintf("error for 0x%08X", c.hr), err.Error(), append(c.parts, "attach /p/lib.so to process 7 failed")...)
 		if c.sentinel != nil && !errors.Is(err, c.sentinel) {
 			t.Errorf("0x%08X: errors.Is(err, %v) = false", c.hr, c.sentinel)
@@ -302,6 +303,6 @@ func TestAttachErrorText(t *testing.T) {
 		}
 	}
 	// An error that is not a runtime answer keeps its own text.
-	err := &attachError{path: "/p/lib.so", who: "process 7", err: errors.New("connection refused"), advice: explainAttach(errors.New("x"), "/p/lib.so", clsid)}
+	err := &diag.AttachError{Path: "/p/lib.so", Target: "process 7", Err: errors.New("connection refused"), Advice: explainAttach(errors.New("x"), "/p/lib.so", clsid)}
 	wantOutput(t, "transport error", err.Error(), "connection refused", "did not get an answer")
 }
