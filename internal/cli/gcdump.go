@@ -17,6 +17,7 @@ import (
 	"github.com/clrdiag/clrdiag/internal/ctxio"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // The gcdump command groups the heap snapshot subcommands, one per file
@@ -231,7 +232,7 @@ func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.Collec
 	if cfg.ProcessName == "" {
 		cfg.ProcessName = t.Name
 		if cfg.ProcessName == "" {
-			cfg.ProcessName = processName(ctx, t.PID)
+			cfg.ProcessName = transport.NameOf(ctx, t.PID, nil)
 		}
 	}
 	cfg.ProcessID = t.PID

@@ -21,6 +21,7 @@ import (
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/transport"
 	"github.com/clrdiag/clrdiag/weighted"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -319,7 +320,7 @@ func (f *collectFlags) collect(ctx context.Context, c *collector) error {
 func defaultTraceName(ctx context.Context, t *target) string {
 	name := t.Name
 	if name == "" {
-		name = processName(ctx, t.PID)
+		name = transport.NameOf(ctx, t.PID, nil)
 	}
 	if name == "" {
 		name = "trace"
