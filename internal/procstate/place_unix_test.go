@@ -12,20 +12,17 @@ import (
 	"testing"
 )
 
-// fakeProcFiles makes a /proc tree with the files of process pid.
-func fakeProcFiles(t *testing.T, pid int, files map[string]string) FS {
+// fakeTree makes a /proc tree of the given files (paths below its root).
+func fakeTree(t *testing.T, files map[string]string) FS {
 	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, strconv.Itoa(pid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+	fs := FS{Root: t.TempDir()}
+	for rel, content := range files {
+		p := filepath.Join(fs.Root, rel)
+		if os.MkdirAll(filepath.Dir(p), 0o755) != nil || os.WriteFile(p, []byte(content), 0o644) != nil {
+			t.Fatalf("cannot write %s", p)
 		}
 	}
-	return FS{Root: root}
+	return fs
 }
 
 func statusOf(uid, gid uint32, groups string) string {
@@ -72,7 +69,7 @@ func TestCheckDirWritable(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Chmod(dir, 0o700)
-			proc := fakeProcFiles(t, 77, map[string]string{"status": c.status})
+			proc := fakeTree(t, map[string]string{"77/status": c.status})
 			err := proc.CheckDir(77, proc.Locate(77, path))
 			var de *DirError
 			switch {
@@ -116,7 +113,7 @@ func TestCheckDirMissing(t *testing.T) {
 // TestLocateOtherNamespace: a process in another mount namespace writes
 // into its own file system, reached through /proc/PID/root.
 func TestLocateOtherNamespace(t *testing.T) {
-	proc := fakeProcFiles(t, 9, nil)
+	proc := fakeTree(t, nil)
 	link := func(target, name string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
