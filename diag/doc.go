@@ -31,7 +31,9 @@
 //
 // AttachProfilerRequest.AttachTimeout is sent in milliseconds, which is what
 // the protocol documents and the runtime implements; the official .NET
-// client sends seconds instead.
+// client sends seconds instead. The runtime passes a profiler's own
+// HRESULTs through: AttachAdvice says what each means for an attach, and
+// AttachError puts it on one line with the runtime's answer.
 //
 // StartStream and StartTracing return the connection carrying the nettrace
 // stream; it has no deadline and outlives the context, and the caller stops

@@ -52,7 +52,9 @@
 // Session.DrainDecode runs a session while a Consumer decodes the same
 // stream (through a Spool, or a pipe at the consumer's pace): the consumer
 // can end the collection (StopEvent at a stopping event), and damage it
-// finds abandons the session at once.
+// finds abandons the session at once. EventFilter.StopAt is such a
+// consumer; a Tally's Consumer also counts every event (and the drops) for
+// a status line and the trace's summary, stopping at an optional filter.
 //
 // All functions are safe for concurrent use; no package state is mutable.
 //

@@ -201,7 +201,13 @@
 // machine (transport.Discover), ReverseSource lists the runtimes connected to
 // a reverse server (transport/reverse), for runtimes in other containers that
 // connect to a shared socket, named from their ProcessInfo and forgotten
-// when they do not connect again after a command.
+// when they do not connect again after a command; ReverseSource's
+// AcceptRuntimes names and resumes each one as it arrives.
+//
+// ListenAddr reads the URL to serve on (--urls: http://*:PORT and the
+// other ASP.NET spellings), IsLoopback says whether it is reachable only
+// from this machine, and LocalURL is where a browser here finds the server
+// (the base of the dashboard link).
 //
 // The package has no package-level mutable state; its Prometheus collector
 // lives on the Server's own registry, and its goroutines end with

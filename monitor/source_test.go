@@ -71,3 +71,40 @@ func TestReverseSourceNamesAndForgets(t *testing.T) {
 		t.Errorf("a runtime that exited is still listed: %+v", procs)
 	}
 }
+
+// AcceptRuntimes names a runtime that connects and resumes it when asked
+// to; without resume it leaves it paused.
+func TestReverseSourceAcceptRuntimes(t *testing.T) {
+	for _, resume := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "port.sock")
+		srv, err := reverse.Listen(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		src := monitor.NewReverseSource(srv)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		go src.AcceptRuntimes(ctx, resume)
+		app, err := ipctest.NewServer(ipctest.Config{Runtime: ipctest.NET8, PID: 4243, Suspended: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer app.Close()
+		go func() { _ = app.ConnectTo(ctx, path) }()
+		// Named first, then resumed: wait for the state that is checked.
+		for {
+			procs, _ := src.Processes(ctx)
+			if len(procs) == 1 && procs[0].Name == "dotnet" && (!resume || !app.Suspended()) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("resume %v: the runtime was not named (and resumed): %+v, suspended %v", resume, procs, app.Suspended())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !resume && !app.Suspended() {
+			t.Errorf("resume false: the runtime was resumed")
+		}
+	}
+}

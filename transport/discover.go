@@ -82,6 +82,26 @@ func Resolve(ctx context.Context, pid int, cfg *DiscoverConfig) (Endpoint, error
 	return resolve(ctx, pid, cfg)
 }
 
+// NameOf returns the name Discover gives process pid ("dotnet" for
+// `dotnet app.dll`, as .NET's Process.ProcessName), or "" when pid is 0,
+// publishes no diagnostic endpoint or cannot be listed: a name for a
+// default file name or a report, where none is no failure.
+func NameOf(ctx context.Context, pid int, cfg *DiscoverConfig) string {
+	if pid == 0 {
+		return ""
+	}
+	procs, err := Discover(ctx, cfg)
+	if err != nil {
+		return ""
+	}
+	for _, p := range procs {
+		if p.PID == pid {
+			return p.Name
+		}
+	}
+	return ""
+}
+
 // FindByName returns the processes named name (compared without regard to
 // case, and without a trailing ".exe") that publish a diagnostic endpoint,
 // like dotnet-trace -n. The name is the process name ("dotnet" for

@@ -237,6 +237,21 @@ func TestFindByName(t *testing.T) {
 	}
 }
 
+func TestNameOf(t *testing.T) {
+	h := newFakeHost(t)
+	ctx := context.Background()
+	for pid, want := range map[int]string{100: "dotnet", 400: "svc", 0: "", 2: "", 31337: ""} {
+		if got := NameOf(ctx, pid, h.cfg); got != want {
+			t.Errorf("NameOf(%d) = %q, want %q", pid, got, want)
+		}
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if got := NameOf(canceled, 100, h.cfg); got != "" {
+		t.Errorf("NameOf with an ended context = %q, want \"\"", got)
+	}
+}
+
 func TestDiscoverErrors(t *testing.T) {
 	h := newFakeHost(t)
 	ctx, cancel := context.WithCancel(context.Background())

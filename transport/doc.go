@@ -34,7 +34,8 @@
 //
 // Discover lists the processes that publish an endpoint; Resolve finds one
 // pid's endpoint; FindByName matches the process name (comm on Linux, so
-// "dotnet" for `dotnet app.dll`). On Linux discovery:
+// "dotnet" for `dotnet app.dll`), and NameOf is the other way round: a
+// pid's name, or "" (for a default file name). On Linux discovery:
 //
 //   - lists our temp dir ($TMPDIR or /tmp, DiscoverConfig.TempDir) once;
 //   - keeps only pids that exist in /proc and are not zombies (sockets of

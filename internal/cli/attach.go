@@ -205,7 +205,7 @@ func runAttach(ctx context.Context, e *env, cmd *cobra.Command, o *attachOptions
 		if isTimeout(err) {
 			advice = fmt.Sprintf("No answer within --timeout %v. The runtime answers once the profiler's InitializeForAttach has returned: a slow profiler may still be initializing in the target (its log says), the runtime may be busy with another diagnostic request, or the endpoint is not a .NET runtime. Raise --timeout to wait longer.", o.target.overall)
 		}
-		return &ExitError{Code: exitRuntime, Err: &attachError{path: o.profiler, who: who, err: err, advice: advice}}
+		return &ExitError{Code: exitRuntime, Err: &diag.AttachError{Path: o.profiler, Target: who, Err: err, Advice: advice}}
 	}
 	fmt.Fprintf(e.stdout, "Attached profiler %s (CLSID %s) to %s with %d bytes of client data.\n", o.profiler, clsid, who, len(data))
 	if !o.waitDetach {
@@ -234,94 +234,34 @@ func readDataFile(e *env, name string) ([]byte, error) {
 	return b, nil
 }
 
-// attachError is a failed attach: what the runtime answered, then in words
-// what it means and what to do, on one line as every command's failure. It unwraps to the client's error, so
-// errors.Is works with the ipc sentinels (ipc.ErrProfilerAlreadyActive...).
-type attachError struct {
-	path, who string
-	err       error
-	advice    string
-}
-
-func (e *attachError) Error() string {
-	var se *ipc.ServerError
-	if errors.As(e.err, &se) {
-		name, _, ok := ipc.HRESULTInfo(se.HRESULT)
-		if !ok {
-			name = "an unknown error"
-		}
-		return fmt.Sprintf("attach %s to %s failed: the runtime answered %s (HRESULT 0x%08X). %s", e.path, e.who, name, se.HRESULT, e.advice)
-	}
-	return fmt.Sprintf("attach %s to %s failed: %v. %s", e.path, e.who, e.err, e.advice)
-}
-
-func (e *attachError) Unwrap() error { return e.err }
-
-// explainAttach says in words what an AttachProfiler failure means and what
-// to do about it.
+// explainAttach is diag.AttachAdvice, naming the flags where a flag is
+// the fix.
 func explainAttach(err error, path string, clsid ipc.GUID) string {
 	var se *ipc.ServerError
-	if !errors.As(err, &se) {
-		return "The request did not get an answer from the runtime; check that the process is a .NET Core 3.0+ process and that you may open its diagnostic socket."
-	}
-	switch se.HRESULT {
-	case ipc.HRProfilerAlreadyActive, ipc.HRProfilerDetaching:
-		return "A profiler is already loaded in this process, or one is still detaching. Only one profiler can be loaded at a time, and an attached profiler stays until it requests detach itself or the process exits. If one is detaching, wait until it has been unloaded (at least 300 ms after it asked, 5 s with the default) and retry."
-	case ipc.HRClassNotAvailable:
+	switch {
+	case !errors.As(err, &se):
+	case se.HRESULT == ipc.HRClassNotAvailable:
 		return fmt.Sprintf("The library loaded, but its DllGetClassObject does not provide the class %s. Check --clsid against the profiler's documentation.", clsid)
-	case ipc.HRProcNotFound:
-		return fmt.Sprintf("The target loaded %s, but it does not export DllGetClassObject, so it is not a CoreCLR profiler (or it was built without exporting that symbol).", path)
-	case ipc.HRModNotFound:
-		return fmt.Sprintf("The target could not load %s: the file does not exist in the target's file system (a container sees its own), is not a shared library, was built for another OS or architecture, or one of its dependencies is missing (check with ldd).", path)
-	case ipc.HRFail:
-		return "The profiler refused to attach: its InitializeForAttach returned E_FAIL, or the runtime could not start it. Check the profiler's own log and the client data it expects."
-	case ipc.HRNotImpl:
-		return "The profiler returned E_NOTIMPL. Check the profiler's own log."
-	case ipc.HRProfilerNotAttachable:
-		return "The profiler cannot be attached to a running process: it does not implement ICorProfilerCallback3, or its InitializeForAttach returned E_NOTIMPL because it supports only loading at startup (CORECLR_ENABLE_PROFILING=1 with CORECLR_PROFILER and CORECLR_PROFILER_PATH)."
-	case ipc.HRTimeoutWaitingForConcurrentGC:
+	case se.HRESULT == ipc.HRTimeoutWaitingForConcurrentGC:
 		return "The profiler enabled GC events and a background GC did not finish within --attach-timeout. Retry, or give a longer --attach-timeout (and --timeout)."
-	case ipc.HRBadEncoding:
-		return "The runtime could not parse the request. This is a bug in clrdiag or an unexpected runtime version; please report it."
-	case ipc.HRUnknownCommand:
-		return "This runtime does not support attaching profilers: it needs .NET Core 3.0 or later (and is not Mono)."
 	}
-	return "The runtime passes a failing HRESULT from the profiler's InitializeForAttach through unchanged: check the profiler's own documentation and log."
+	return diag.AttachAdvice(err, path, clsid)
 }
 
-// waitDetached polls /proc/PID/maps until lib has left the process, for at
-// most limit.
+// waitDetached waits until lib has left process pid
+// (procmaps.WaitUnloaded), for at most limit.
 func waitDetached(ctx context.Context, e *env, pid int, lib string, limit time.Duration) error {
-	want := lib
-	if r, err := filepath.EvalSymlinks(lib); err == nil {
-		want = r
+	took, err := procmaps.WaitUnloaded(ctx, pid, lib, limit)
+	switch {
+	case err == nil:
+		fmt.Fprintf(e.stdout, "The profiler detached: %s left process %d after %v.\n", lib, pid, took.Round(time.Millisecond))
+		return nil
+	case errors.Is(err, procmaps.ErrNeverMapped):
+		return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %s does not appear in /proc/%d/maps, so its unloading cannot be observed (does the target see the file under another path, e.g. in a container?)", lib, pid)}
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("--wait-detach interrupted while %s is still loaded in process %d: %w", lib, pid, err)}
+	case errors.Is(err, procmaps.ErrStillMapped):
+		return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %s is still loaded in process %d after %v: the profiler has not requested detach (ICorProfilerInfo3::RequestProfilerDetach), or the runtime still waits for its code to leave every thread's stack; the profiler stays attached", lib, pid, limit)}
 	}
-	startAt := time.Now()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	seen := false
-	for {
-		m, err := procmaps.Mapped(pid, want)
-		if err != nil {
-			return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %w", err)}
-		}
-		switch {
-		case m:
-			seen = true
-		case seen:
-			fmt.Fprintf(e.stdout, "The profiler detached: %s left process %d after %v.\n", lib, pid, time.Since(startAt).Round(time.Millisecond))
-			return nil
-		default:
-			return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %s does not appear in /proc/%d/maps, so its unloading cannot be observed (does the target see the file under another path, e.g. in a container?)", lib, pid)}
-		}
-		select {
-		case <-ctx.Done():
-			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("--wait-detach interrupted while %s is still loaded in process %d: %w", lib, pid, ctx.Err())}
-		case <-deadline.C:
-			return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %s is still loaded in process %d after %v: the profiler has not requested detach (ICorProfilerInfo3::RequestProfilerDetach), or the runtime still waits for its code to leave every thread's stack; the profiler stays attached", lib, pid, limit)}
-		case <-tick.C:
-		}
-	}
+	return &ExitError{Code: exitFailure, Err: fmt.Errorf("--wait-detach: %w", err)}
 }

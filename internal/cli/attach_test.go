@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/internal/dotnettest"
 	"github.com/clrdiag/clrdiag/internal/profilertest"
 	"github.com/clrdiag/clrdiag/ipc"
@@ -268,40 +269,21 @@ func testAttachCommand(t *testing.T, rt *dotnettest.Runtime) {
 	})
 }
 
-// TestAttachErrorText checks the explanation of every HRESULT an attach can
-// get, including those the tests cannot provoke on a real runtime, and that
-// the error still matches the ipc sentinels.
+// TestAttachErrorText: the answers whose fix is a flag name it
+// (--clsid, --attach-timeout); every other one is diag.AttachAdvice's
+// (diag's TestAttachAdvice checks each HRESULT).
 func TestAttachErrorText(t *testing.T) {
 	clsid := ipc.MustParseGUID(profilertest.CLSID)
-	for _, c := range []struct {
-		hr       uint32
-		sentinel error
-		parts    []string
-	}{
-		{ipc.HRProfilerAlreadyActive, ipc.ErrProfilerAlreadyActive, []string{"CORPROF_E_PROFILER_ALREADY_ACTIVE", "Only one profiler"}},
-		{ipc.HRProfilerDetaching, ipc.ErrProfilerAlreadyActive, []string{"CORPROF_E_PROFILER_DETACHING", "still detaching"}},
-		{ipc.HRClassNotAvailable, ipc.ErrClassNotAvailable, []string{"0x80040111", profilertest.CLSID}},
-		{ipc.HRProcNotFound, ipc.ErrEntryPointNotFound, []string{"DllGetClassObject"}},
-		{ipc.HRModNotFound, ipc.ErrModuleNotFound, []string{"could not load /p/lib.so", "ldd"}},
-		{ipc.HRFail, ipc.ErrFail, []string{"InitializeForAttach returned E_FAIL"}},
-		{ipc.HRProfilerNotAttachable, ipc.ErrProfilerNotAttachable, []string{"ICorProfilerCallback3", "startup"}},
-		{ipc.HRTimeoutWaitingForConcurrentGC, ipc.ErrTimeout, []string{"CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC", "background GC", "longer --attach-timeout"}},
-		{ipc.HRUnknownCommand, ipc.ErrUnknownCommand, []string{".NET Core 3.0 or later"}},
-		{ipc.HRBadEncoding, ipc.ErrBadEncoding, []string{"could not parse the request"}},
-		{0x80041234, nil, []string{"an unknown error (HRESULT 0x80041234)", "passes a failing HRESULT from the profiler's InitializeForAttach through unchanged"}},
-	} {
-		se := &ipc.ServerError{CommandSet: ipc.SetProfiler, CommandID: ipc.CmdAttachProfiler, HRESULT: c.hr}
-		err := error(&attachError{path: "/p/lib.so", who: "process 7", err: fmt.Errorf("wrapped: %w", se), advice: explainAttach(se, "/p/lib.so", clsid)})
-		wantOutput(t, fmt.Sprintf("error for 0x%08X", c.hr), err.Error(), append(c.parts, "attach /p/lib.so to process 7 failed")...)
-		if c.sentinel != nil && !errors.Is(err, c.sentinel) {
-			t.Errorf("0x%08X: errors.Is(err, %v) = false", c.hr, c.sentinel)
-		}
-		var got *ipc.ServerError
-		if !errors.As(err, &got) || got.HRESULT != c.hr {
-			t.Errorf("0x%08X: errors.As does not find the *ipc.ServerError", c.hr)
+	answer := func(hr uint32) error {
+		return fmt.Errorf("wrapped: %w", &ipc.ServerError{CommandSet: ipc.SetProfiler, CommandID: ipc.CmdAttachProfiler, HRESULT: hr})
+	}
+	wantOutput(t, "class not available", explainAttach(answer(ipc.HRClassNotAvailable), "/p/lib.so", clsid),
+		"does not provide the class "+profilertest.CLSID+". Check --clsid against the profiler's documentation.")
+	wantOutput(t, "GC timeout", explainAttach(answer(ipc.HRTimeoutWaitingForConcurrentGC), "/p/lib.so", clsid),
+		"background GC did not finish within --attach-timeout. Retry, or give a longer --attach-timeout (and --timeout).")
+	for _, err := range []error{answer(ipc.HRModNotFound), answer(ipc.HRProfilerAlreadyActive), answer(0x80041234), errors.New("connection refused")} {
+		if got, want := explainAttach(err, "/p/lib.so", clsid), diag.AttachAdvice(err, "/p/lib.so", clsid); got != want {
+			t.Errorf("%v: %q, want diag.AttachAdvice's %q", err, got, want)
 		}
 	}
-	// An error that is not a runtime answer keeps its own text.
-	err := &attachError{path: "/p/lib.so", who: "process 7", err: errors.New("connection refused"), advice: explainAttach(errors.New("x"), "/p/lib.so", clsid)}
-	wantOutput(t, "transport error", err.Error(), "connection refused", "did not get an answer")
 }

@@ -254,16 +254,7 @@ func targetProcessName(ctx context.Context, e *env, t *target) string {
 	if t.Name != "" || t.PID == 0 {
 		return t.Name
 	}
-	procs, err := transport.Discover(ctx, e.global.discoverConfig())
-	if err != nil {
-		return ""
-	}
-	for _, p := range procs {
-		if p.PID == t.PID {
-			return p.Name
-		}
-	}
-	return ""
+	return transport.NameOf(ctx, t.PID, e.global.discoverConfig())
 }
 
 func newCountersMonitorCmd(e *env) *cobra.Command {

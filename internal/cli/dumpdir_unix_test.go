@@ -5,6 +5,7 @@ package cli
 import (
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -14,7 +15,11 @@ func fileOwnerOf(t *testing.T, path string) (uid, gid uint32, ok bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fileOwner(st)
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return sys.Uid, sys.Gid, true
 }
 
 func itoa(n uint32) string { return strconv.FormatUint(uint64(n), 10) }

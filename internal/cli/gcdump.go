@@ -14,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clrdiag/clrdiag/gcdump"
+	"github.com/clrdiag/clrdiag/internal/ctxio"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 // The gcdump command groups the heap snapshot subcommands, one per file
@@ -66,7 +68,7 @@ func loadGraph(e *env, path string) (*gcdump.Graph, error) {
 		err error
 	)
 	if path == "-" {
-		br := bufio.NewReader(cancelable(ctx, e.stdin))
+		br := bufio.NewReader(ctxio.Cancelable(ctx, e.stdin))
 		if head, _ := br.Peek(8); string(head) == "Nettrace" {
 			g, err = gcdump.FromTrace(br)
 		} else {
@@ -84,11 +86,11 @@ func loadGraph(e *env, path string) (*gcdump.Graph, error) {
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return nil, &ExitError{Code: exitIO, Err: err}
 			}
-			g, err = gcdump.FromTrace(bufio.NewReaderSize(cancelable(ctx, f), 1<<20))
+			g, err = gcdump.FromTrace(bufio.NewReaderSize(ctxio.Cancelable(ctx, f), 1<<20))
 		} else if st, serr := f.Stat(); serr != nil {
 			err = serr
 		} else {
-			g, err = gcdump.Read(ctxReaderAt{ctx, f}, st.Size())
+			g, err = gcdump.Read(ctxio.ReaderAt(ctx, f), st.Size())
 		}
 	}
 	switch {
@@ -121,20 +123,6 @@ func gcdumpInterrupted(path, doing string) error {
 		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted while %s", doing)}
 	}
 	return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("%s: interrupted while %s", path, doing)}
-}
-
-// ctxReaderAt is a file whose ReadAt fails with the context's error once
-// it is done, for gcdump.Read.
-type ctxReaderAt struct {
-	ctx context.Context
-	r   io.ReaderAt
-}
-
-func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.ReadAt(p, off)
 }
 
 func isNettraceError(err error) bool {
@@ -244,7 +232,7 @@ func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.Collec
 	if cfg.ProcessName == "" {
 		cfg.ProcessName = t.Name
 		if cfg.ProcessName == "" {
-			cfg.ProcessName = processName(ctx, t.PID)
+			cfg.ProcessName = transport.NameOf(ctx, t.PID, nil)
 		}
 	}
 	cfg.ProcessID = t.PID

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/internal/safefile"
+	"github.com/clrdiag/clrdiag/transport"
 )
 
 func init() { registerGCDump("collect", newGCDumpCollectCmd) }
@@ -102,7 +103,7 @@ func defaultGCDumpName(ctx context.Context, t *target) string {
 	if t != nil {
 		name = t.Name
 		if name == "" {
-			name = processName(ctx, t.PID)
+			name = transport.NameOf(ctx, t.PID, nil)
 		}
 	}
 	if name == "" {

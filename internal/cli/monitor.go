@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -10,13 +9,11 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/clrdiag/clrdiag/counters"
-	"github.com/clrdiag/clrdiag/diag"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	httpmon "github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/rules"
@@ -27,53 +24,16 @@ import (
 
 func init() { register("monitor", newMonitorCmd) }
 
-// monitorAddr turns --urls (http://host:port, https://host:port, or
-// host:port) into a listen address; tls tells whether https was asked for.
-// The ASP.NET and dotnet-monitor wildcards http://*:PORT and http://+:PORT
-// mean every interface.
-func monitorAddr(s string) (addr string, tls bool, err error) {
-	orig := s
-	if strings.Contains(s, ";") {
-		return "", false, fmt.Errorf("--urls %s: give one URL (the monitor serves one address)", orig)
+// monitorAddr turns --urls into a listen address (httpmon.ListenAddr);
+// tls tells whether https was asked for.
+func monitorAddr(urls string) (addr string, tls bool, err error) {
+	addr, tls, err = httpmon.ListenAddr(urls)
+	if errors.Is(err, httpmon.ErrURLScheme) {
+		return "", false, fmt.Errorf("--urls %s: %w (https needs --tls-cert and --tls-key)", urls, err)
+	} else if err != nil {
+		return "", false, fmt.Errorf("--urls %s: %w", urls, err)
 	}
-	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		switch {
-		case strings.EqualFold(scheme, "http"):
-		case strings.EqualFold(scheme, "https"):
-			tls = true
-		default:
-			return "", false, fmt.Errorf("--urls %s: use http:// or https:// (https needs --tls-cert and --tls-key)", orig)
-		}
-		s = strings.TrimSuffix(rest, "/")
-		if strings.Contains(s, "/") {
-			return "", false, fmt.Errorf("--urls %s: give scheme, host and port only (no path)", orig)
-		}
-	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", false, fmt.Errorf("--urls %s: %w (want http://HOST:PORT, e.g. http://127.0.0.1:52323 or http://*:52323)", orig, err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", false, fmt.Errorf("--urls %s: port %q is not a number from 0 to 65535", orig, port)
-	}
-	if host == "*" || host == "+" {
-		host = "" // every interface
-	}
-	return net.JoinHostPort(host, port), tls, nil
-}
-
-// isLoopback reports whether a listen address only accepts local
-// connections.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return addr, tls, nil
 }
 
 // monitorKeyEnv is the environment variable the monitor reads its API key
@@ -274,7 +234,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 				key = rand.Text()
 				fmt.Fprintf(e.stderr, "API key (send 'Authorization: Bearer <key>'): %s\n", key)
 			}
-			if !isLoopback(addr) && scheme == "http" && !noAuth {
+			if !httpmon.IsLoopback(addr) && scheme == "http" && !noAuth {
 				fmt.Fprintf(e.stderr, "warning: %s is not a loopback address and traffic is plain HTTP: the API key, environments "+
 					"and traces cross the network in clear; give --tls-cert and --tls-key, or put a TLS proxy in front\n", addr)
 			}
@@ -320,7 +280,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 				defer srv.Close()
 				fmt.Fprintf(e.stderr, "Waiting for runtimes to connect. Start applications with DOTNET_DiagnosticPorts=%s\n", path)
 				src := httpmon.NewReverseSource(srv)
-				go resumeArrivals(ctx, srv, src, !dp.NoSuspend)
+				go src.AcceptRuntimes(ctx, !dp.NoSuspend)
 				cfg.Source = src
 			}
 			m, err := httpmon.New(cfg)
@@ -339,7 +299,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 				fmt.Fprintln(e.stderr, "note: "+n)
 			}
 			fmt.Fprintf(e.stderr, "Listening on %s://%s\n", scheme, ln.Addr())
-			fmt.Fprintf(e.stderr, "Dashboard: %s%s\n", dashboardBase(scheme, ln.Addr()), m.DashboardPath())
+			fmt.Fprintf(e.stderr, "Dashboard: %s%s\n", httpmon.LocalURL(scheme, ln.Addr()), m.DashboardPath())
 			return m.Serve(ctx, ln, tlsCert, tlsKey)
 		},
 	}
@@ -438,28 +398,6 @@ func monitorLogger(e *env, format string) (*slog.Logger, error) {
 	return nil, usageErrorf("--log-format %q: give text or json", format)
 }
 
-// resumeArrivals names each runtime that connects to the monitor's socket
-// (its ProcessInfo, while its first connection is there) and resumes it,
-// as dotnet-monitor does in listen mode: a runtime with the default suspend
-// waits for it.
-func resumeArrivals(ctx context.Context, srv *reverse.Server, src *httpmon.ReverseSource, suspends bool) {
-	for {
-		rt, err := srv.Accept(ctx)
-		if err != nil {
-			return
-		}
-		go func() {
-			src.Identify(ctx, rt)
-			if !suspends {
-				return
-			}
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			_ = diag.NewClient(rt, nil).ResumeRuntime(rctx)
-		}()
-	}
-}
-
 // monitorRoutesHelp lists the API's routes for 'clrdiag monitor --help',
 // from the table the server serves and GET / lists.
 func monitorRoutesHelp() string {
@@ -485,17 +423,4 @@ func monitorRoutesHelp() string {
 	}
 	b.WriteString("duration= also takes dotnet-monitor's durationSeconds=.")
 	return b.String()
-}
-
-// dashboardBase is the scheme://HOST:PORT a browser on this machine reaches
-// the monitor at: the listen address, or 127.0.0.1 for an unspecified one.
-func dashboardBase(scheme string, addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return scheme + "://" + addr.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return scheme + "://" + net.JoinHostPort(host, port)
 }

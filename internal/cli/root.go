@@ -62,7 +62,7 @@ type globalFlags struct {
 	replay    *record.ReplayDialer
 	// ids are the random ids of a recording (replayids.go).
 	idsOnce sync.Once
-	ids     *idLog
+	ids     *record.IDLog
 	// trustSocket turns off the check that a discovered socket belongs to
 	// its process (--trust-socket).
 	trustSocket bool

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/clrdiag/clrdiag/profile"
+	"github.com/clrdiag/clrdiag/transport"
 	"github.com/clrdiag/clrdiag/weighted"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -146,12 +145,6 @@ func parseStopEvent(provider, event, payload string) (*eventpipe.EventFilter, er
 		return nil, fmt.Errorf("--stopping-event-payload-filter %w", err)
 	}
 	return &eventpipe.EventFilter{Provider: provider, Event: event, Payload: filter, Fields: eventfmt.Fields}, nil
-}
-
-// progress is what the decoder has seen of a session so far.
-type progress struct {
-	events  atomic.Int64
-	dropped atomic.Uint64
 }
 
 // collectFlags are trace collect's flags.
@@ -319,7 +312,7 @@ func (f *collectFlags) collect(ctx context.Context, c *collector) error {
 func defaultTraceName(ctx context.Context, t *target) string {
 	name := t.Name
 	if name == "" {
-		name = processName(ctx, t.PID)
+		name = transport.NameOf(ctx, t.PID, nil)
 	}
 	if name == "" {
 		name = "trace"
@@ -395,22 +388,17 @@ func (c *collector) run(ctx context.Context) error {
 	} else {
 		c.say("Press <Enter> or <Ctrl-C> to stop the trace.\n")
 	}
-	var prog progress
-	stopStatus := c.statusLine(time.Now(), spool, &prog).run()
+	var tally eventpipe.Tally
+	stopStatus := c.statusLine(time.Now(), spool, &tally).run()
 	dcfg := c.drainConfig(stopStatus)
 	dcfg.Stop = stop
 	// The decoder follows the same bytes from the file to count events,
 	// detect drops and damage, and watch for the stopping event; this
 	// never slows the copy.
-	var stats nettrace.Stats
-	res, drainErr := sess.DrainDecode(dctx, spool, dcfg, func(r io.Reader, stop func(eventpipe.StopReason)) error {
-		var err error
-		stats, err = c.decode(r, &prog, stop)
-		return err
-	})
+	res, drainErr := sess.DrainDecode(dctx, spool, dcfg, tally.Consumer(c.stop))
 	stopStatus()
 	c.reportDrain(res, drainErr)
-	return c.finish(f, path, res, drainErr, stats)
+	return c.finish(f, path, res, drainErr, tally.Stats())
 }
 
 // start starts the session, creates the trace file and resumes a runtime
@@ -654,31 +642,6 @@ func (c *collector) rundownState(res eventpipe.DrainResult) string {
 	return res.Rundown.String()
 }
 
-// decode follows the spooled stream and counts what it holds. It asks for
-// a stop when it sees the stopping event (DrainDecode stops at damage).
-func (c *collector) decode(r io.Reader, prog *progress, request func(eventpipe.StopReason)) (nettrace.Stats, error) {
-	rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<20))
-	if err != nil {
-		return nettrace.Stats{}, err
-	}
-	var ev nettrace.Event
-	seen := false
-	ptrSize := rd.Header().PointerSize
-	for {
-		if err := rd.ReadEvent(&ev); err != nil {
-			return rd.Stats(), err
-		}
-		prog.events.Add(1)
-		if st := rd.Stats(); st.DroppedEvents != prog.dropped.Load() {
-			prog.dropped.Store(st.DroppedEvents)
-		}
-		if c.stop != nil && !seen && c.stop.Match(&ev, ptrSize) {
-			seen = true
-			request(eventpipe.StopEvent)
-		}
-	}
-}
-
 func (c *collector) exited() <-chan struct{} {
 	if c.t.Exited == nil {
 		return nil
@@ -715,20 +678,20 @@ type statusLine struct {
 	on    bool
 	start time.Time
 	spool *eventpipe.Spool
-	prog  *progress
+	tally *eventpipe.Tally
 }
 
-func (c *collector) statusLine(start time.Time, spool *eventpipe.Spool, prog *progress) *statusLine {
+func (c *collector) statusLine(start time.Time, spool *eventpipe.Spool, tally *eventpipe.Tally) *statusLine {
 	on := false
 	if f, ok := c.e.stderr.(*os.File); ok && !c.quiet {
 		on = term.IsTerminal(int(f.Fd()))
 	}
-	return &statusLine{w: c.e.stderr, on: on, start: start, spool: spool, prog: prog}
+	return &statusLine{w: c.e.stderr, on: on, start: start, spool: spool, tally: tally}
 }
 
 func (s *statusLine) render() string {
 	el := time.Since(s.start).Round(time.Second)
-	return fmt.Sprintf("\r[%s] %s written, %d events, %d dropped\x1b[K", formatElapsed(el), units.FormatBytes(s.spool.Written()), s.prog.events.Load(), s.prog.dropped.Load())
+	return fmt.Sprintf("\r[%s] %s written, %d events, %d dropped\x1b[K", formatElapsed(el), units.FormatBytes(s.spool.Written()), s.tally.Events(), s.tally.Dropped())
 }
 
 // run begins redrawing every half second; the returned func stops it

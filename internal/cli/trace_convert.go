@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/clrdiag/clrdiag/internal/ctxio"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/internal/termsafe"
 	"github.com/clrdiag/clrdiag/nettrace"
@@ -115,7 +116,7 @@ func readProfile(e *env, name string, cfg profile.Config) (*profile.Profile, err
 	}
 	// The decoder buffers what it reads itself: no bufio on top (a second
 	// copy of every byte, and a 1 MiB buffer to clear).
-	p, err := profile.Read(cancelable(e.ctx, r), cfg)
+	p, err := profile.Read(ctxio.Cancelable(e.ctx, r), cfg)
 	var fe *nettrace.FormatError
 	switch {
 	case interruptedError(e.ctx, name, err) != nil:

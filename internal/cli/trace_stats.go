@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/clrdiag/clrdiag/internal/ctxio"
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/spf13/cobra"
@@ -59,7 +60,7 @@ func newTraceStatsCmd(e *env) *cobra.Command {
 // openTraceInput opens FILE, or standard input for "-".
 func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	if path == "-" {
-		return interruptible(e.ctx, e.stdin), "(stdin)", func() {}, nil
+		return ctxio.Interruptible(e.ctx, e.stdin), "(stdin)", func() {}, nil
 	}
 	f, err := openInput(path)
 	if err != nil {
@@ -69,11 +70,11 @@ func openTraceInput(e *env, path string) (io.Reader, string, func(), error) {
 	// ctx between blocks, and it needs no buffer here (the reader buffers
 	// small reads and reads blocks straight into its block buffers, one
 	// copy instead of two). Anything else may block: read it through
-	// interruptible so that a Ctrl-C stops the command.
-	if isRegularFile(f) {
+	// ctxio.Interruptible so that a Ctrl-C stops the command.
+	if ctxio.IsRegularFile(f) {
 		return f, path, func() { f.Close() }, nil
 	}
-	return interruptible(e.ctx, f), path, func() { f.Close() }, nil
+	return ctxio.Interruptible(e.ctx, f), path, func() { f.Close() }, nil
 }
 
 // collectTraceStats reads the whole trace (eventfmt.Summarize). It

@@ -1,31 +1,12 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/clrdiag/clrdiag/nettrace"
-	"github.com/clrdiag/clrdiag/transport"
 )
-
-// processName returns the name clrdiag ps shows for pid, or "".
-func processName(ctx context.Context, pid int) string {
-	if pid == 0 {
-		return ""
-	}
-	procs, err := transport.Discover(ctx, nil)
-	if err != nil {
-		return ""
-	}
-	for _, p := range procs {
-		if p.PID == pid {
-			return p.Name
-		}
-	}
-	return ""
-}
 
 // isTruncation reports whether err is a nettrace stream that stopped early
 // (as opposed to damaged).

@@ -1,6 +1,7 @@
 // Package procmaps answers whether a file is mapped into a process, from
-// Linux's /proc/PID/maps. clrdiag attach uses it to see a profiler library
-// leave the target after detach; the profiler tests use it too.
+// Linux's /proc/PID/maps, and waits for a mapped file to leave the process
+// (WaitUnloaded). clrdiag attach uses it to see a profiler library leave
+// the target after detach; the profiler tests use it too.
 package procmaps
 
 import (

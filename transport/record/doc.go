@@ -11,9 +11,13 @@
 // file format is described in record.go; recordings can hold environment
 // variables and command lines of the target, so treat them as sensitive.
 //
+// Requests that hold ids chosen at random (counters' session and client
+// ids) would differ in a replay: an IDLog saves them with the recording
+// (RecordIDs, in IDsFile) and gives them back in order (ReplayIDs).
+//
 // # Concurrency
 //
-// Recorder and ReplayDialer are safe for concurrent use by many
+// Recorder, ReplayDialer and IDLog are safe for concurrent use by many
 // connections. Each returned net.Conn follows the net.Conn rules: one
 // reader and one writer may run concurrently, Close unblocks both, and
 // deadlines apply (replayed connections honour them too). The package has

@@ -1,4 +1,4 @@
-package cli
+package ctxio
 
 import (
 	"bufio"
@@ -16,10 +16,10 @@ func TestInterruptibleReadsEverything(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 100000) // 1.6 MB, several chunks
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := iotest.TestReader(interruptible(ctx, bytes.NewReader(data)), data); err != nil {
+	if err := iotest.TestReader(Interruptible(ctx, bytes.NewReader(data)), data); err != nil {
 		t.Fatal(err)
 	}
-	r := interruptible(ctx, iotest.TimeoutReader(bytes.NewReader(data)))
+	r := Interruptible(ctx, iotest.TimeoutReader(bytes.NewReader(data)))
 	b, err := io.ReadAll(r)
 	if !errors.Is(err, iotest.ErrTimeout) || len(b) != 256<<10 {
 		t.Fatalf("read %d bytes, err %v; want the first chunk, then the reader's error", len(b), err)
@@ -30,7 +30,7 @@ func TestInterruptibleStopsWhileBlocked(t *testing.T) {
 	pr, pw := io.Pipe() // nothing is ever written
 	defer pw.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := interruptible(ctx, pr)
+	r := Interruptible(ctx, pr)
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Read(make([]byte, 10))
@@ -54,7 +54,7 @@ func BenchmarkInterruptible(b *testing.B) {
 				var r io.Reader = bytes.NewReader(data)
 				ctx, cancel := context.WithCancel(context.Background())
 				if mode == "interruptible" {
-					r = interruptible(ctx, r)
+					r = Interruptible(ctx, r)
 				}
 				if _, err := io.Copy(io.Discard, onlyRead{bufio.NewReaderSize(r, 1<<20)}); err != nil {
 					b.Fatal(err)
@@ -85,7 +85,7 @@ func TestCancelable(t *testing.T) {
 	}
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := cancelable(ctx, f)
+	r := Cancelable(ctx, f)
 	if _, ok := r.(*ctxReader); !ok {
 		t.Fatalf("regular file: got %T, want *ctxReader", r)
 	}
@@ -106,10 +106,26 @@ func TestCancelable(t *testing.T) {
 	defer pw.Close()
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	if r := cancelable(ctx2, pr); func() bool { _, ok := r.(*interruptReader); return !ok }() {
+	if r := Cancelable(ctx2, pr); func() bool { _, ok := r.(*interruptReader); return !ok }() {
 		t.Fatalf("pipe: got %T, want *interruptReader", r)
 	}
-	if r := cancelable(context.Background(), f); r != io.Reader(f) {
+	if r := Cancelable(context.Background(), f); r != io.Reader(f) {
 		t.Fatalf("context that never ends: got %T, want the file itself", r)
+	}
+}
+
+// TestReaderAt: ReadAt reads through until ctx is done, then fails with
+// its error without reading.
+func TestReaderAt(t *testing.T) {
+	data := []byte("0123456789")
+	ctx, cancel := context.WithCancel(context.Background())
+	r := ReaderAt(ctx, bytes.NewReader(data))
+	b := make([]byte, 4)
+	if n, err := r.ReadAt(b, 3); n != 4 || err != nil || string(b) != "3456" {
+		t.Fatalf("ReadAt(3) = %d %q, %v; want 4 \"3456\", nil", n, b[:n], err)
+	}
+	cancel()
+	if n, err := r.ReadAt(b, 0); n != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("ReadAt after cancel = %d, %v; want 0, context.Canceled", n, err)
 	}
 }
