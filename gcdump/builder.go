@@ -129,11 +129,11 @@ func (b *Builder) define(id NodeID, addr uint64, typ int, size uint64, refs []No
 		return fmt.Errorf("gcdump: node %d was not made by this Builder", id)
 	case b.toFinal[id] != uint32(NoNode):
 		return fmt.Errorf("gcdump: node %d (address %#x) described twice", id, addr)
-	case typ < 0 || typ > math.MaxUint32:
+	case typ < 0 || uint64(typ) > math.MaxUint32:
 		return fmt.Errorf("gcdump: bad type index %d", typ)
 	case size > math.MaxInt32:
 		return fmt.Errorf("%w: object at %#x has %d bytes (the format stores 31 bits)", ErrTooLarge, addr, size)
-	case len(b.typ) >= math.MaxUint32-1 || uint64(len(b.edges))+uint64(len(refs)) > math.MaxUint32:
+	case uint64(len(b.typ)) >= math.MaxUint32-1 || uint64(len(b.edges))+uint64(len(refs)) > math.MaxUint32:
 		return fmt.Errorf("%w: more than 2^32 nodes or references", ErrTooLarge)
 	}
 	for _, r := range refs {

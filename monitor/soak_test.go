@@ -184,7 +184,7 @@ func TestSoakFleet(t *testing.T) {
 	names := []string{"cpu-usage", "exception-count", "working-set", "gc-heap-size", "threadpool-queue-length", "time-in-gc", "gen-2-size", "alloc-rate"}
 	for i := range 19 {
 		fmt.Fprintf(&y, "  Never%d:\n    Trigger: {Type: EventCounter, Settings: {ProviderName: System.Runtime, CounterName: %s, GreaterThan: %d, SlidingWindowDuration: \"00:00:10\"}}\n    Actions: [{Type: CollectDump}]\n",
-			i, names[i%len(names)], 1_000_000_000_000+i)
+			i, names[i%len(names)], int64(1_000_000_000_000)+int64(i))
 	}
 	y.WriteString(`  Periodic:
     Filters: [{Key: ProcessName, Value: fake}]

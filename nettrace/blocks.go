@@ -112,7 +112,7 @@ func (r *Reader) parseStackBlock(b []byte, off int64) error {
 		return r.errAt(off+4, nil, "stack block claims %d stacks in %d bytes", count, len(b)-8)
 	}
 	base := uint32(len(r.arena))
-	if len(r.arena)+len(b) > 1<<31 {
+	if int64(len(r.arena))+int64(len(b)) > 1<<31 {
 		return r.errAt(off, nil, "more than 2 GiB of stacks without a sequence point")
 	}
 	if r.cfg.MaxStackBytes > 0 && len(r.arena)+len(b) > r.cfg.MaxStackBytes {

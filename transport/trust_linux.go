@@ -136,7 +136,7 @@ func (s *procScanner) verify(pid int, c candidate) *UntrustedSocketError {
 		return refuse("the process's start time cannot be computed: %v", err)
 	}
 	started := bt.Add(time.Duration(id.start) * (time.Second / clockTicks))
-	created := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
+	created := time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)) // int32 on 32-bit Linux
 	if created.Before(started.Add(-startSlack)) {
 		return stale("the socket was created at %s, %v before the process started at %s "+
 			"(a stale socket of an earlier process with this pid, or one made in advance)",
