@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/clrdiag/clrdiag/clrevents"
@@ -58,57 +59,97 @@ func eventProblem(provider string, id uint32, version uint32, ptrSize int, paylo
 	return ""
 }
 
+// shortWalkMax is the largest external capture walkCaptures walks with
+// -short: VoiceMemo (30 MB, 107,502 runtime events) took half the test's
+// time, and full mode checks that each of its runtime events, by provider,
+// id and version, is in a capture -short walks.
+const shortWalkMax = 2 << 20
+
 // walkCaptures calls check for every event of the runtime providers in
 // every capture, and fails the test for each distinct problem it reports
-// (once per capture, provider, event and version).
+// (once per capture, provider, event and version). With -short it leaves
+// out the external captures over shortWalkMax.
 func walkCaptures(t *testing.T) {
 	total := 0
-	for _, rel := range captureFiles() {
-		t.Run(rel, func(t *testing.T) {
-			if !testcapture.Available(rel) {
-				t.Skipf("%s not available: set %s", rel, testcapture.EnvVar)
-			}
-			r, err := nettrace.NewReader(bytes.NewReader(testcapture.Load(t, rel)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ptrSize := int(r.Header().PointerSize)
-			seen := map[string]bool{}
-			events := 0
-			for ev, err := range r.All() {
-				if err != nil {
-					// Some public captures stop early (their sessions were
-					// not closed); the events before are intact. This
-					// project's own captures must be complete.
-					var fe *nettrace.FormatError
-					if !errors.As(err, &fe) || !fe.Truncated() || strings.HasPrefix(rel, "clrdiag/") {
-						t.Fatalf("after %d runtime events: %v", events, err)
-					}
-					t.Logf("cut short after %d runtime events: %v", events, err)
-					break
-				}
-				md := ev.Metadata
-				if !slices.ContainsFunc(runtimeProviders, func(p string) bool { return strings.EqualFold(p, md.ProviderName) }) {
-					continue
-				}
-				events++
-				problem := eventProblem(md.ProviderName, md.EventID, md.Version, ptrSize, ev.Payload)
-				if problem == "" {
-					continue
-				}
-				key := fmt.Sprintf("%s/%d v%d", md.ProviderName, md.EventID, md.Version)
-				if !seen[key] {
-					seen[key] = true
-					name := clrevents.EventName(md.ProviderName, md.EventID, md.EventName)
-					t.Errorf("%s %s (%d-byte payload): %s", key, name, len(ev.Payload), problem)
-				}
-			}
-			t.Logf("%d runtime events", events)
-			total += events
-		})
-	}
+	// The runtime events of the captures -short walks, and of the others,
+	// by provider, id and version (with a capture that has it).
+	shortKeys, otherKeys := map[string]bool{}, map[string]string{}
+	var mu sync.Mutex // total and the keys: the captures are walked two at a time
+	t.Run("captures", func(t *testing.T) {
+		for _, rel := range captureFiles() {
+			t.Run(rel, func(t *testing.T) {
+				t.Parallel()
+				walkCapture(t, rel, &mu, &total, shortKeys, otherKeys)
+			})
+		}
+	})
 	if total == 0 && !t.Failed() {
 		t.Error("no runtime events in any capture")
+	}
+	for key, rel := range otherKeys {
+		if !shortKeys[key] {
+			t.Errorf("%s of %s is in no capture walked with -short: raise shortWalkMax", key, rel)
+		}
+	}
+}
+
+// walkCapture is walkCaptures' walk of one capture: it adds its runtime
+// events to total, and their keys to shortKeys or otherKeys, under mu.
+func walkCapture(t *testing.T, rel string, mu *sync.Mutex, total *int, shortKeys map[string]bool, otherKeys map[string]string) {
+	if !testcapture.Available(rel) {
+		t.Skipf("%s not available: set %s", rel, testcapture.EnvVar)
+	}
+	_, external := testcapture.External[rel]
+	short := !external || testcapture.Size(t, rel) <= shortWalkMax
+	if testing.Short() && !short {
+		t.Skipf("%s: over %d bytes, full mode only (its runtime events are in the others: full mode checks)", rel, shortWalkMax)
+	}
+	r, err := nettrace.NewReader(bytes.NewReader(testcapture.Load(t, rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptrSize := int(r.Header().PointerSize)
+	seen, keys := map[string]bool{}, map[string]bool{}
+	events := 0
+	for ev, err := range r.All() {
+		if err != nil {
+			// Some public captures stop early (their sessions were
+			// not closed); the events before are intact. This
+			// project's own captures must be complete.
+			var fe *nettrace.FormatError
+			if !errors.As(err, &fe) || !fe.Truncated() || strings.HasPrefix(rel, "clrdiag/") {
+				t.Fatalf("after %d runtime events: %v", events, err)
+			}
+			t.Logf("cut short after %d runtime events: %v", events, err)
+			break
+		}
+		md := ev.Metadata
+		if !slices.ContainsFunc(runtimeProviders, func(p string) bool { return strings.EqualFold(p, md.ProviderName) }) {
+			continue
+		}
+		events++
+		key := fmt.Sprintf("%s/%d v%d", md.ProviderName, md.EventID, md.Version)
+		keys[key] = true
+		problem := eventProblem(md.ProviderName, md.EventID, md.Version, ptrSize, ev.Payload)
+		if problem == "" {
+			continue
+		}
+		if !seen[key] {
+			seen[key] = true
+			name := clrevents.EventName(md.ProviderName, md.EventID, md.EventName)
+			t.Errorf("%s %s (%d-byte payload): %s", key, name, len(ev.Payload), problem)
+		}
+	}
+	t.Logf("%d runtime events", events)
+	mu.Lock()
+	defer mu.Unlock()
+	*total += events
+	for key := range keys {
+		if short {
+			shortKeys[key] = true
+		} else if otherKeys[key] == "" {
+			otherKeys[key] = rel
+		}
 	}
 }
 

@@ -88,6 +88,11 @@ func TestReadParallelMatchesReadEvent(t *testing.T) {
 // variety (of the configurations varieties names, from seed), metadata
 // defined inside event blocks and the shared captures.
 func testInputs(t *testing.T, varieties []string, seed uint64) []benchInput {
+	return testInputsN(t, varieties, 3000, seed)
+}
+
+// testInputsN is testInputs with n events in each variety stream.
+func testInputsN(t *testing.T, varieties []string, n int, seed uint64) []benchInput {
 	var inputs []benchInput
 	for _, name := range []string{"v4", "v6", "v4-uncompressed", "v6-uncompressed", "netperf"} {
 		cfg, ok := writerConfigs()[name]
@@ -101,7 +106,7 @@ func testInputs(t *testing.T, varieties []string, seed uint64) []benchInput {
 	for _, name := range varieties {
 		cfg := writerConfigs()[name]
 		cfg.MaxEventBlockSize = 4000
-		inputs = append(inputs, benchInput{name + "-variety", varietyStream(t, cfg, 3000, seed)})
+		inputs = append(inputs, benchInput{name + "-variety", varietyStream(t, cfg, n, seed)})
 	}
 	inputs = append(inputs, benchInput{"metadata-in-event-blocks", metaInEventBlocks(t)})
 	return append(inputs, equivalenceCaptures(t)...)

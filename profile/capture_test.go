@@ -3,6 +3,7 @@ package profile
 import (
 	"bytes"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/clrdiag/clrdiag/internal/testcapture"
@@ -173,30 +174,32 @@ func benchmarkCapture(b *testing.B, data []byte) {
 	})
 }
 
-// eachCapture runs fn in a subtest per capture (everyCapture) with the
-// capture's bytes; a capture outside the repository is skipped when
-// CLRDIAG_CAPTURES does not give it.
 // shortMax is the largest capture that the tests of every capture (every
 // output, parallel and serial reads) read with -short: the larger ones
 // take most of their time, and run in full mode.
 const shortMax = 2 << 20
 
-// eachShortCapture is eachCapture for those tests: with -short it skips
-// the captures larger than shortMax.
+// eachShortCapture runs fn in a subtest per capture with the capture's
+// bytes; a capture outside the repository is skipped when CLRDIAG_CAPTURES
+// does not give it, and with -short one larger than shortMax (before it
+// is read: unzipping the largest took longer than the tests of the others).
 func eachShortCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
-	eachCapture(t, func(t *testing.T, rel string, data []byte) {
-		if testing.Short() && len(data) > shortMax {
-			t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, len(data))
-		}
-		fn(t, rel, data)
-	})
+	eachCaptureOf(t, nil, fn)
 }
 
-func eachCapture(t *testing.T, fn func(t *testing.T, rel string, data []byte)) {
+// eachCaptureOf is eachShortCapture that with -short, given a list of
+// captures, skips the others too.
+func eachCaptureOf(t *testing.T, short []string, fn func(t *testing.T, rel string, data []byte)) {
 	for _, rel := range testcapture.Traces() {
 		t.Run(rel, func(t *testing.T) {
 			if !testcapture.Available(rel) {
 				t.Skipf("%s: not available (set %s)", rel, testcapture.EnvVar)
+			}
+			if testing.Short() && short != nil && !slices.Contains(short, rel) {
+				t.Skipf("%s: -short reads %d captures that have every kind of event this one has (full mode reads it)", rel, len(short))
+			}
+			if n := testcapture.Size(t, rel); testing.Short() && n > shortMax {
+				t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, n)
 			}
 			fn(t, rel, capture(t, rel))
 		})

@@ -125,23 +125,58 @@ func Load(tb testing.TB, rel string) []byte {
 	return b
 }
 
+// Size returns the length of what Load returns for rel, without reading
+// it: the file's size, or for a .zip the uncompressed size its directory
+// gives for the trace. A test that skips large captures asks it first
+// (unzipping the 30 MB one took more time than the tests of the others).
+func Size(tb testing.TB, rel string) int64 {
+	tb.Helper()
+	p := Path(tb, rel)
+	if !strings.HasSuffix(rel, ".zip") {
+		fi, err := os.Stat(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return fi.Size()
+	}
+	zr, err := zip.OpenReader(p)
+	if err != nil {
+		tb.Fatalf("%s: %v", rel, err)
+	}
+	defer zr.Close()
+	if f := traceFile(&zr.Reader); f != nil {
+		return int64(f.UncompressedSize64)
+	}
+	tb.Fatalf("%s: no .nettrace or .netperf file in the archive", rel)
+	return 0
+}
+
+// traceFile is the first .nettrace or .netperf file of a zip archive.
+func traceFile(zr *zip.Reader) *zip.File {
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, ".nettrace") || strings.HasSuffix(f.Name, ".netperf") {
+			return f
+		}
+	}
+	return nil
+}
+
 // Unzip returns the first .nettrace or .netperf file of a zip archive.
 func Unzip(data []byte) ([]byte, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range zr.File {
-		if strings.HasSuffix(f.Name, ".nettrace") || strings.HasSuffix(f.Name, ".netperf") {
-			rc, err := f.Open()
-			if err != nil {
-				return nil, err
-			}
-			defer rc.Close()
-			return io.ReadAll(rc)
-		}
+	f := traceFile(zr)
+	if f == nil {
+		return nil, fmt.Errorf("no .nettrace or .netperf file in the archive")
 	}
-	return nil, fmt.Errorf("no .nettrace or .netperf file in the archive")
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
 
 // Traces lists the trace captures (.nettrace, .netperf, zipped or not),

@@ -65,6 +65,15 @@ func TestLoadUnzips(t *testing.T) {
 	}
 }
 
+// TestSize: Size is the length of what Load returns, zipped or not.
+func TestSize(t *testing.T) {
+	for _, rel := range []string{"perfview/eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace.zip", "misc/net6.0.9-windows.nettrace"} {
+		if got, want := Size(t, rel), int64(len(Load(t, rel))); got != want {
+			t.Errorf("%s: Size %d, Load gives %d bytes", rel, got, want)
+		}
+	}
+}
+
 func TestExternalSkipsWithoutEnv(t *testing.T) {
 	t.Setenv(EnvVar, "")
 	if Available("zetslief/perf.nettrace") {
