@@ -3,6 +3,7 @@ package gcdump
 import (
 	"context"
 	"math/bits"
+	"unsafe"
 )
 
 // Dominators is the dominator tree of a graph: node d dominates node n
@@ -28,8 +29,7 @@ type Dominators struct {
 	// v is links[v]>>32 (0 for none), and its next sibling is the low half
 	// of the child's own word.
 	links   []uint64
-	reached int    // order[1:reached+1] are the nodes the Root reaches
-	sink    uint32 // see ComputeDominatorsContext
+	reached int // order[1:reached+1] are the nodes the Root reaches
 	// Unreachable counts the nodes that the graph's Root does not reach.
 	Unreachable int
 }
@@ -115,10 +115,6 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 	adviseHuge(parent)
 	adviseHuge(f)
 	next := uint32(1)
-	// Reads made only to bring memory into the cache before it is needed
-	// (Go has no prefetch instruction) are folded into sink, which the
-	// result keeps, so that the compiler cannot drop them.
-	var sink uint32
 	// References to nodes already seen wait in pend (node, referrer)
 	// until file puts them in their slots: a tight loop of independent
 	// accesses, which the processor overlaps.
@@ -175,13 +171,13 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 					if len(g.edges) > 0 {
 						for _, x := range g.edges[e:min(end, e+pfRefs)] {
 							if seen[x/64]&(1<<(x%64)) == 0 {
-								sink ^= uint32(g.edges[min(g.off[x], uint32(len(g.edges)-1))])
+								prefetch(unsafe.Pointer(&g.edges[min(g.off[x], uint32(len(g.edges)-1))]))
 							}
 						}
 					}
 					for _, x := range g.edges[cs:min(ce, cs+pfRefs)] {
 						if seen[x/64]&(1<<(x%64)) == 0 {
-							sink ^= g.off[x]
+							prefetch(unsafe.Pointer(&g.off[x]))
 						}
 					}
 					continue levels
@@ -314,12 +310,12 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		// predecessors' forest words (each stage reading what the one
 		// before asked for, pfDist turns earlier).
 		if w > 3*pfDist && len(preds) > 0 {
-			sink ^= predOff[order[w-3*pfDist]]
+			prefetch(unsafe.Pointer(&predOff[order[w-3*pfDist]]))
 			n2 := order[w-2*pfDist]
-			sink ^= preds[min(predOff[n2], uint32(len(preds)-1))]
+			prefetch(unsafe.Pointer(&preds[min(predOff[n2], uint32(len(preds)-1))]))
 			n1 := order[w-pfDist]
 			for _, v := range preds[predOff[n1]:predOff[n1+1]] {
-				sink ^= uint32(f[2*v])
+				prefetch(unsafe.Pointer(&f[2*v]))
 			}
 		}
 		p := parent[w]
@@ -389,9 +385,11 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		// slots, the node sizes and the first dominator looked at.
 		if int(w)+2*pfDist < V && len(preds) > 0 {
 			n2 := order[w+2*pfDist]
-			sink ^= predOff[n2] ^ g.size[n2]
+			prefetch(unsafe.Pointer(&predOff[n2]))
+			prefetch(unsafe.Pointer(&g.size[n2]))
 			n1 := order[w+pfDist]
-			sink ^= preds[min(predOff[n1], uint32(len(preds)-1))] ^ idom[parent[w+pfDist]]
+			prefetch(unsafe.Pointer(&preds[min(predOff[n1], uint32(len(preds)-1))]))
+			prefetch(unsafe.Pointer(&idom[parent[w+pfDist]]))
 		}
 		node := order[w]
 		s, i := semiOf(w, node), parent[w]
@@ -433,7 +431,7 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		retained[idom[w]] += retained[w]
 	}
 	return &Dominators{g: g, order: order, num: num, idom: idom, retained: retained,
-		links: links, reached: reached, Unreachable: n - reached, sink: sink}, nil
+		links: links, reached: reached, Unreachable: n - reached}, nil
 }
 
 // Idom returns the immediate dominator of n, or NoNode for the Root and
