@@ -3,6 +3,7 @@ package gcdump
 import (
 	"context"
 	"math/bits"
+	"unsafe"
 )
 
 // Dominators is the dominator tree of a graph: node d dominates node n
@@ -28,8 +29,7 @@ type Dominators struct {
 	// v is links[v]>>32 (0 for none), and its next sibling is the low half
 	// of the child's own word.
 	links   []uint64
-	reached int    // order[1:reached+1] are the nodes the Root reaches
-	sink    uint32 // see ComputeDominatorsContext
+	reached int // order[1:reached+1] are the nodes the Root reaches
 	// Unreachable counts the nodes that the graph's Root does not reach.
 	Unreachable int
 }
@@ -86,6 +86,7 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 	// v's cursor and, once every slot is filled, predOff[v] its start and
 	// predOff[v+1] its end.
 	predOff := make([]uint32, n+2)
+	adviseHuge(predOff) // before the first write: see adviseHuge
 	for i := 0; i < len(g.edges); i += domCheckEvery {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -98,13 +99,12 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		predOff[v] += predOff[v-1] - min(predOff[v], 1)
 	}
 	preds := make([]uint32, predOff[n+1])
-	adviseHuge(predOff)
 	adviseHuge(preds)
 
 	// Depth-first search from the Root, then from each node not reached
-	// yet in index order. f holds the search's stack (per level, the
-	// cursor and the end of its node's references, then its vertex)
-	// before it holds the semidominators' forest, and then the results.
+	// yet in index order. f holds the search's stack and its copy of the
+	// references' offsets before it holds the semidominators' forest,
+	// and then the results.
 	order := make([]NodeID, V)
 	order[0] = NoNode
 	parent := make([]uint32, V) // becomes idom
@@ -114,96 +114,159 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 	adviseHuge(order)
 	adviseHuge(parent)
 	adviseHuge(f)
+
+	// A step down the search is a cache miss on the node's offset and
+	// then one on its references, in a chain that nothing overlaps. rec
+	// puts each node's first reference next to its offset (offset in the
+	// high half; the next node's word gives the end), so that a step
+	// through a first reference is one miss: the other references are
+	// read when the search comes back to the node, after a prefetch.
+	// rec takes f's last n+1 words; the stack, one word a level, takes
+	// its first ones: a search is at most V levels deep, and f has
+	// 2V+2 words.
+	rec := f[len(f)-(n+1):]
+	for v := 0; v < n; v += domCheckEvery {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		for u := v; u < min(v+domCheckEvery, n); u++ {
+			a := g.off[u]
+			var first NodeID
+			if a < g.off[u+1] {
+				first = g.edges[a]
+			}
+			rec[u] = uint64(a)<<32 | uint64(first)
+		}
+	}
+	rec[n] = uint64(g.off[n]) << 32
+	stack := f[:len(f)-(n+1)]
+
 	next := uint32(1)
-	// Reads made only to bring memory into the cache before it is needed
-	// (Go has no prefetch instruction) are folded into sink, which the
-	// result keeps, so that the compiler cannot drop them.
-	var sink uint32
 	// References to nodes already seen wait in pend (node, referrer)
 	// until file puts them in their slots: a tight loop of independent
 	// accesses, which the processor overlaps.
 	var pend [4096]uint64
 	np := 0
 	file := func() {
-		for _, p := range pend[:np] {
+		for i, p := range pend[:np] {
+			// Ask for the counters of later items, then for the
+			// slots of nearer ones (whose counters were asked for).
+			if i+2*pfDist < np {
+				prefetch(unsafe.Pointer(&predOff[pend[i+2*pfDist]>>32+1]))
+			}
+			if i+pfDist < np {
+				prefetch(unsafe.Pointer(&preds[min(predOff[pend[i+pfDist]>>32+1], uint32(len(preds)-1))]))
+			}
 			c := uint32(p >> 32)
 			preds[predOff[c+1]] = uint32(p)
 			predOff[c+1]++
 		}
 		np = 0
 	}
-	// search returns false when ctx ended.
+	// seenRef files a reference from cur to c, which the search has
+	// seen: unless it is the one reference to a search's start that
+	// needs no slot.
+	seenRef := func(c NodeID, cur uint32) {
+		word, bit := c/64, uint64(1)<<(c%64)
+		if free[word]&bit != 0 {
+			free[word] &^= bit
+			return
+		}
+		// Filed later, in batches: the slot's counter is a random
+		// access that would otherwise stall the search's own chain of
+		// loads.
+		pend[np] = uint64(c)<<32 | uint64(cur)
+		if np++; np == len(pend) {
+			file()
+		}
+	}
+	unseen := func(c NodeID) bool { return seen[c/64]&(1<<(c%64)) == 0 }
+	// search returns false when ctx ended. A level of the stack is the
+	// cursor and the end of its node's references; its vertex, the
+	// parent of the level above's, is read back from parent, so that a
+	// level takes one word.
 	search := func(start NodeID) bool {
-		cur := next
-		order[cur], parent[cur] = start, 0
-		seen[start/64] |= 1 << (start % 64)
 		free[start/64] |= 1 << (start % 64)
-		next++
-		f[0], f[1] = uint64(g.off[start])<<32|uint64(g.off[start+1]), uint64(cur)
-		sp := 2
-	levels:
-		for sp > 0 {
-			top := f[sp-2]
-			e, end := uint32(top>>32), uint32(top)
-			for e < end {
-				c := g.edges[e]
-				e++
-				word, bit := c/64, uint64(1)<<(c%64)
-				if seen[word]&bit == 0 {
-					f[sp-2] = uint64(e)<<32 | uint64(end)
-					w := next
-					next++
-					if w%domCheckEvery == 0 && ctx.Err() != nil {
-						return false
-					}
-					order[w], parent[w] = c, cur
-					seen[word] |= bit
-					cs, ce := g.off[c], g.off[c+1]
-					f[sp], f[sp+1] = uint64(cs)<<32|uint64(ce), uint64(w)
-					sp += 2
-					cur = w
-					// Ask for what the next steps will read, while the
-					// search waits for this node's references anyway:
-					// the offsets of its first children not seen yet,
-					// and the references of its next siblings (whose
-					// offsets were asked for at the parent's turn). Each
-					// step of a search is two cache misses in a row (the
-					// offset, then the references); these overlap the
-					// steps after a backtrack. A window of pfRefs
-					// references: an array of a million references is
-					// not scanned again at each of its children.
-					if len(g.edges) > 0 {
-						for _, x := range g.edges[e:min(end, e+pfRefs)] {
-							if seen[x/64]&(1<<(x%64)) == 0 {
-								sink ^= uint32(g.edges[min(g.off[x], uint32(len(g.edges)-1))])
-							}
-						}
-					}
-					for _, x := range g.edges[cs:min(ce, cs+pfRefs)] {
-						if seen[x/64]&(1<<(x%64)) == 0 {
-							sink ^= g.off[x]
-						}
-					}
-					continue levels
+		c, cur := start, uint32(0)
+		sp := 0
+	visit:
+		for {
+			// Down from c, which the search has not seen, as long as
+			// first references lead to nodes not seen.
+			for {
+				w := next
+				next++
+				if w%domCheckEvery == 0 && ctx.Err() != nil {
+					return false
 				}
-				if free[word]&bit != 0 {
-					free[word] &^= bit
+				order[w], parent[w] = c, cur
+				seen[c/64] |= 1 << (c % 64)
+				cur = w
+				r := rec[c]
+				a, end := uint32(r>>32), uint32(rec[c+1]>>32)
+				if a == end {
+					stack[sp] = uint64(a)<<32 | uint64(end)
+					sp++
+					break
+				}
+				if a+1 < end {
+					prefetch(unsafe.Pointer(&g.edges[a+1]))
+				}
+				stack[sp] = uint64(a+1)<<32 | uint64(end)
+				sp++
+				if x := NodeID(r); unseen(x) {
+					c = x
 					continue
 				}
-				// Filed later, in batches: the slot's counter is a
-				// random access that would otherwise stall the search's
-				// own chain of loads.
-				pend[np] = uint64(c)<<32 | uint64(cur)
-				if np++; np == len(pend) {
-					file()
+				seenRef(NodeID(r), cur)
+				break
+			}
+			// Along the references of the stack's top, then back up.
+			for sp > 0 {
+				top := stack[sp-1]
+				e, end := uint32(top>>32), uint32(top)
+				for e < end {
+					x := g.edges[e]
+					e++
+					if unseen(x) {
+						stack[sp-1] = uint64(e)<<32 | uint64(end)
+						// Ask for the offsets of the next
+						// siblings, read when the search comes
+						// back here.
+						for _, y := range g.edges[e:min(end, e+pfRefs)] {
+							if unseen(y) {
+								prefetch(unsafe.Pointer(&rec[y]))
+							}
+						}
+						c = x
+						continue visit
+					}
+					seenRef(x, cur)
+				}
+				sp--
+				cur = parent[cur]
+				// Ask for what the search will read when it comes
+				// back to the levels below: their next references
+				// (2*pfDist levels down), and the words in rec of
+				// those not seen (pfDist levels down, whose
+				// references were asked for earlier).
+				if sp > 2*pfDist {
+					if below := stack[sp-1-2*pfDist]; uint32(below>>32) < uint32(below) {
+						prefetch(unsafe.Pointer(&g.edges[below>>32]))
+					}
+				}
+				if sp > pfDist {
+					below := stack[sp-1-pfDist]
+					e, end := uint32(below>>32), uint32(below)
+					for _, y := range g.edges[e:min(end, e+pfRefs)] {
+						if unseen(y) {
+							prefetch(unsafe.Pointer(&rec[y]))
+						}
+					}
 				}
 			}
-			sp -= 2
-			if sp > 0 {
-				cur = uint32(f[sp-1])
-			}
+			return true
 		}
-		return true
 	}
 	if !search(g.Root) {
 		return nil, ctx.Err()
@@ -311,15 +374,27 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		}
 		// Ask ahead for what the turns of w-pfDist.. will read: their
 		// predecessor ranges, their predecessors, and those
-		// predecessors' forest words (each stage reading what the one
-		// before asked for, pfDist turns earlier).
+		// predecessors' forest words and their forest ancestors'
+		// (each stage reading what the one before asked for), and the
+		// parent's forest words, which link reads.
 		if w > 3*pfDist && len(preds) > 0 {
-			sink ^= predOff[order[w-3*pfDist]]
+			prefetch(unsafe.Pointer(&predOff[order[w-3*pfDist]]))
 			n2 := order[w-2*pfDist]
-			sink ^= preds[min(predOff[n2], uint32(len(preds)-1))]
-			n1 := order[w-pfDist]
+			prefetch(unsafe.Pointer(&preds[min(predOff[n2], uint32(len(preds)-1))]))
+			w1 := w - pfDist
+			n1 := order[w1]
 			for _, v := range preds[predOff[n1]:predOff[n1+1]] {
-				sink ^= uint32(f[2*v])
+				if v > w1 {
+					prefetch(unsafe.Pointer(&f[2*v]))
+				}
+			}
+			prefetch(unsafe.Pointer(&f[2*parent[w1]]))
+			w0 := w - pfDist/2
+			n0 := order[w0]
+			for _, v := range preds[predOff[n0]:predOff[n0+1]] {
+				if v > w0 {
+					prefetch(unsafe.Pointer(&f[2*anc(v)]))
+				}
 			}
 		}
 		p := parent[w]
@@ -389,9 +464,11 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		// slots, the node sizes and the first dominator looked at.
 		if int(w)+2*pfDist < V && len(preds) > 0 {
 			n2 := order[w+2*pfDist]
-			sink ^= predOff[n2] ^ g.size[n2]
+			prefetch(unsafe.Pointer(&predOff[n2]))
+			prefetch(unsafe.Pointer(&g.size[n2]))
 			n1 := order[w+pfDist]
-			sink ^= preds[min(predOff[n1], uint32(len(preds)-1))] ^ idom[parent[w+pfDist]]
+			prefetch(unsafe.Pointer(&preds[min(predOff[n1], uint32(len(preds)-1))]))
+			prefetch(unsafe.Pointer(&idom[parent[w+pfDist]]))
 		}
 		node := order[w]
 		s, i := semiOf(w, node), parent[w]
@@ -433,7 +510,7 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 		retained[idom[w]] += retained[w]
 	}
 	return &Dominators{g: g, order: order, num: num, idom: idom, retained: retained,
-		links: links, reached: reached, Unreachable: n - reached, sink: sink}, nil
+		links: links, reached: reached, Unreachable: n - reached}, nil
 }
 
 // Idom returns the immediate dominator of n, or NoNode for the Root and
