@@ -42,27 +42,9 @@ func (s *Server) processExceptions(w http.ResponseWriter, r *http.Request, p Pro
 	for _, t := range q["excludeExceptionType"] {
 		cfg.Filters.Exclude = append(cfg.Filters.Exclude, exceptions.Filter{ExceptionType: t})
 	}
-	format := strings.ToLower(q.Get("format"))
-	if format == "" {
-		switch accept := r.Header.Get("Accept"); {
-		case strings.Contains(accept, "text/plain"):
-			format = "text"
-		case strings.Contains(accept, "application/json-seq"):
-			format = "json-seq"
-		default:
-			format = "json"
-		}
-	}
-	var ctype string
-	switch format {
-	case "json":
-		ctype = "application/x-ndjson"
-	case "json-seq":
-		ctype = "application/json-seq"
-	case "text":
-		ctype = "text/plain; charset=utf-8"
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown format %q (want json, json-seq or text)", format))
+	format, ctype, err := streamFormat(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
 	// The session's commands take the process's turn; its stream does
@@ -94,4 +76,31 @@ func (s *Server) processExceptions(w http.ResponseWriter, r *http.Request, p Pro
 	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = body.WriteTo(w)
+}
+
+// streamFormat is the format of a streamed list (logs, exceptions) that
+// the request asks for, by its format parameter or else its Accept
+// header: "json" (newline-delimited), "json-seq" (RFC 7464) or "text",
+// with the response's content type.
+func streamFormat(r *http.Request) (format, ctype string, err error) {
+	format = strings.ToLower(r.URL.Query().Get("format"))
+	if format == "" {
+		switch accept := r.Header.Get("Accept"); {
+		case strings.Contains(accept, "text/plain"):
+			format = "text"
+		case strings.Contains(accept, "application/json-seq"):
+			format = "json-seq"
+		default:
+			format = "json"
+		}
+	}
+	switch format {
+	case "json":
+		return format, "application/x-ndjson", nil
+	case "json-seq":
+		return format, "application/json-seq", nil
+	case "text":
+		return format, "text/plain; charset=utf-8", nil
+	}
+	return "", "", fmt.Errorf("unknown format %q (want json, json-seq or text)", format)
 }

@@ -189,30 +189,15 @@ func (s *Server) processLogs(w http.ResponseWriter, r *http.Request, p Process, 
 		}
 		cfg.Filters = append(cfg.Filters, logs.Filter{Category: f[:i], Level: l})
 	}
-	format := strings.ToLower(q.Get("format"))
-	if format == "" {
-		switch accept := r.Header.Get("Accept"); {
-		case strings.Contains(accept, "text/plain"):
-			format = "text"
-		case strings.Contains(accept, "application/json-seq"):
-			format = "json-seq"
-		default:
-			format = "json"
-		}
+	format, ctype, err := streamFormat(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
 	}
 	fw := flushWriter{w, s.cfg.StreamStallTimeout}
-	var lw logs.Writer
-	var ctype string
-	switch format {
-	case "json":
-		lw, ctype = logs.NewJSONWriter(fw, false), "application/x-ndjson"
-	case "json-seq":
-		lw, ctype = logs.NewJSONWriter(fw, true), "application/json-seq"
-	case "text":
-		lw, ctype = logs.NewTextWriter(fw), "text/plain; charset=utf-8"
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown format %q (want json, json-seq or text)", format))
-		return
+	lw := logs.NewJSONWriter(fw, format == "json-seq")
+	if format == "text" {
+		lw = logs.NewTextWriter(fw)
 	}
 	started := false
 	// The session's commands take the process's turn; its stream does
