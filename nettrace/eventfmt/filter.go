@@ -3,7 +3,6 @@ package eventfmt
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -153,30 +152,16 @@ func (e *NoMatchError) Error() string { return e.msg }
 // NoMatch explains a filter that matched no event of the trace named what,
 // from the events Next has seen.
 func (f *Filter) NoMatch(what string) *NoMatchError {
-	type count struct {
-		label string
-		n     int64
-	}
-	sum := func(key func(k *Kind) (string, bool)) []count {
+	sum := func(key func(k *Kind) (string, bool)) []countKV[int64] {
 		m := map[string]int64{}
 		for _, k := range f.kinds {
 			if label, ok := key(k); ok && k.seen > 0 {
 				m[label] += k.seen
 			}
 		}
-		out := make([]count, 0, len(m))
-		for l, n := range m {
-			out = append(out, count{l, n})
-		}
-		sort.Slice(out, func(i, j int) bool {
-			if out[i].n != out[j].n {
-				return out[i].n > out[j].n
-			}
-			return out[i].label < out[j].label
-		})
-		return out
+		return sortedCounts(m)
 	}
-	list := func(cs []count) string {
+	list := func(cs []countKV[int64]) string {
 		var b strings.Builder
 		for i, c := range cs {
 			if i == 30 {
@@ -186,7 +171,7 @@ func (f *Filter) NoMatch(what string) *NoMatchError {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "%s (%d)", termsafe.String(c.label), c.n)
+			fmt.Fprintf(&b, "%s (%d)", termsafe.String(c.k), c.n)
 		}
 		return b.String()
 	}

@@ -202,16 +202,16 @@ func (st *Summary) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
-type countKV struct {
+type countKV[N int | int64] struct {
 	k string
-	n int
+	n N
 }
 
 // sortedCounts orders counts by descending count, then key.
-func sortedCounts(m map[string]int) []countKV {
-	out := make([]countKV, 0, len(m))
+func sortedCounts[N int | int64](m map[string]N) []countKV[N] {
+	out := make([]countKV[N], 0, len(m))
 	for k, n := range m {
-		out = append(out, countKV{k, n})
+		out = append(out, countKV[N]{k, n})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].n != out[j].n {
