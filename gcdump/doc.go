@@ -175,8 +175,8 @@
 // 'Pipeline' -benchtime 1x ./gcdump; GCDUMP_BENCH_NODES changes the size).
 // On a 2-vCPU EPYC shared with other work (load 10 to 20 on its two
 // cores): the peak heap is 655 MB, 68.7 bytes an object (53.5 while
-// building; it was 1,085 MB, 113.7), and the dominator tree takes 7 to
-// 10 CPU seconds (8.1 at load 4), where the former Lengauer-Tarjan took
+// building; it was 1,085 MB, 113.7), and the dominator tree takes 5.5 to
+// 9 CPU seconds (7.4 the median of 8 runs), where the former Lengauer-Tarjan took
 // 33 to 40 in the same process (uniformly random references are the worst
 // case for caches; BenchmarkPipelineLocal has mostly local references, as
 // a compacted heap does). BenchmarkPaths and BenchmarkPathsChain measure
@@ -189,9 +189,10 @@
 // layout allocation gives (an object's children right after it), the
 // closest to real snapshots. The uniform layout is the slowest: the
 // depth-first search takes about two thirds of the time there, each of its
-// steps a cache miss that no other work overlaps (a node's offset and
-// first reference, kept side by side for the search), or two when the
-// first reference leads to a node already seen.
+// steps into new territory a cache miss that no other work overlaps (a
+// node's first two references, kept side by side for the search, with its
+// offsets asked for at the same time), or two when both lead to nodes
+// already seen and the node has more.
 //
 // # Concurrency
 //
