@@ -204,7 +204,7 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 	visit:
 		for {
 			// Down from c, which the search has not seen, as long as
-			// first references lead to nodes not seen.
+			// the first two references lead to a node not seen.
 			for {
 				w := next
 				next++
@@ -217,36 +217,25 @@ func ComputeDominatorsContext(ctx context.Context, g *Graph) (*Dominators, error
 				prefetch(unsafe.Pointer(&g.off[c]))
 				r := rec[c]
 				a, end := g.off[c], g.off[c+1]
-				if a == end {
-					stack[sp] = uint64(a)<<32 | uint64(end)
-					sp++
-					break
-				}
 				if a+1 < end {
 					prefetch(unsafe.Pointer(&g.edges[a+1]))
 				}
-				if x := NodeID(r); unseen(x) {
-					stack[sp] = uint64(a+1)<<32 | uint64(end)
+				// The first two references come from rec: a node
+				// whose first leads nowhere new needs no read of its
+				// references unless it has more than two.
+				e, inRec := a, min(end, a+2)
+				for ; e < inRec && !unseen(NodeID(r)); e++ {
+					seenRef(NodeID(r), cur)
+					r >>= 32
+				}
+				if e < inRec {
+					stack[sp] = uint64(e+1)<<32 | uint64(end)
 					sp++
-					c = x
+					c = NodeID(r)
 					continue
 				}
-				seenRef(NodeID(r), cur)
-				if a+1 == end {
-					stack[sp] = uint64(a+1)<<32 | uint64(end)
-					sp++
-					break
-				}
-				// The second reference is in rec too: a node whose first
-				// leads nowhere new needs no read of its references
-				// unless it has more than two.
-				stack[sp] = uint64(a+2)<<32 | uint64(end)
+				stack[sp] = uint64(e)<<32 | uint64(end)
 				sp++
-				if x := NodeID(r >> 32); unseen(x) {
-					c = x
-					continue
-				}
-				seenRef(NodeID(r>>32), cur)
 				break
 			}
 			// Along the references of the stack's top, then back up.
