@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/netaddr"
 )
 
 // ErrURLScheme is matched by ListenAddr's error for a URL that is neither
@@ -69,14 +70,7 @@ func IsLoopback(addr string) bool {
 // server listening at addr by: the listen address, or 127.0.0.1 for an
 // unspecified one (every interface).
 func LocalURL(scheme string, addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return scheme + "://" + addr.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return scheme + "://" + net.JoinHostPort(host, port)
+	return netaddr.LocalBase(scheme, addr.String())
 }
 
 // resumeTimeout bounds the ResumeRuntime AcceptRuntimes sends.
