@@ -21,8 +21,7 @@ var ErrURLScheme = errors.New("use http:// or https://")
 // or host:port) into a listen address; tls tells whether https was asked
 // for. The ASP.NET and dotnet-monitor wildcards http://*:PORT and
 // http://+:PORT mean every interface.
-func ListenAddr(url string) (addr string, tls bool, err error) {
-	s := url
+func ListenAddr(s string) (addr string, tls bool, err error) {
 	if strings.Contains(s, ";") {
 		return "", false, errors.New("give one URL (the monitor serves one address)")
 	}
