@@ -204,8 +204,8 @@
 // when they do not connect again after a command; ReverseSource's
 // AcceptRuntimes names and resumes each one as it arrives.
 //
-// ListenAddr reads the URL to serve on (--urls: http://*:PORT and the
-// other ASP.NET spellings), IsLoopback says whether it is reachable only
+// ListenAddr reads the URL to serve on (a URL such as http://*:PORT, and
+// the other ASP.NET spellings), IsLoopback says whether it is reachable only
 // from this machine, and LocalURL is where a browser here finds the server
 // (the base of the dashboard link).
 //

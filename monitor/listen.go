@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/diag"
+	"github.com/clrdiag/clrdiag/internal/netaddr"
 )
 
 // ErrURLScheme is matched by ListenAddr's error for a URL that is neither
@@ -20,8 +21,7 @@ var ErrURLScheme = errors.New("use http:// or https://")
 // or host:port) into a listen address; tls tells whether https was asked
 // for. The ASP.NET and dotnet-monitor wildcards http://*:PORT and
 // http://+:PORT mean every interface.
-func ListenAddr(url string) (addr string, tls bool, err error) {
-	s := url
+func ListenAddr(s string) (addr string, tls bool, err error) {
 	if strings.Contains(s, ";") {
 		return "", false, errors.New("give one URL (the monitor serves one address)")
 	}
@@ -69,14 +69,7 @@ func IsLoopback(addr string) bool {
 // server listening at addr by: the listen address, or 127.0.0.1 for an
 // unspecified one (every interface).
 func LocalURL(scheme string, addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return scheme + "://" + addr.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return scheme + "://" + net.JoinHostPort(host, port)
+	return netaddr.LocalBase(scheme, addr.String())
 }
 
 // resumeTimeout bounds the ResumeRuntime AcceptRuntimes sends.

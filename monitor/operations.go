@@ -195,9 +195,11 @@ func (s *Server) processLogs(w http.ResponseWriter, r *http.Request, p Process, 
 		return
 	}
 	fw := flushWriter{w, s.cfg.StreamStallTimeout}
-	lw := logs.NewJSONWriter(fw, format == "json-seq")
+	var lw logs.Writer
 	if format == "text" {
 		lw = logs.NewTextWriter(fw)
+	} else {
+		lw = logs.NewJSONWriter(fw, format == "json-seq")
 	}
 	started := false
 	// The session's commands take the process's turn; its stream does

@@ -4,11 +4,13 @@ package monitor_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clrdiag/clrdiag/ipc"
 	"github.com/clrdiag/clrdiag/ipctest"
 	"github.com/clrdiag/clrdiag/monitor"
 	"github.com/clrdiag/clrdiag/transport/reverse"
@@ -20,13 +22,7 @@ import (
 // leaves the list at the next attempt to reach it (it stayed listed, and
 // requests to it waited forever).
 func TestReverseSourceNamesAndForgets(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "port.sock")
-	srv, err := reverse.Listen(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	src := monitor.NewReverseSource(srv)
+	path, srv, src := newReverseSource(t)
 	src.ReconnectTimeout = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -72,39 +68,86 @@ func TestReverseSourceNamesAndForgets(t *testing.T) {
 	}
 }
 
+// newReverseSource listens on a socket in a temporary directory and
+// returns its path, the server (closed when the test ends) and a
+// ReverseSource of it.
+func newReverseSource(t *testing.T) (string, *reverse.Server, *monitor.ReverseSource) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "port.sock")
+	srv, err := reverse.Listen(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return path, srv, monitor.NewReverseSource(srv)
+}
+
+// resumes counts the ResumeRuntime commands app received.
+func resumes(app *ipctest.Server) int {
+	n := 0
+	for _, r := range app.Requests() {
+		if r.Header.CommandSet == ipc.SetProcess && r.Header.CommandID == ipc.CmdResumeRuntime {
+			n++
+		}
+	}
+	return n
+}
+
 // AcceptRuntimes names a runtime that connects and resumes it when asked
 // to; without resume it leaves it paused.
 func TestReverseSourceAcceptRuntimes(t *testing.T) {
 	for _, resume := range []bool{true, false} {
-		path := filepath.Join(t.TempDir(), "port.sock")
-		srv, err := reverse.Listen(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close()
-		src := monitor.NewReverseSource(srv)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		go src.AcceptRuntimes(ctx, resume)
-		app, err := ipctest.NewServer(ipctest.Config{Runtime: ipctest.NET8, PID: 4243, Suspended: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer app.Close()
-		go func() { _ = app.ConnectTo(ctx, path) }()
-		// Named first, then resumed: wait for the state that is checked.
-		for {
-			procs, _ := src.Processes(ctx)
-			if len(procs) == 1 && procs[0].Name == "dotnet" && (!resume || !app.Suspended()) {
-				break
+		t.Run(fmt.Sprintf("resume=%v", resume), func(t *testing.T) {
+			path, _, src := newReverseSource(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			app, err := ipctest.NewServer(ipctest.Config{Runtime: ipctest.NET8, PID: 4243, Suspended: true})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if ctx.Err() != nil {
-				t.Fatalf("resume %v: the runtime was not named (and resumed): %+v, suspended %v", resume, procs, app.Suspended())
+			defer app.Close()
+			accepted := make(chan struct{})
+			go func() {
+				defer close(accepted)
+				src.AcceptRuntimes(ctx, resume)
+			}()
+			connected := make(chan struct{})
+			go func() {
+				defer close(connected)
+				_ = app.ConnectTo(ctx, path)
+			}()
+			// Deferred last, run first: end AcceptRuntimes and the
+			// runtime's connection before the server and the app close.
+			defer func() { cancel(); <-accepted; <-connected }()
+			// Named first, then resumed (or not): wait for the state
+			// that is checked.
+			for {
+				procs, _ := src.Processes(ctx)
+				if len(procs) == 1 && procs[0].Name == "dotnet" {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("the runtime was not named: %+v", procs)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if !resume && !app.Suspended() {
-			t.Errorf("resume false: the runtime was resumed")
-		}
+			if resume {
+				for resumes(app) == 0 || app.Suspended() {
+					if ctx.Err() != nil {
+						t.Fatalf("the runtime was not resumed: %d ResumeRuntime, suspended %v", resumes(app), app.Suspended())
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				return
+			}
+			// Without resume, nothing should come: watch for a while
+			// longer than AcceptRuntimes takes to send a ResumeRuntime
+			// once the runtime is named (a few milliseconds).
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if n := resumes(app); n != 0 || !app.Suspended() {
+					t.Fatalf("resume false: the runtime got %d ResumeRuntime, suspended %v", n, app.Suspended())
+				}
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/clrdiag/clrdiag/internal/netaddr"
 )
 
 // Prefix is where Serve mounts a Viewer.
@@ -15,14 +17,7 @@ const Prefix = "/ui/"
 // URL is the address of the flame graph a Serve on addr shows: its host,
 // or 127.0.0.1 when addr is an unspecified address (0.0.0.0, ::).
 func URL(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return "http://" + addr.String() + Prefix + "flamegraph"
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + Prefix + "flamegraph"
+	return netaddr.LocalBase("http", addr.String()) + Prefix + "flamegraph"
 }
 
 // Serve serves h (usually a Viewer) under Prefix on ln until ctx ends, then

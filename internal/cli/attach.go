@@ -238,12 +238,13 @@ func readDataFile(e *env, name string) ([]byte, error) {
 // the fix.
 func explainAttach(err error, path string, clsid ipc.GUID) string {
 	var se *ipc.ServerError
-	switch {
-	case !errors.As(err, &se):
-	case se.HRESULT == ipc.HRClassNotAvailable:
-		return fmt.Sprintf("The library loaded, but its DllGetClassObject does not provide the class %s. Check --clsid against the profiler's documentation.", clsid)
-	case se.HRESULT == ipc.HRTimeoutWaitingForConcurrentGC:
-		return "The profiler enabled GC events and a background GC did not finish within --attach-timeout. Retry, or give a longer --attach-timeout (and --timeout)."
+	if errors.As(err, &se) {
+		switch se.HRESULT {
+		case ipc.HRClassNotAvailable:
+			return fmt.Sprintf("The library loaded, but its DllGetClassObject does not provide the class %s. Check --clsid against the profiler's documentation.", clsid)
+		case ipc.HRTimeoutWaitingForConcurrentGC:
+			return "The profiler enabled GC events and a background GC did not finish within --attach-timeout. Retry, or give a longer --attach-timeout (and --timeout)."
+		}
 	}
 	return diag.AttachAdvice(err, path, clsid)
 }

@@ -51,9 +51,9 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 // soon as ctx is done, even while r blocks (standard input with nothing
 // coming): a Ctrl-C stops a command reading a pipe (clrdiag's 'trace stats
 // -' and the file converters), which a signal handler would otherwise leave
-// running. A goroutine reads r
-// ahead into three reused 256 KiB buffers; when ctx ends it is left blocked
-// in r's Read, which ends with the process.
+// running. A goroutine reads r ahead into three reused 256 KiB buffers;
+// when ctx ends it is left blocked in r's Read, which ends with the
+// process.
 func Interruptible(ctx context.Context, r io.Reader) io.Reader {
 	if ctx == nil || ctx.Done() == nil {
 		return r
