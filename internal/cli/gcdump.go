@@ -17,7 +17,6 @@ import (
 	"github.com/clrdiag/clrdiag/internal/ctxio"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
-	"github.com/clrdiag/clrdiag/transport"
 )
 
 // The gcdump command groups the heap snapshot subcommands, one per file
@@ -230,10 +229,7 @@ func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.Collec
 	}
 	defer t.close()
 	if cfg.ProcessName == "" {
-		cfg.ProcessName = t.Name
-		if cfg.ProcessName == "" {
-			cfg.ProcessName = transport.NameOf(ctx, t.PID, nil)
-		}
+		cfg.ProcessName = targetProcessName(ctx, e, t)
 	}
 	cfg.ProcessID = t.PID
 	cfg.Started = t.started

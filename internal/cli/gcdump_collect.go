@@ -12,7 +12,6 @@ import (
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/internal/safefile"
-	"github.com/clrdiag/clrdiag/transport"
 )
 
 func init() { registerGCDump("collect", newGCDumpCollectCmd) }
@@ -66,7 +65,7 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if path, err = out.name(defaultGCDumpName(ctx, t)); err != nil {
+			if path, err = out.name(defaultGCDumpName(ctx, e, t)); err != nil {
 				return err
 			}
 			if path != "-" {
@@ -98,13 +97,10 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 }
 
 // defaultGCDumpName is <name>_<yyyyMMdd>_<HHmmss>.gcdump.
-func defaultGCDumpName(ctx context.Context, t *target) string {
+func defaultGCDumpName(ctx context.Context, e *env, t *target) string {
 	name := ""
 	if t != nil {
-		name = t.Name
-		if name == "" {
-			name = transport.NameOf(ctx, t.PID, nil)
-		}
+		name = targetProcessName(ctx, e, t)
 	}
 	if name == "" {
 		name = "heap"
