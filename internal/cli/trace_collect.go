@@ -210,7 +210,11 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer c.t.close()
-			if c.output, err = out.name(defaultTraceName(ctx, e, c.t)); err != nil {
+			def := "" // unused when -o names the file: spare the process scan
+			if !out.named() {
+				def = defaultTraceName(ctx, e, c.t)
+			}
+			if c.output, err = out.name(def); err != nil {
 				return err
 			}
 			return f.collect(ctx, c)
