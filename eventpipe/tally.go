@@ -46,6 +46,7 @@ func (t *Tally) Consumer(stopAt *EventFilter) Consumer {
 		}
 		var ev nettrace.Event
 		seen := false
+		dropped := t.dropped.Load() // stored again only when it changes
 		ptrSize := rd.Header().PointerSize
 		for {
 			if err := rd.ReadEvent(&ev); err != nil {
@@ -53,8 +54,9 @@ func (t *Tally) Consumer(stopAt *EventFilter) Consumer {
 				return err
 			}
 			t.events.Add(1)
-			if st := rd.Stats(); st.DroppedEvents != t.dropped.Load() {
-				t.dropped.Store(st.DroppedEvents)
+			if d := rd.Stats().DroppedEvents; d != dropped {
+				dropped = d
+				t.dropped.Store(d)
 			}
 			if filter != nil && !seen && filter.Match(&ev, ptrSize) {
 				seen = true
