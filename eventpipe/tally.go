@@ -34,12 +34,7 @@ func (t *Tally) Stats() nettrace.Stats { return t.stats }
 // of stopAt, as StopAt does.
 func (t *Tally) Consumer(stopAt *EventFilter) Consumer {
 	return func(r io.Reader, stop func(StopReason)) error {
-		var filter *EventFilter
-		if stopAt != nil {
-			f := *stopAt
-			f.known = nil
-			filter = &f
-		}
+		filter := stopAt.own()
 		rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<20))
 		if err != nil {
 			return err
