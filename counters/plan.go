@@ -2,7 +2,6 @@ package counters
 
 import (
 	"cmp"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clrdiag/clrdiag/eventpipe"
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // MetricsProvider is the EventSource through which .NET 6 and later publish
@@ -172,7 +172,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 		return nil, fmt.Errorf("%w: a Meters-only session with no Meter (every provider has the EventCounters\\ prefix)", ErrConfig)
 	}
 	if len(meters) > 0 {
-		newID := newGUID
+		newID := wire.RandomGUID
 		if cfg.NewID != nil {
 			newID = cfg.NewID
 		}
@@ -218,15 +218,6 @@ func (p *Plan) spec(provider string) *Spec {
 		}
 	}
 	return nil
-}
-
-// newGUID returns a random (version 4) GUID in .NET's text form.
-func newGUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // RuntimeMajor extracts the major version from a ClrProductVersion such as

@@ -120,6 +120,19 @@ func valueIs(v any, want string) bool {
 	return false
 }
 
+// own returns a copy of f that learns a stream's metadata (which events
+// match) afresh, for one Consumer; nil for a nil f. Metadata belongs to
+// one stream, and the copy lets sessions that run at the same time share
+// a filter.
+func (f *EventFilter) own() *EventFilter {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	c.known = nil
+	return &c
+}
+
 // StopAt is a Consumer for Session.DrainDecode that decodes the stream
 // and stops the collection (StopEvent) at the first event of the filter.
 // It returns once it has seen it, or with the decoder's error. Each
@@ -127,8 +140,7 @@ func valueIs(v any, want string) bool {
 // run at the same time.
 func (f *EventFilter) StopAt() Consumer {
 	return func(r io.Reader, stop func(StopReason)) error {
-		f := *f
-		f.known = nil
+		f := f.own()
 		rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<16))
 		if err != nil {
 			return err

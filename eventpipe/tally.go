@@ -34,18 +34,14 @@ func (t *Tally) Stats() nettrace.Stats { return t.stats }
 // of stopAt, as StopAt does.
 func (t *Tally) Consumer(stopAt *EventFilter) Consumer {
 	return func(r io.Reader, stop func(StopReason)) error {
-		var filter *EventFilter
-		if stopAt != nil {
-			f := *stopAt
-			f.known = nil
-			filter = &f
-		}
+		filter := stopAt.own()
 		rd, err := nettrace.NewReader(bufio.NewReaderSize(r, 1<<20))
 		if err != nil {
 			return err
 		}
 		var ev nettrace.Event
 		seen := false
+		dropped := t.dropped.Load() // stored again only when it changes
 		ptrSize := rd.Header().PointerSize
 		for {
 			if err := rd.ReadEvent(&ev); err != nil {
@@ -53,8 +49,9 @@ func (t *Tally) Consumer(stopAt *EventFilter) Consumer {
 				return err
 			}
 			t.events.Add(1)
-			if st := rd.Stats(); st.DroppedEvents != t.dropped.Load() {
-				t.dropped.Store(st.DroppedEvents)
+			if d := rd.Stats().DroppedEvents; d != dropped {
+				dropped = d
+				t.dropped.Store(d)
 			}
 			if filter != nil && !seen && filter.Match(&ev, ptrSize) {
 				seen = true

@@ -17,7 +17,6 @@ import (
 	"github.com/clrdiag/clrdiag/internal/ctxio"
 	"github.com/clrdiag/clrdiag/internal/safefile"
 	"github.com/clrdiag/clrdiag/ipc"
-	"github.com/clrdiag/clrdiag/transport"
 )
 
 // The gcdump command groups the heap snapshot subcommands, one per file
@@ -198,7 +197,7 @@ func (s *gcdumpSource) load(cmd *cobra.Command, e *env, args []string) (*gcdump.
 		return nil, err
 	}
 	s.tf.timeout = timeout // also bounds each request: starting the session, stopping it
-	g, _, err := collectHeap(cmd.Context(), e, s.tf, gcdump.CollectConfig{Timeout: timeout})
+	g, err := collectHeap(cmd.Context(), e, s.tf, gcdump.CollectConfig{Timeout: timeout})
 	return g, err
 }
 
@@ -223,17 +222,14 @@ func parseGCDumpTimeout(s string) (time.Duration, error) {
 
 // collectHeap resolves the target and takes a snapshot, printing progress
 // on stderr.
-func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.CollectConfig) (*gcdump.Graph, *target, error) {
+func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.CollectConfig) (*gcdump.Graph, error) {
 	t, err := tf.resolve(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer t.close()
 	if cfg.ProcessName == "" {
-		cfg.ProcessName = t.Name
-		if cfg.ProcessName == "" {
-			cfg.ProcessName = transport.NameOf(ctx, t.PID, nil)
-		}
+		cfg.ProcessName = targetProcessName(ctx, e, t)
 	}
 	cfg.ProcessID = t.PID
 	cfg.Started = t.started
@@ -249,9 +245,9 @@ func collectHeap(ctx context.Context, e *env, tf *targetFlags, cfg gcdump.Collec
 	}
 	g, err := gcdump.Collect(ctx, t.Client, cfg)
 	if err != nil {
-		return nil, t, collectExit(ctx, err)
+		return nil, collectExit(ctx, err)
 	}
-	return g, t, nil
+	return g, nil
 }
 
 // collectExit gives a failed collection its exit status.

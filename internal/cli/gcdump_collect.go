@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/clrdiag/clrdiag/gcdump"
 	"github.com/clrdiag/clrdiag/internal/safefile"
-	"github.com/clrdiag/clrdiag/transport"
 )
 
 func init() { registerGCDump("collect", newGCDumpCollectCmd) }
@@ -62,11 +60,12 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 				cfg.Trace = traceFile
 			}
 			start := time.Now()
-			g, t, err := collectHeap(ctx, e, tf, cfg)
+			g, err := collectHeap(ctx, e, tf, cfg)
 			if err != nil {
 				return err
 			}
-			if path, err = out.name(defaultGCDumpName(ctx, t)); err != nil {
+			// collectHeap looked the process name up once, for the graph.
+			if path, err = out.name(defaultGCDumpName(g.Info.ProcessName)); err != nil {
 				return err
 			}
 			if path != "-" {
@@ -97,15 +96,9 @@ func newGCDumpCollectCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// defaultGCDumpName is <name>_<yyyyMMdd>_<HHmmss>.gcdump.
-func defaultGCDumpName(ctx context.Context, t *target) string {
-	name := ""
-	if t != nil {
-		name = t.Name
-		if name == "" {
-			name = transport.NameOf(ctx, t.PID, nil)
-		}
-	}
+// defaultGCDumpName is <name>_<yyyyMMdd>_<HHmmss>.gcdump, name being the
+// target's process name.
+func defaultGCDumpName(name string) string {
 	if name == "" {
 		name = "heap"
 	}

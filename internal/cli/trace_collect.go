@@ -19,7 +19,6 @@ import (
 	"github.com/clrdiag/clrdiag/nettrace"
 	"github.com/clrdiag/clrdiag/nettrace/eventfmt"
 	"github.com/clrdiag/clrdiag/profile"
-	"github.com/clrdiag/clrdiag/transport"
 	"github.com/clrdiag/clrdiag/weighted"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -211,7 +210,11 @@ func newTraceCollectCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer c.t.close()
-			if c.output, err = out.name(defaultTraceName(ctx, c.t)); err != nil {
+			def := "" // unused when -o names the file: spare the process scan
+			if !out.named() {
+				def = defaultTraceName(ctx, e, c.t)
+			}
+			if c.output, err = out.name(def); err != nil {
 				return err
 			}
 			return f.collect(ctx, c)
@@ -309,11 +312,8 @@ func (f *collectFlags) collect(ctx context.Context, c *collector) error {
 }
 
 // defaultTraceName is <name>_<yyyyMMdd>_<HHmmss>.nettrace as dotnet-trace.
-func defaultTraceName(ctx context.Context, t *target) string {
-	name := t.Name
-	if name == "" {
-		name = transport.NameOf(ctx, t.PID, nil)
-	}
+func defaultTraceName(ctx context.Context, e *env, t *target) string {
+	name := targetProcessName(ctx, e, t)
 	if name == "" {
 		name = "trace"
 	}

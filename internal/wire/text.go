@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -192,6 +193,18 @@ func AppendUTF16(b []byte, s string) []byte {
 // lower-case text form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
 func FormatGUID(g [16]byte) string {
 	return string(AppendGUID(make([]byte, 0, 36), g))
+}
+
+// RandomGUID returns a random (version 4, RFC 4122 variant) GUID in the
+// canonical text form of FormatGUID.
+func RandomGUID() string {
+	var g [16]byte
+	_, _ = rand.Read(g[:]) // crypto/rand.Read never fails (Go 1.24+)
+	// Data3 is little-endian on the wire: its high byte, which carries the
+	// version, is g[7]. The variant is in the first byte after Data3.
+	g[7] = g[7]&0x0f | 0x40
+	g[8] = g[8]&0x3f | 0x80
+	return FormatGUID(g)
 }
 
 // AppendGUID appends the text form of FormatGUID.

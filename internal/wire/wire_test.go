@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -140,6 +141,31 @@ func TestGUID(t *testing.T) {
 		if _, err := ParseGUID(bad); err == nil {
 			t.Errorf("ParseGUID(%q) accepted", bad)
 		}
+	}
+}
+
+func TestRandomGUID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 64 {
+		s := RandomGUID()
+		g, err := ParseGUID(s)
+		if err != nil {
+			t.Fatalf("RandomGUID = %q: %v", s, err)
+		}
+		if FormatGUID(g) != s {
+			t.Fatalf("RandomGUID = %q, not canonical (want %q)", s, FormatGUID(g))
+		}
+		// xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, V one of 8, 9, a, b.
+		if s[14] != '4' {
+			t.Errorf("RandomGUID = %q: version %c, want 4", s, s[14])
+		}
+		if !strings.ContainsRune("89ab", rune(s[19])) {
+			t.Errorf("RandomGUID = %q: variant digit %c, want 8, 9, a or b", s, s[19])
+		}
+		if seen[s] {
+			t.Fatalf("RandomGUID returned %q twice", s)
+		}
+		seen[s] = true
 	}
 }
 

@@ -2,12 +2,13 @@ package record
 
 import (
 	"bufio"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // IDsFile holds, in a recording directory, the ids a client chose at
@@ -61,7 +62,7 @@ func (l *IDLog) NewID() string {
 	if l.replay {
 		return l.next()
 	}
-	id := randomGUID()
+	id := wire.RandomGUID()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -78,18 +79,9 @@ func (l *IDLog) next() string {
 	if len(l.ids) == 0 {
 		// A recording made without the ids (or a client that asks for
 		// more): the request will differ and replay says where.
-		return randomGUID()
+		return wire.RandomGUID()
 	}
 	id := l.ids[0]
 	l.ids = l.ids[1:]
 	return id
-}
-
-// randomGUID returns a random (version 4) GUID in .NET's text form.
-func randomGUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -33,8 +33,12 @@ func TestIDsRecordThenReplay(t *testing.T) {
 	if got := strings.Fields(string(b)); strings.Join(got, ",") != strings.Join(made, ",") {
 		t.Fatalf("%s holds %q, want %q", IDsFile, got, made)
 	}
-	if st, err := os.Stat(filepath.Join(dir, IDsFile)); err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("%s: mode %v, err %v; want 0600", IDsFile, st.Mode().Perm(), err)
+	st, err := os.Stat(filepath.Join(dir, IDsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: mode %v, want 0600", IDsFile, st.Mode().Perm())
 	}
 
 	rep := ReplayIDs(dir)
@@ -65,7 +69,10 @@ func TestReplayIDsWithoutFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := ReplayIDs(dir)
-	if len(l.ids) != maxReplayIDs || l.ids[0] != "a" {
-		t.Fatalf("read %d ids starting %q, want %d starting \"a\"", len(l.ids), l.ids[0], maxReplayIDs)
+	if len(l.ids) != maxReplayIDs {
+		t.Fatalf("read %d ids, want %d", len(l.ids), maxReplayIDs)
+	}
+	if l.ids[0] != "a" {
+		t.Fatalf("read ids starting %q, want \"a\"", l.ids[0])
 	}
 }
