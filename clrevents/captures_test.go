@@ -19,21 +19,6 @@ import (
 // table.
 var runtimeProviders = []string{clrevents.ProviderRuntime, clrevents.ProviderRundown, clrevents.ProviderPrivate}
 
-// captureFiles lists the traces of internal/testcapture: committed and, with
-// CLRDIAG_CAPTURES, the external ones.
-func captureFiles() []string {
-	var out []string
-	for _, m := range []map[string]string{testcapture.Committed, testcapture.External} {
-		for rel := range m {
-			if strings.HasSuffix(rel, ".zip") || strings.HasSuffix(rel, ".nettrace") || strings.HasSuffix(rel, ".netperf") {
-				out = append(out, rel)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // eventProblem says what is wrong with one runtime event's decoding, or ""
 // for nothing: an event the table has no layout for (no named fields), a
 // decoding error, or a payload of a version the table knows that the
@@ -76,7 +61,7 @@ func walkCaptures(t *testing.T) {
 	shortKeys, otherKeys := map[string]bool{}, map[string]string{}
 	var mu sync.Mutex // total and the keys: the captures are walked two at a time
 	t.Run("captures", func(t *testing.T) {
-		for _, rel := range captureFiles() {
+		for _, rel := range testcapture.Traces() {
 			t.Run(rel, func(t *testing.T) {
 				t.Parallel()
 				walkCapture(t, rel, &mu, &total, shortKeys, otherKeys)
