@@ -198,8 +198,10 @@ func eachCaptureOf(t *testing.T, short []string, fn func(t *testing.T, rel strin
 			if testing.Short() && short != nil && !slices.Contains(short, rel) {
 				t.Skipf("%s: -short reads %d captures that have every kind of event this one has (full mode reads it)", rel, len(short))
 			}
-			if n := testcapture.Size(t, rel); testing.Short() && n > shortMax {
-				t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, n)
+			if testing.Short() {
+				if n := testcapture.Size(t, rel); n > shortMax {
+					t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, n)
+				}
 			}
 			fn(t, rel, capture(t, rel))
 		})
