@@ -5,9 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/clrdiag/clrdiag/internal/wire"
 )
 
 // readAllWith decodes data with next (ReadEvent or the general decoder) and
@@ -185,8 +186,8 @@ func describeEvent(ev *Event) string {
 	u("/", ev.StackRegion)
 	b = hex.AppendEncode(append(b, ':'), ev.stack)
 	b = strconv.AppendInt(append(b, " ts="...), ev.Timestamp, 10)
-	b = appendGUID(append(b, " act="...), ev.ActivityID)
-	b = appendGUID(append(b, " rel="...), ev.RelatedActivityID)
+	b = wire.AppendGUID(append(b, " act="...), ev.ActivityID)
+	b = wire.AppendGUID(append(b, " rel="...), ev.RelatedActivityID)
 	b = strconv.AppendBool(append(b, " sorted="...), ev.IsSorted)
 	u(" label=", uint64(ev.LabelListID))
 	if ev.Labels != nil {
@@ -198,18 +199,4 @@ func describeEvent(ev *Event) string {
 	u("/", ev.CaptureThreadIndex)
 	b = hex.AppendEncode(append(b, " payload="...), ev.Payload)
 	return string(b)
-}
-
-// appendGUID appends g as GUID.String writes it.
-func appendGUID(b []byte, g GUID) []byte {
-	var le [8]byte // the first three fields, big-endian
-	copy(le[:], g[:8])
-	slices.Reverse(le[0:4])
-	slices.Reverse(le[4:6])
-	slices.Reverse(le[6:8])
-	b = hex.AppendEncode(b, le[0:4])
-	b = hex.AppendEncode(append(b, '-'), le[4:6])
-	b = hex.AppendEncode(append(b, '-'), le[6:8])
-	b = hex.AppendEncode(append(b, '-'), g[8:10])
-	return hex.AppendEncode(append(b, '-'), g[10:16])
 }

@@ -179,6 +179,46 @@ func benchmarkCapture(b *testing.B, data []byte) {
 // take most of their time, and run in full mode.
 const shortMax = 2 << 20
 
+// smallestCommitted holds, by a key (the kinds of events, the measures),
+// the smallest committed capture seen with it: what a test's -short list
+// of captures must be, so that -short still takes every path full mode
+// takes.
+type smallestCommitted map[string]sizedCapture
+
+type sizedCapture struct {
+	rel  string
+	size int
+}
+
+// add notes the capture rel of size bytes under key; captures that are not
+// committed are left out (a clone without CLRDIAG_CAPTURES has only those).
+func (s smallestCommitted) add(key, rel string, size int) {
+	if _, committed := testcapture.Committed[rel]; !committed {
+		return
+	}
+	if c, ok := s[key]; !ok || size < c.size {
+		s[key] = sizedCapture{rel, size}
+	}
+}
+
+// check fails t in full mode when short, the sorted -short list named
+// name, is not the smallest capture of each key; of says what the keys
+// are ("of each combination of measures").
+func (s smallestCommitted) check(t *testing.T, name, of string, short []string) {
+	t.Helper()
+	if testing.Short() {
+		return
+	}
+	want := make([]string, 0, len(s))
+	for _, c := range s {
+		want = append(want, c.rel)
+	}
+	slices.Sort(want)
+	if !slices.Equal(want, short) {
+		t.Errorf("%s must list the smallest committed capture %s:\n%q\nit lists\n%q", name, of, want, short)
+	}
+}
+
 // eachShortCapture runs fn in a subtest per capture with the capture's
 // bytes; a capture outside the repository is skipped when CLRDIAG_CAPTURES
 // does not give it, and with -short one larger than shortMax (before it
@@ -198,8 +238,10 @@ func eachCaptureOf(t *testing.T, short []string, fn func(t *testing.T, rel strin
 			if testing.Short() && short != nil && !slices.Contains(short, rel) {
 				t.Skipf("%s: -short reads %d captures that have every kind of event this one has (full mode reads it)", rel, len(short))
 			}
-			if n := testcapture.Size(t, rel); testing.Short() && n > shortMax {
-				t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, n)
+			if testing.Short() {
+				if n := testcapture.Size(t, rel); n > shortMax {
+					t.Skipf("%s: %d bytes, full mode only (go test without -short)", rel, n)
+				}
 			}
 			fn(t, rel, capture(t, rel))
 		})

@@ -41,8 +41,7 @@ func TestConfigMeasure(t *testing.T) {
 	if testing.Short() {
 		rels = shortMeasureCaptures
 	}
-	smallest := map[string]string{} // a combination of measures: its smallest committed capture
-	size := map[string]int{}
+	smallest := smallestCommitted{} // by combination of measures
 	tested := map[string]int{}
 	var wb, gb bytes.Buffer // the outputs, reused (the largest are megabytes)
 	for _, rel := range rels {
@@ -51,9 +50,7 @@ func TestConfigMeasure(t *testing.T) {
 		full := read(data, cfg)
 		k := measuresOf(full)
 		if k != "" {
-			if _, committed := testcapture.Committed[rel]; committed && (smallest[k] == "" || len(data) < size[smallest[k]]) {
-				smallest[k], size[rel] = rel, len(data)
-			}
+			smallest.add(k, rel, len(data))
 		}
 		if thread, ok := shortMeasureThreads[rel]; ok && testing.Short() {
 			cfg.Threads = []uint64{thread}
@@ -114,9 +111,7 @@ func TestConfigMeasure(t *testing.T) {
 			t.Errorf("no committed capture has events of %s", m)
 		}
 	}
-	if want := slices.Sorted(maps.Values(smallest)); !testing.Short() && !slices.Equal(want, shortMeasureCaptures) {
-		t.Errorf("shortMeasureCaptures must list the smallest committed capture of each combination of measures:\n%q\nit lists\n%q", want, shortMeasureCaptures)
-	}
+	smallest.check(t, "shortMeasureCaptures", "of each combination of measures", shortMeasureCaptures)
 }
 
 // shortMeasureCaptures are the captures TestConfigMeasure tests with

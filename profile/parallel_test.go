@@ -114,13 +114,10 @@ func sameRead(t *testing.T, name string, data []byte, cfg Config, pcfg nettrace.
 // first Config and 3 workers on the others (full mode: every capture,
 // every configuration on every Config, and a check of the list).
 func TestReadParallelSameProfile(t *testing.T) {
-	smallest := map[string]string{} // format and kinds of events: the smallest committed capture
-	size := map[string]int{}
+	smallest := smallestCommitted{} // by format and kinds of events
 	eachCaptureOf(t, shortParallelCaptures, func(t *testing.T, rel string, data []byte) {
 		if _, committed := testcapture.Committed[rel]; committed && !testing.Short() && len(data) <= shortMax {
-			if k := eventKinds(t, data); smallest[k] == "" || len(data) < size[smallest[k]] {
-				smallest[k], size[rel] = rel, len(data)
-			}
+			smallest.add(eventKinds(t, data), rel, len(data))
 		}
 		cfgs := []Config{{Timeline: true}, {ManagedOnly: true, Timeline: true, MaxTimelineRuns: 100}}
 		for _, m := range MeasureInfos() {
@@ -139,8 +136,8 @@ func TestReadParallelSameProfile(t *testing.T) {
 			}
 		}
 	})
-	if want := slices.Sorted(maps.Values(smallest)); !testing.Short() && !t.Failed() && !slices.Equal(want, shortParallelCaptures) {
-		t.Errorf("shortParallelCaptures must list the smallest committed capture up to shortMax of each format and kinds of events:\n%q\nit lists\n%q", want, shortParallelCaptures)
+	if !t.Failed() {
+		smallest.check(t, "shortParallelCaptures", "up to shortMax of each format and kinds of events", shortParallelCaptures)
 	}
 }
 
