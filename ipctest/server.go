@@ -306,6 +306,20 @@ func CountRequests[T any](s *Server) int {
 	return n
 }
 
+// CountCommand counts the requests the server received with command set
+// and id, such as (ipc.SetProcess, ipc.CmdResumeRuntime): for commands
+// that share a request type (ipc.EmptyRequest), where CountRequests
+// cannot tell them apart.
+func (s *Server) CountCommand(set, id uint8) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Header.CommandSet == set && r.Header.CommandID == id {
+			n++
+		}
+	}
+	return n
+}
+
 // Environment returns the imitated process's current environment.
 func (s *Server) Environment() []string {
 	s.mu.Lock()

@@ -273,6 +273,9 @@ func TestConnectToReverse(t *testing.T) {
 	if r := s.Requests(); len(r) != 2 || !r[0].Reverse {
 		t.Fatalf("%+v", r)
 	}
+	if n, m := s.CountCommand(ipc.SetProcess, ipc.CmdResumeRuntime), s.CountCommand(ipc.SetProcess, ipc.CmdProcessInfo); n != 1 || m != 0 {
+		t.Fatalf("CountCommand: %d ResumeRuntime, %d ProcessInfo; want 1, 0", n, m)
+	}
 	cancel()
 	select {
 	case err := <-done:

@@ -82,17 +82,6 @@ func newReverseSource(t *testing.T) (string, *reverse.Server, *monitor.ReverseSo
 	return path, srv, monitor.NewReverseSource(srv)
 }
 
-// resumes counts the ResumeRuntime commands app received.
-func resumes(app *ipctest.Server) int {
-	n := 0
-	for _, r := range app.Requests() {
-		if r.Header.CommandSet == ipc.SetProcess && r.Header.CommandID == ipc.CmdResumeRuntime {
-			n++
-		}
-	}
-	return n
-}
-
 // AcceptRuntimes names a runtime that connects and resumes it when asked
 // to; without resume it leaves it paused.
 func TestReverseSourceAcceptRuntimes(t *testing.T) {
@@ -132,9 +121,9 @@ func TestReverseSourceAcceptRuntimes(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			if resume {
-				for resumes(app) == 0 || app.Suspended() {
+				for app.CountCommand(ipc.SetProcess, ipc.CmdResumeRuntime) == 0 || app.Suspended() {
 					if ctx.Err() != nil {
-						t.Fatalf("the runtime was not resumed: %d ResumeRuntime, suspended %v", resumes(app), app.Suspended())
+						t.Fatalf("the runtime was not resumed: %d ResumeRuntime, suspended %v", app.CountCommand(ipc.SetProcess, ipc.CmdResumeRuntime), app.Suspended())
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
@@ -144,7 +133,7 @@ func TestReverseSourceAcceptRuntimes(t *testing.T) {
 			// longer than AcceptRuntimes takes to send a ResumeRuntime
 			// once the runtime is named (a few milliseconds).
 			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				if n := resumes(app); n != 0 || !app.Suspended() {
+				if n := app.CountCommand(ipc.SetProcess, ipc.CmdResumeRuntime); n != 0 || !app.Suspended() {
 					t.Fatalf("resume false: the runtime got %d ResumeRuntime, suspended %v", n, app.Suspended())
 				}
 			}

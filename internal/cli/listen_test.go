@@ -24,16 +24,6 @@ func connectingRuntime(t *testing.T, cfg ipctest.Config, path string) *ipctest.S
 	return f
 }
 
-func countResumes(f *ipctest.Server) int {
-	n := 0
-	for _, r := range f.Requests() {
-		if r.Header.CommandSet == ipc.SetProcess && r.Header.CommandID == ipc.CmdResumeRuntime {
-			n++
-		}
-	}
-	return n
-}
-
 func TestListenInfo(t *testing.T) {
 	path := ipctest.SocketPath(t)
 	connectingRuntime(t, ipctest.Config{Runtime: ipctest.NET8, PID: 4343}, path)
@@ -95,7 +85,7 @@ func TestListenTarget(t *testing.T) {
 			if err := tg.close(); err != nil {
 				t.Fatal(err)
 			}
-			if got := countResumes(f); got != tc.resumes {
+			if got := f.CountCommand(ipc.SetProcess, ipc.CmdResumeRuntime); got != tc.resumes {
 				t.Fatalf("%d ResumeRuntime requests, want %d", got, tc.resumes)
 			}
 			if f.Suspended() != (tc.resumes == 0) {
