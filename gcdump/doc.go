@@ -167,20 +167,20 @@
 // reference more while it runs. FindPaths needs 4 bytes a node and its
 // frontier (12 bytes an entry). A .gcdump takes about 28 bytes an object
 // on disk. The large arrays are backed by transparent huge pages where
-// Linux leaves that to the program: their random reads then rarely miss
-// the TLB.
+// Linux leaves that to the program: their random reads then miss the TLB
+// less often (not measurably on a virtual machine whose host backs its
+// memory with small pages).
 //
 // BenchmarkPipeline measures the chain behind 'gcdump report' on 10
 // million objects and 30 million references (go test -run '^$' -bench
 // 'Pipeline' -benchtime 1x ./gcdump; GCDUMP_BENCH_NODES changes the size).
-// On a 2-vCPU EPYC shared with other work (load 10 to 20 on its two
-// cores): the peak heap is 655 MB, 68.7 bytes an object (53.5 while
-// building; it was 1,085 MB, 113.7), and the dominator tree takes 5.5 to
-// 9 CPU seconds (7.4 the median of 8 runs), where the former Lengauer-Tarjan took
-// 33 to 40 in the same process (uniformly random references are the worst
-// case for caches; BenchmarkPipelineLocal has mostly local references, as
-// a compacted heap does). BenchmarkPaths and BenchmarkPathsChain measure
-// FindPaths.
+// On a 2-vCPU EPYC virtual machine the peak heap is 655 MB, 68.7 bytes an
+// object (53.5 while building; it was 1,085 MB, 113.7). The dominator tree
+// takes 5.5 to 9 CPU seconds there (a median of 7.4 over 8 runs, at load
+// 1); the former Lengauer-Tarjan took 33 to 40, at load 10 to 20
+// (uniformly random references are the worst case for caches;
+// BenchmarkPipelineLocal has mostly local references, as a compacted heap
+// does). BenchmarkPaths and BenchmarkPathsChain measure FindPaths.
 //
 // BenchmarkDominators, BenchmarkDominatorsLocal and
 // BenchmarkDominatorsAlloc measure the dominator tree alone on 10 million

@@ -271,7 +271,7 @@ console.log(JSON.stringify(out));
 // counters-truncated and objver4; events of every measure among them),
 // of objver4 the thread of shortMeasureThreads, not the 30 MB VoiceMemo
 // nor the other workloads captures.
-// The list is TestConfigMeasure's: its full mode checks it, this test not.
+// The list is TestConfigMeasure's, whose full mode checks it.
 func TestSpeedscopeSchema(t *testing.T) {
 	files := map[string][]byte{"broken.speedscope.json": []byte(`{"$schema":"` + weighted.SpeedscopeSchema + `","shared":{"frames":[{}]},"profiles":[{"type":"sampled"}]}`)}
 	files["synthetic.speedscope.json"] = speedscopeOf(t, readSynth(t, 8, Config{Timeline: true}), "")
