@@ -208,7 +208,7 @@ func (tg *Target) Expect(t testing.TB, prefix string, timeout time.Duration) str
 				return line
 			}
 		case <-deadline:
-			t.Fatalf("no line %q from target within %v", prefix, timeout)
+			t.Fatalf("no line %q from target within %v; stderr:\n%s", prefix, timeout, tg.Stderr())
 		}
 	}
 }
